@@ -1,0 +1,499 @@
+package apps
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSet injects sidecar containers into the pods it selects when they are created, and
+// upgrades those containers in place when their image changes.
+type SidecarSet struct {
+	metav1.TypeMeta
+	// Standard object metadata.
+	metav1.ObjectMeta
+
+	// Spec is the desired state of the SidecarSet.
+	Spec SidecarSetSpec
+	// Status is the most recently observed state of the SidecarSet, written by the server's controller.
+	Status SidecarSetStatus
+}
+
+// SidecarSetSpec defines the desired state of a SidecarSet.
+type SidecarSetSpec struct {
+	// Selector is a label query over pods that should be injected. Required and must not be empty.
+	Selector *metav1.LabelSelector
+
+	// Namespace restricts the SidecarSet to pods in this namespace. Empty means all namespaces.
+	// Mutually exclusive with namespaceSelector.
+	Namespace string
+
+	// NamespaceSelector restricts the SidecarSet to pods in namespaces whose labels match.
+	// Nil matches every namespace.
+	NamespaceSelector *metav1.LabelSelector
+
+	// InitContainers are injected into matching pods at creation only, sorted by name. An init
+	// container with restartPolicy Always is a native sidecar and is upgraded in place like a container.
+	InitContainers []SidecarContainer
+
+	// Containers are the sidecar containers injected into matching pods and upgraded in place.
+	Containers []SidecarContainer
+
+	// Volumes the sidecar containers may mount. Only volumes that an injected container mounts are
+	// added to a pod, and a pod volume of the same name wins.
+	Volumes []corev1.Volume
+
+	// UpdateStrategy controls how injected pods are upgraded in place when the sidecar image changes.
+	UpdateStrategy SidecarSetUpdateStrategy
+
+	// InjectionStrategy controls injection into newly created pods.
+	InjectionStrategy SidecarSetInjectionStrategy
+
+	// ImagePullSecrets are appended to the pod's imagePullSecrets at injection.
+	ImagePullSecrets []corev1.LocalObjectReference
+
+	// RevisionHistoryLimit is the number of SidecarSetRevisions kept. Defaults to 10.
+	RevisionHistoryLimit *int32
+
+	// PatchPodMetadata lists pod annotations set at injection and, for Overwrite and MergePatchJson,
+	// again at each in-place upgrade. Keys must be allowed by the whitelist ConfigMap.
+	PatchPodMetadata []SidecarSetPatchPodMetadata
+}
+
+// SidecarSetPatchPodMetadata is a set of annotations patched into pods with one policy.
+type SidecarSetPatchPodMetadata struct {
+	// Annotations to patch into the pod.
+	Annotations map[string]string
+
+	// PatchPolicy is Retain (set only when absent, the default), Overwrite or MergePatchJson.
+	PatchPolicy SidecarSetPatchPolicyType
+}
+
+// SidecarSetPatchPolicyType says how a patched annotation combines with the pod's own value.
+type SidecarSetPatchPolicyType string
+
+const (
+	// SidecarSetRetainPatchPolicy keeps the pod's value when the annotation exists. Injection only.
+	SidecarSetRetainPatchPolicy SidecarSetPatchPolicyType = "Retain"
+	// SidecarSetOverwritePatchPolicy always sets the SidecarSet's value.
+	SidecarSetOverwritePatchPolicy SidecarSetPatchPolicyType = "Overwrite"
+	// SidecarSetMergePatchJsonPatchPolicy applies the value as a JSON merge patch to the pod's value.
+	SidecarSetMergePatchJsonPatchPolicy SidecarSetPatchPolicyType = "MergePatchJson"
+)
+
+// SidecarContainer is a container injected by a SidecarSet: every field of a core/v1 Container plus
+// the injection and upgrade policies. The field order is part of the wire contract: it determines
+// the kruise.io/sidecarset-hash annotations.
+type SidecarContainer struct {
+	corev1.Container
+
+	// PodInjectPolicy places the container before (BeforeAppContainer, the default for containers)
+	// or after (AfterAppContainer, the default for initContainers) the pod's own containers.
+	PodInjectPolicy PodInjectPolicyType
+
+	// UpgradeStrategy is ColdUpgrade (restart the container with the new image) or HotUpgrade
+	// (two containers that hand over to each other).
+	UpgradeStrategy SidecarContainerUpgradeStrategy
+
+	// ShareVolumePolicy, when enabled, mounts the app containers' volume mounts into this sidecar.
+	ShareVolumePolicy ShareVolumePolicy
+
+	// ShareVolumeDevicePolicy, when enabled, shares the app containers' volume devices with this sidecar.
+	ShareVolumeDevicePolicy *ShareVolumePolicy
+
+	// TransferEnv copies environment variables from an app container of the pod.
+	TransferEnv []TransferEnvVar
+
+	// ResourcesPolicy computes this container's resources from the pod's containers at injection.
+	// Cannot be combined with resources.
+	ResourcesPolicy *ResourcesPolicy
+}
+
+// ShareVolumePolicy enables or disables volume sharing.
+type ShareVolumePolicy struct {
+	// Type is enabled or disabled.
+	Type ShareVolumePolicyType
+}
+
+// PodInjectPolicyType says where a sidecar goes relative to the pod's own containers.
+type PodInjectPolicyType string
+
+const (
+	// BeforeAppContainerType injects the sidecar in front of the pod's containers.
+	BeforeAppContainerType PodInjectPolicyType = "BeforeAppContainer"
+	// AfterAppContainerType injects the sidecar after the pod's containers.
+	AfterAppContainerType PodInjectPolicyType = "AfterAppContainer"
+)
+
+// ShareVolumePolicyType is enabled or disabled.
+type ShareVolumePolicyType string
+
+const (
+	// ShareVolumePolicyEnabled shares volumes.
+	ShareVolumePolicyEnabled ShareVolumePolicyType = "enabled"
+	// ShareVolumePolicyDisabled does not share volumes.
+	ShareVolumePolicyDisabled ShareVolumePolicyType = "disabled"
+)
+
+// TransferEnvVar copies environment variables from a container of the pod into the sidecar.
+type TransferEnvVar struct {
+	// SourceContainerName is the name of the pod container to copy from.
+	SourceContainerName string
+	// SourceContainerNameFrom reads the source container name from a pod label or annotation.
+	SourceContainerNameFrom *SourceContainerNameSource
+	// EnvName is the name of one variable to copy.
+	EnvName string
+	// EnvNames are the names of several variables to copy.
+	EnvNames []string
+}
+
+// SourceContainerNameSource selects the source container name from pod metadata.
+type SourceContainerNameSource struct {
+	// FieldRef selects metadata.labels['<KEY>'] or metadata.annotations['<KEY>'] of the pod.
+	FieldRef *corev1.ObjectFieldSelector
+}
+
+// ResourcesPolicy computes a sidecar's resources from the pod's target containers at injection.
+type ResourcesPolicy struct {
+	// TargetContainersMode aggregates the target containers' resources: sum or max.
+	TargetContainersMode TargetContainersModeType
+
+	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*".
+	// Sidecars of matched SidecarSets are never targets. No target rejects the pod.
+	TargetContainersNameRegex string
+
+	// ResourcesExpr holds the expressions that compute the resources.
+	ResourcesExpr ResourcesExpr
+}
+
+// TargetContainersModeType says how target containers' resources are aggregated.
+type TargetContainersModeType string
+
+const (
+	// TargetContainersModeSum sums the target containers' resources.
+	TargetContainersModeSum TargetContainersModeType = "sum"
+	// TargetContainersModeMax takes the largest of the target containers' resources.
+	TargetContainersModeMax TargetContainersModeType = "max"
+)
+
+// ResourcesExpr holds resource expressions. An expression supports + - * /, parentheses,
+// max(a,b), min(a,b), numbers, percentages, quantities and the variable cpu or memory.
+type ResourcesExpr struct {
+	// Limits expressions; a limit is left unset when any target container has no such limit.
+	Limits *ResourceExprLimits
+
+	// Requests expressions; a target container without a request counts as zero.
+	Requests *ResourceExprRequests
+}
+
+// ResourceExprLimits holds the expressions of limits.
+type ResourceExprLimits struct {
+	// CPU expression over the variable cpu.
+	CPU string
+	// Memory expression over the variable memory.
+	Memory string
+}
+
+// ResourceExprRequests holds the expressions of requests.
+type ResourceExprRequests struct {
+	// CPU expression over the variable cpu.
+	CPU string
+	// Memory expression over the variable memory.
+	Memory string
+}
+
+// SidecarContainerUpgradeType is ColdUpgrade or HotUpgrade.
+type SidecarContainerUpgradeType string
+
+const (
+	// SidecarContainerColdUpgrade restarts the container with the new image.
+	SidecarContainerColdUpgrade SidecarContainerUpgradeType = "ColdUpgrade"
+	// SidecarContainerHotUpgrade runs two twins, <name>-1 and <name>-2, that hand over on upgrade.
+	SidecarContainerHotUpgrade SidecarContainerUpgradeType = "HotUpgrade"
+)
+
+// SidecarContainerUpgradeStrategy says how a sidecar container is upgraded.
+type SidecarContainerUpgradeStrategy struct {
+	// UpgradeType is ColdUpgrade (default) or HotUpgrade. Immutable once set.
+	UpgradeType SidecarContainerUpgradeType
+
+	// HotUpgradeEmptyImage is the image of the idle twin of a hot-upgrade sidecar: same command and
+	// probes, no work.
+	HotUpgradeEmptyImage string
+}
+
+// SidecarSetInjectionStrategy controls injection into new pods.
+type SidecarSetInjectionStrategy struct {
+	// Paused stops injection into new pods; injected pods are still upgraded.
+	Paused bool
+
+	// Revision injects a recorded revision instead of the latest spec.
+	Revision *SidecarSetInjectRevision
+}
+
+// SidecarSetInjectRevision names the revision injected into new pods.
+type SidecarSetInjectRevision struct {
+	// CustomVersion selects the newest revision labelled apps.kruise.io/sidecarset-custom-version=<value>.
+	CustomVersion *string
+	// RevisionName is the name of a SidecarSetRevision.
+	RevisionName *string
+	// Policy is Always (default: every new pod gets the revision) or Partial (pods selected by
+	// updateStrategy.selector, or the partition share of new pods, get the latest spec).
+	Policy SidecarSetInjectRevisionPolicy
+}
+
+// SidecarSetInjectRevisionPolicy is Always or Partial.
+type SidecarSetInjectRevisionPolicy string
+
+const (
+	// AlwaysSidecarSetInjectRevisionPolicy injects the named revision into every new pod.
+	AlwaysSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Always"
+	// PartialSidecarSetInjectRevisionPolicy injects the named revision or the latest according to the update strategy.
+	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
+)
+
+// SidecarSetUpdateStrategy controls in-place upgrades of injected pods.
+type SidecarSetUpdateStrategy struct {
+	// Type is RollingUpdate (default) or NotUpdate (never touch existing pods).
+	Type SidecarSetUpdateStrategyType
+
+	// Paused stops in-place upgrades.
+	Paused bool
+
+	// Selector limits upgrades to the pods it selects (canary).
+	Selector *metav1.LabelSelector
+
+	// Partition is the number or percentage of pods left on the old version. Defaults to 0.
+	Partition *intstr.IntOrString
+
+	// MaxUnavailable is the number or percentage (rounded up) of matched pods that may be
+	// unavailable during the upgrade. Defaults to 1.
+	MaxUnavailable *intstr.IntOrString
+
+	// PriorityStrategy orders pods for upgrade by weight or by an ordered label.
+	PriorityStrategy *UpdatePriorityStrategy
+
+	// ScatterStrategy spreads pods with the given labels across upgrade batches.
+	ScatterStrategy UpdateScatterStrategy
+}
+
+// SidecarSetUpdateStrategyType is RollingUpdate or NotUpdate.
+type SidecarSetUpdateStrategyType string
+
+const (
+	// NotUpdateSidecarSetStrategyType never upgrades existing pods.
+	NotUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "NotUpdate"
+	// RollingUpdateSidecarSetStrategyType upgrades existing pods in place.
+	RollingUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "RollingUpdate"
+)
+
+// UpdatePriorityStrategy orders pods for upgrade. Only one of orderPriority and weightPriority can be set.
+type UpdatePriorityStrategy struct {
+	// OrderPriority sorts pods by the integer at the end of the value of the first ordered key they carry.
+	OrderPriority []UpdatePriorityOrderTerm
+	// WeightPriority sorts pods by the sum of the weights of the terms they match.
+	WeightPriority []UpdatePriorityWeightTerm
+}
+
+// UpdatePriorityOrderTerm is an order priority term.
+type UpdatePriorityOrderTerm struct {
+	// OrderedKey is a pod label key; its value's last integer (5 in "sts-5") orders the pods.
+	OrderedKey string
+}
+
+// UpdatePriorityWeightTerm is a weight priority term.
+type UpdatePriorityWeightTerm struct {
+	// Weight of matching pods, 0-100.
+	Weight int32
+	// MatchSelector selects pods by label.
+	MatchSelector metav1.LabelSelector
+}
+
+// UpdateScatterStrategy lists label key/value pairs whose pods are spread across upgrade batches.
+// A value of "*" stands for every value of the key.
+type UpdateScatterStrategy []UpdateScatterTerm
+
+// UpdateScatterTerm is a label key and value.
+type UpdateScatterTerm struct {
+	// Key of the label.
+	Key string
+	// Value of the label, or "*".
+	Value string
+}
+
+// SidecarSetStatus is the observed state of a SidecarSet.
+type SidecarSetStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	ObservedGeneration int64
+
+	// MatchedPods is the number of active pods this SidecarSet injected.
+	MatchedPods int32
+
+	// UpdatedPods is the number of matched pods running the latest sidecar spec.
+	UpdatedPods int32
+
+	// ReadyPods is the number of matched pods that are ready and whose sidecars run their spec image.
+	ReadyPods int32
+
+	// UpdatedReadyPods is the number of matched pods that are both updated and ready.
+	UpdatedReadyPods int32
+
+	// LatestRevision is the name of the SidecarSetRevision of the current spec.
+	LatestRevision string
+
+	// CollisionCount counts revision name collisions; it makes new revision names unique.
+	CollisionCount *int32
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetList is a list of SidecarSets.
+type SidecarSetList struct {
+	metav1.TypeMeta
+	// Standard list metadata.
+	metav1.ListMeta
+	// Items is the list of SidecarSets.
+	Items []SidecarSet
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetRevision is an immutable snapshot of the injection-relevant part of a SidecarSet's spec.
+// It is labelled apps.kruise.io/sidecarset-name=<name> and carries the SidecarSet's hash annotations.
+type SidecarSetRevision struct {
+	metav1.TypeMeta
+	// Standard object metadata.
+	metav1.ObjectMeta
+
+	// SidecarSetName is the SidecarSet this revision belongs to.
+	SidecarSetName string
+	// Revision is the sequence number of this revision within its SidecarSet; higher is newer.
+	Revision int64
+	// Spec is the recorded part of the SidecarSet spec.
+	Spec SidecarSetRevisionSpec
+}
+
+// SidecarSetRevisionSpec is the part of a SidecarSet spec that a revision records.
+type SidecarSetRevisionSpec struct {
+	// InitContainers of the SidecarSet.
+	InitContainers []SidecarContainer
+	// Containers of the SidecarSet.
+	Containers []SidecarContainer
+	// Volumes of the SidecarSet.
+	Volumes []corev1.Volume
+	// ImagePullSecrets of the SidecarSet.
+	ImagePullSecrets []corev1.LocalObjectReference
+	// PatchPodMetadata of the SidecarSet.
+	PatchPodMetadata []SidecarSetPatchPodMetadata
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetRevisionList is a list of SidecarSetRevisions, newest first when returned by
+// sidecarsets/revisions.
+type SidecarSetRevisionList struct {
+	metav1.TypeMeta
+	// Standard list metadata.
+	metav1.ListMeta
+	// Items is the list of revisions.
+	Items []SidecarSetRevision
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetRollout is the rollout view of a SidecarSet (GET sidecarsets/<name>/rollout) and the
+// request body of rollout actions (POST sidecarsets/<name>/rollout with spec.action).
+type SidecarSetRollout struct {
+	metav1.TypeMeta
+	// Standard object metadata; the name is the SidecarSet's.
+	metav1.ObjectMeta
+
+	// Spec is the action to perform, for POST.
+	Spec SidecarSetRolloutSpec
+	// Status is the state of the rollout, for GET.
+	Status SidecarSetRolloutStatus
+}
+
+// RolloutAction is an action on a rollout.
+type RolloutAction string
+
+const (
+	// RolloutActionPause sets updateStrategy.paused.
+	RolloutActionPause RolloutAction = "Pause"
+	// RolloutActionResume clears updateStrategy.paused.
+	RolloutActionResume RolloutAction = "Resume"
+	// RolloutActionRollback sets the SidecarSet's containers, initContainers, volumes,
+	// imagePullSecrets and patchPodMetadata from a revision.
+	RolloutActionRollback RolloutAction = "Rollback"
+)
+
+// SidecarSetRolloutSpec is a rollout action.
+type SidecarSetRolloutSpec struct {
+	// Action is Pause, Resume or Rollback.
+	Action RolloutAction
+	// RevisionName is the SidecarSetRevision to roll back to (Rollback only).
+	RevisionName string
+}
+
+// PodRolloutState is the rollout state of one pod.
+type PodRolloutState string
+
+const (
+	// PodRolloutUpdated means the pod runs the latest sidecar spec.
+	PodRolloutUpdated PodRolloutState = "Updated"
+	// PodRolloutUpgrading means the pod's spec was updated and its sidecars are restarting.
+	PodRolloutUpgrading PodRolloutState = "Upgrading"
+	// PodRolloutWaiting means the pod will be upgraded; reason says what it waits for.
+	PodRolloutWaiting PodRolloutState = "Waiting"
+	// PodRolloutNotUpgradable means a change other than an image keeps the pod on its old spec.
+	PodRolloutNotUpgradable PodRolloutState = "NotUpgradable"
+	// PodRolloutFailed means the pod was upgraded and its sidecar fails to run the new image.
+	PodRolloutFailed PodRolloutState = "Failed"
+)
+
+// SidecarSetRolloutStatus is the state of a rollout.
+type SidecarSetRolloutStatus struct {
+	// ObservedGeneration is the SidecarSet generation this view was computed for.
+	ObservedGeneration int64
+	// LatestRevision is the revision of the current spec.
+	LatestRevision string
+	// Paused reports updateStrategy.paused.
+	Paused bool
+	// MaxUnavailable is the resolved unavailability budget.
+	MaxUnavailable int32
+	// Partition is the resolved number of pods kept on old revisions.
+	Partition int32
+	// Unavailable is the number of updated pods that are not available.
+	Unavailable int32
+	// Revisions lists the revisions pods run, newest first, with their pod counts.
+	Revisions []RolloutRevision
+	// Pods lists every matched pod with its rollout state.
+	Pods []RolloutPod
+}
+
+// RolloutRevision counts the pods that run one revision.
+type RolloutRevision struct {
+	// Name of the revision; empty for pods whose revision is unknown.
+	Name string
+	// Pods running it.
+	Pods int32
+}
+
+// RolloutPod is the rollout state of one pod.
+type RolloutPod struct {
+	// Namespace of the pod.
+	Namespace string
+	// Name of the pod.
+	Name string
+	// Revision the pod's sidecars were injected from or last upgraded to.
+	Revision string
+	// State is Updated, Upgrading, Waiting, NotUpgradable or Failed.
+	State PodRolloutState
+	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
+	// or NotReady; or why it is not upgradable or failed.
+	Reason string
+	// Message is a human readable explanation.
+	Message string
+}
