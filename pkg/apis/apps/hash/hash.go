@@ -1,0 +1,75 @@
+// Package hash computes the SidecarSet spec hashes stamped in the kruise.io/sidecarset-hash and
+// kruise.io/sidecarset-hash-without-image annotations.
+//
+// Algorithm (OpenKruise-compatible, byte for byte): marshal {"containers": spec.containers} with
+// encoding/json, adding "initContainers": spec.initContainers (all of them) when at least one init
+// container is a native sidecar (restartPolicy Always); SHA-256 the JSON, hex-encode it, and map each
+// hex digit through apimachinery's safe-encode alphabet. The without-image variant blanks every
+// image first. Volumes, selectors, strategies and plain init containers never change either hash.
+package hash
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// Hashes is the pair of hashes of a SidecarSet spec.
+type Hashes struct {
+	// WithImage changes with any sidecar container field.
+	WithImage string
+	// WithoutImage changes with any sidecar container field but the image.
+	WithoutImage string
+}
+
+// Of returns both hashes of spec.
+func Of(spec *v1alpha1.SidecarSetSpec) (Hashes, error) {
+	with, err := encode(spec.Containers, spec.InitContainers)
+	if err != nil {
+		return Hashes{}, err
+	}
+	without, err := encode(withoutImages(spec.Containers), withoutImages(spec.InitContainers))
+	if err != nil {
+		return Hashes{}, err
+	}
+	return Hashes{WithImage: with, WithoutImage: without}, nil
+}
+
+func encode(containers, initContainers []v1alpha1.SidecarContainer) (string, error) {
+	doc := map[string]interface{}{"containers": containers}
+	if hasNativeSidecar(initContainers) {
+		doc["initContainers"] = initContainers
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return rand.SafeEncodeString(hex.EncodeToString(sum[:])), nil
+}
+
+func hasNativeSidecar(cs []v1alpha1.SidecarContainer) bool {
+	for i := range cs {
+		if p := cs[i].RestartPolicy; p != nil && *p == corev1.ContainerRestartPolicyAlways {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+	if cs == nil {
+		return nil
+	}
+	out := make([]v1alpha1.SidecarContainer, len(cs))
+	for i := range cs {
+		cs[i].DeepCopyInto(&out[i])
+		out[i].Image = ""
+	}
+	return out
+}
