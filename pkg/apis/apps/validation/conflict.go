@@ -1,0 +1,133 @@
+package validation
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
+)
+
+// ValidateConflicts checks ss against the other stored SidecarSets that may inject into the same
+// pods. others may include ss itself and its canary base; both are skipped. Another SidecarSet
+// overlaps when its namespaces and its pod selector overlap ss's (package selectoroverlap; a nil
+// namespace restriction overlaps everything, a v1alpha1 namespace is a selector on the
+// kubernetes.io/metadata.name label). Against overlapping SidecarSets it rejects:
+//   - an init container (container) whose name an init container (container) of another has;
+//   - a volume whose name another declares with a different definition;
+//   - an annotation patched by both with non-Retain policies, when either uses Overwrite.
+//
+// Each conflict is reported once, naming the first conflicting SidecarSet in the order of others.
+func ValidateConflicts(ss *apps.SidecarSet, others []*apps.SidecarSet) field.ErrorList {
+	baseName, _ := IsCanary(ss)
+	var overlapping []*apps.SidecarSet
+	for _, o := range others {
+		if o == nil || o.Name == ss.Name || (baseName != "" && o.Name == baseName) {
+			continue
+		}
+		if namespacesOverlap(ss, o) && selectoroverlap.Overlap(ss.Spec.Selector, o.Spec.Selector) {
+			overlapping = append(overlapping, o)
+		}
+	}
+	spec := field.NewPath("spec")
+	allErrs := containerConflicts(ss.Spec.InitContainers, overlapping,
+		func(o *apps.SidecarSet) []apps.SidecarContainer { return o.Spec.InitContainers }, spec.Child("initContainers"))
+	allErrs = append(allErrs, containerConflicts(ss.Spec.Containers, overlapping,
+		func(o *apps.SidecarSet) []apps.SidecarContainer { return o.Spec.Containers }, spec.Child("containers"))...)
+	allErrs = append(allErrs, volumeConflicts(ss.Spec.Volumes, overlapping, spec.Child("volumes"))...)
+	return append(allErrs, annotationConflicts(ss.Spec.PatchPodMetadata, overlapping, spec.Child("patchPodMetadata"))...)
+}
+
+// namespacesOverlap is false only when both SidecarSets restrict namespaces and the restrictions
+// do not overlap.
+func namespacesOverlap(a, b *apps.SidecarSet) bool {
+	sa, sb := namespaceSelector(a), namespaceSelector(b)
+	return sa == nil || sb == nil || selectoroverlap.Overlap(sa, sb)
+}
+
+// namespaceSelector returns the selector of the namespaces a SidecarSet injects into, nil for all.
+func namespaceSelector(ss *apps.SidecarSet) *metav1.LabelSelector {
+	if ss.Spec.Namespace != "" {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ss.Spec.Namespace}}
+	}
+	return ss.Spec.NamespaceSelector
+}
+
+func containerConflicts(mine []apps.SidecarContainer, others []*apps.SidecarSet,
+	list func(*apps.SidecarSet) []apps.SidecarContainer, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, c := range mine {
+		for _, o := range others {
+			if hasContainer(list(o), c.Name) {
+				allErrs = append(allErrs, withDetail(field.Duplicate(path.Index(i).Child("name"), c.Name),
+					"container %s already exist in %s", c.Name, o.Name))
+				break
+			}
+		}
+	}
+	return allErrs
+}
+
+func hasContainer(cs []apps.SidecarContainer, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func volumeConflicts(mine []corev1.Volume, others []*apps.SidecarSet, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range mine {
+		v := &mine[i]
+	others:
+		for _, o := range others {
+			for j := range o.Spec.Volumes {
+				if ov := &o.Spec.Volumes[j]; ov.Name == v.Name && !apiequality.Semantic.DeepEqual(v, ov) {
+					allErrs = append(allErrs, field.Invalid(path.Index(i), v.Name,
+						fmt.Sprintf("volume %s is in conflict with sidecarset %s", v.Name, o.Name)))
+					break others
+				}
+			}
+		}
+	}
+	return allErrs
+}
+
+func annotationConflicts(mine []apps.SidecarSetPatchPodMetadata, others []*apps.SidecarSet, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, patch := range mine {
+		if patch.PatchPolicy == apps.SidecarSetRetainPatchPolicy {
+			continue
+		}
+		for _, key := range sets.List(sets.KeySet(patch.Annotations)) {
+			if o := firstAnnotationConflict(patch.PatchPolicy, key, others); o != nil {
+				allErrs = append(allErrs, field.Forbidden(path.Index(i).Child("annotations").Key(key),
+					fmt.Sprintf("annotation %s is in conflict with sidecarset %s", key, o.Name)))
+			}
+		}
+	}
+	return allErrs
+}
+
+// firstAnnotationConflict returns the first SidecarSet that patches key with a non-Retain policy
+// when either it or policy is Overwrite.
+func firstAnnotationConflict(policy apps.SidecarSetPatchPolicyType, key string, others []*apps.SidecarSet) *apps.SidecarSet {
+	for _, o := range others {
+		for _, op := range o.Spec.PatchPodMetadata {
+			if _, ok := op.Annotations[key]; !ok || op.PatchPolicy == apps.SidecarSetRetainPatchPolicy {
+				continue
+			}
+			if policy == apps.SidecarSetOverwritePatchPolicy || op.PatchPolicy == apps.SidecarSetOverwritePatchPolicy {
+				return o
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+// Package validation validates SidecarSets in their internal, defaulted form. Every function is
+// pure: checks that need other objects take them as arguments, and the caller (the registry
+// strategy for a single object, the admission plugin for cross-object checks) does the reading.
+// Errors carry the path of the offending field; messages keep OpenKruise's wording where clients
+// may match on it.
+//
+// Single object (ValidateSidecarSet, ValidateSidecarSetUpdate):
+//   - metadata: cluster-scoped; the name matches ^[a-zA-Z0-9\-]+$, is a DNS subdomain and has at
+//     most 63 characters;
+//   - selector: required, valid and not empty; namespaceSelector, if set, valid and not empty;
+//     namespace, if set, a valid namespace name and not combined with namespaceSelector;
+//   - injectionStrategy.revision: revisionName or customVersion set, policy Always or Partial
+//     (whether the revision exists needs I/O and is the caller's check);
+//   - updateStrategy: type RollingUpdate or NotUpdate; for RollingUpdate only: partition (other
+//     than the default 0) and selector are exclusive, selector valid and not empty, partition and
+//     maxUnavailable non-negative integers or integer percentages, priority weights 0-100 with
+//     non-empty selectors or non-empty ordered keys but not both, scatter keys non-empty and
+//     key/value pairs unique. A native sidecar init container (restartPolicy Always) is allowed
+//     with RollingUpdate: unlike OpenKruise, this server upgrades native sidecars in place;
+//   - at least one container or init container; container names are DNS labels unique across
+//     both lists; the Kubernetes container rules apply (image, pull and termination message
+//     policies, ports, env, envFrom, volume mounts and devices that reference spec.volumes, paths,
+//     resources, probes and lifecycle, restartPolicy: Always on init containers only);
+//   - containers: podInjectPolicy BeforeAppContainer or AfterAppContainer, shareVolumePolicy
+//     enabled or disabled, upgradeType ColdUpgrade or HotUpgrade (HotUpgrade needs
+//     hotUpgradeEmptyImage), transferEnv fieldRefs of apiVersion v1 selecting
+//     metadata.labels['<key>'] or metadata.annotations['<key>'];
+//   - resourcesPolicy (containers and native sidecar init containers only): not with resources,
+//     mode sum or max, a non-empty RE2 name regex, limits or requests, expressions valid for the
+//     package resourceexpr with variable cpu or memory;
+//   - volumes: DNS label names, unique, exactly one source;
+//   - patchPodMetadata: annotations not empty and valid, policy Retain, Overwrite or
+//     MergePatchJson, a key in at most one entry;
+//   - on update: containers are never added or renamed, a container's upgradeType never changes,
+//     and a canary's base annotation never changes.
+//
+// Cross-object (called by the admission plugin with the objects it read): ValidateCanary,
+// ValidatePatchPodMetadataWhitelist and, when everything else passed, ValidateConflicts.
+package validation

@@ -1,0 +1,120 @@
+// Package selectoroverlap decides, syntactically and without any objects at hand, whether two
+// label selectors may select a common object. It is OpenKruise's SidecarSet conflict heuristic:
+//
+//	Overlap(a, b) = !(disjoint(a, b) || disjoint(b, a))
+//
+// disjoint(a, b) collects from a the values each key may take: matchLabels k=v gives k:{v}, an In
+// requirement adds its values to k, Exists makes k take any value (a's NotIn and DoesNotExist are
+// ignored). Then a and b are disjoint when some requirement of b on a collected key k contradicts
+// it: matchLabels k=v or In with no value in common (unless k takes any value), NotIn excluding
+// every collected value (never when k takes any value), DoesNotExist. An Exists requirement of b
+// on a key that a does not collect also counts as disjoint, although an object could carry the key:
+// the heuristic favours "no overlap" there, and may call overlapping selectors disjoint.
+//
+// A nil selector is treated as the empty selector. The one deliberate difference from OpenKruise:
+// "any value" is a flag, not the literal label value "ALL", so a selector on k=ALL is not a
+// wildcard.
+package selectoroverlap
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Overlap reports whether a and b may select a common object (see the package comment).
+func Overlap(a, b *metav1.LabelSelector) bool {
+	return !disjoint(a, b) && !disjoint(b, a)
+}
+
+// allowed is the set of values a key may take; any means every value.
+type allowed struct {
+	any    bool
+	values map[string]bool
+}
+
+func (s allowed) has(v string) bool { return s.any || s.values[v] }
+
+// collect returns, per key, the values sel admits according to its matchLabels, In and Exists.
+func collect(sel *metav1.LabelSelector) map[string]*allowed {
+	keys := map[string]*allowed{}
+	get := func(k string) *allowed {
+		if keys[k] == nil {
+			keys[k] = &allowed{values: map[string]bool{}}
+		}
+		return keys[k]
+	}
+	if sel == nil {
+		return keys
+	}
+	for k, v := range sel.MatchLabels {
+		get(k).values[v] = true
+	}
+	for _, req := range sel.MatchExpressions {
+		switch req.Operator {
+		case metav1.LabelSelectorOpIn:
+			for _, v := range req.Values {
+				get(req.Key).values[v] = true
+			}
+		case metav1.LabelSelectorOpExists:
+			get(req.Key).any = true
+		}
+	}
+	return keys
+}
+
+// disjoint reports whether a requirement of b contradicts the values collected from a.
+func disjoint(a, b *metav1.LabelSelector) bool {
+	if b == nil {
+		return false
+	}
+	keys := collect(a)
+	for k, v := range b.MatchLabels {
+		if s, ok := keys[k]; ok && !s.has(v) {
+			return true
+		}
+	}
+	for _, req := range b.MatchExpressions {
+		s, ok := keys[req.Key]
+		switch req.Operator {
+		case metav1.LabelSelectorOpIn:
+			if ok && !s.any && !anyIn(s, req.Values) {
+				return true
+			}
+		case metav1.LabelSelectorOpNotIn:
+			if ok && !s.any && allExcluded(s, req.Values) {
+				return true
+			}
+		case metav1.LabelSelectorOpExists:
+			if !ok {
+				return true
+			}
+		case metav1.LabelSelectorOpDoesNotExist:
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyIn(s *allowed, values []string) bool {
+	for _, v := range values {
+		if s.values[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// allExcluded reports whether excluded contains every value of s.
+func allExcluded(s *allowed, excluded []string) bool {
+	ex := make(map[string]bool, len(excluded))
+	for _, v := range excluded {
+		ex[v] = true
+	}
+	for v := range s.values {
+		if !ex[v] {
+			return false
+		}
+	}
+	return true
+}
