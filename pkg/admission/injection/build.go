@@ -1,0 +1,313 @@
+package injection
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// injectedContainer is a rendered sidecar with its placement policy.
+type injectedContainer struct {
+	c      *corev1.Container // points into a sidecar.Rendered's Containers
+	policy v1alpha1.PodInjectPolicyType
+}
+
+// builder collects what the SidecarSets inject into one pod (§4.6), then merges it (§4.9).
+type builder struct {
+	pod   *corev1.Pod // the pod after patchPodMetadata; its containers are still the submitted ones
+	views []view
+	now   time.Time
+	eval  ResourceEvaluator
+
+	hashes             sidecar.HashMap
+	hashesWithoutImage sidecar.HashMap
+	working            map[string]string
+	workingChanged     bool
+	names              []string
+	annotations        map[string]string
+
+	initContainers []injectedContainer
+	containers     []injectedContainer
+	volumes        []corev1.Volume
+	secrets        []corev1.LocalObjectReference
+
+	targets   []*corev1.Container // resourcesPolicy targets, computed on first use
+	isSidecar func(string) bool   // isSidecarName, bound once
+	injected  map[string]bool
+	any       bool
+}
+
+func build(pod *corev1.Pod, views []view, in *Input) (*builder, error) {
+	b := &builder{pod: pod, views: views, now: in.Now, eval: in.Options.Evaluator, injected: make(map[string]bool, len(views))}
+	var nInit, nContainers int
+	for i := range views {
+		for j := range views[i].initContainers {
+			nInit += podContainerCount(&views[i].initContainers[j], true)
+		}
+		for j := range views[i].containers {
+			nContainers += podContainerCount(&views[i].containers[j], false)
+		}
+	}
+	b.initContainers = make([]injectedContainer, 0, nInit)
+	b.containers = make([]injectedContainer, 0, nContainers)
+	var err error
+	if b.hashes, err = sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation]); err != nil {
+		return nil, newError("", "metadata.annotations["+sidecar.HashAnnotation+"]", err)
+	}
+	if b.hashesWithoutImage, err = sidecar.ParseHashMap(pod.Annotations[sidecar.HashWithoutImageAnnotation]); err != nil {
+		return nil, newError("", "metadata.annotations["+sidecar.HashWithoutImageAnnotation+"]", err)
+	}
+	b.isSidecar = b.isSidecarName
+	b.hashes, b.hashesWithoutImage = presized(b.hashes, len(views)), presized(b.hashesWithoutImage, len(views))
+	b.working = sidecar.WorkingContainers(pod.Annotations)
+	b.names = sidecar.ParseInjectedList(pod.Annotations[sidecar.InjectedListAnnotation])
+	for i := range views {
+		if err := b.add(&views[i]); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// add renders one SidecarSet: init containers (with its imagePullSecrets), then containers.
+func (b *builder) add(v *view) error {
+	name := v.ss.Name
+	b.names = append(b.names, name)
+	injecting := false
+	for i := range v.initContainers {
+		if err := b.render(v, &v.initContainers[i], true, i); err != nil {
+			return err
+		}
+		injecting = true
+	}
+	b.secrets = append(b.secrets, v.imagePullSecrets...)
+	for i := range v.containers {
+		if err := b.render(v, &v.containers[i], false, i); err != nil {
+			return err
+		}
+		injecting = true
+	}
+	if !injecting {
+		return nil
+	}
+	b.any, b.injected[name] = true, true
+	list := sidecar.SidecarList(v.containers, v.initContainers) // sorted, shared by both entries
+	ts := metav1.NewTime(b.now)
+	setEntry(b.hashes, sidecar.HashEntry{UpdateTimestamp: ts, Hash: v.hash, SidecarSetName: name, SidecarList: list, ControllerRevision: v.controllerRevision})
+	setEntry(b.hashesWithoutImage, sidecar.HashEntry{UpdateTimestamp: ts, Hash: v.hashWithoutImage, SidecarSetName: name, SidecarList: list})
+	return nil
+}
+
+// podContainerCount is len(sidecar.PodContainerNames(sc, init)), without allocating.
+func podContainerCount(sc *v1alpha1.SidecarContainer, init bool) int {
+	if sidecar.IsHotUpgrade(sc) && (!init || sidecar.IsNativeSidecar(&sc.Container)) {
+		return 2
+	}
+	return 1
+}
+
+// presized returns m, or an empty map with room for n entries when m is empty.
+func presized(m sidecar.HashMap, n int) sidecar.HashMap {
+	if len(m) > 0 {
+		return m
+	}
+	return make(sidecar.HashMap, n)
+}
+
+// setEntry records e unless the map holds an entry with the same content, whose timestamp is
+// then kept (so that reinvocation changes nothing).
+func setEntry(m sidecar.HashMap, e sidecar.HashEntry) {
+	if old, ok := m[e.SidecarSetName]; ok && old.SameContent(e) {
+		return
+	}
+	m[e.SidecarSetName] = e
+}
+
+func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, index int) error {
+	var resources *corev1.ResourceRequirements
+	if sc.ResourcesPolicy != nil {
+		var err error
+		if resources, err = computeResources(sc.ResourcesPolicy, b.resourceTargets(), b.eval); err != nil {
+			kind := "containers"
+			if init {
+				kind = "initContainers"
+			}
+			return newError(v.ss.Name, fmt.Sprintf("spec.%s[%d].resourcesPolicy", kind, index), err)
+		}
+	}
+	r := sidecar.Render(sc, b.pod, sidecar.RenderOptions{Init: init, Resources: resources, IsSidecar: b.isSidecar})
+	for _, n := range r.VolumeNames {
+		if vol := findVolume(v.volumes, n); vol != nil {
+			b.volumes = append(b.volumes, *vol)
+		}
+	}
+	dst := &b.containers
+	if init {
+		dst = &b.initContainers
+	}
+	for i := range r.Containers {
+		*dst = append(*dst, injectedContainer{c: &r.Containers[i], policy: sc.PodInjectPolicy})
+	}
+	if r.Working != "" {
+		b.working[sc.Name] = r.Working
+		b.workingChanged = true
+		if b.annotations == nil {
+			b.annotations = map[string]string{}
+		}
+		for k, val := range r.Annotations {
+			b.annotations[k] = val
+		}
+	}
+	return nil
+}
+
+// findVolume returns the last volume named name (OpenKruise indexes them in a map).
+func findVolume(volumes []corev1.Volume, name string) *corev1.Volume {
+	for i := len(volumes) - 1; i >= 0; i-- {
+		if volumes[i].Name == name {
+			return &volumes[i]
+		}
+	}
+	return nil
+}
+
+// resourceTargets returns the pod's native sidecar init containers and containers that are not
+// sidecars of any injected SidecarSet (by name, hot-upgrade twins included), as submitted.
+func (b *builder) resourceTargets() []*corev1.Container {
+	if b.targets != nil {
+		return b.targets
+	}
+	b.targets = make([]*corev1.Container, 0, len(b.pod.Spec.InitContainers)+len(b.pod.Spec.Containers))
+	for i := range b.pod.Spec.InitContainers {
+		if c := &b.pod.Spec.InitContainers[i]; sidecar.IsNativeSidecar(c) && !b.isSidecarName(c.Name) {
+			b.targets = append(b.targets, c)
+		}
+	}
+	for i := range b.pod.Spec.Containers {
+		if c := &b.pod.Spec.Containers[i]; !b.isSidecarName(c.Name) {
+			b.targets = append(b.targets, c)
+		}
+	}
+	return b.targets
+}
+
+// isSidecarName reports whether name is the name of a container or init container of an
+// injected SidecarSet, or of one of its hot-upgrade twins.
+func (b *builder) isSidecarName(name string) bool {
+	for i := range b.views {
+		for _, list := range [][]v1alpha1.SidecarContainer{b.views[i].initContainers, b.views[i].containers} {
+			for j := range list {
+				base := list[j].Name
+				if name == base {
+					return true
+				}
+				if rest, ok := strings.CutPrefix(name, base); ok && sidecar.IsHotUpgrade(&list[j]) && (rest == "-1" || rest == "-2") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// apply merges what was collected into pod (§4.9).
+func (b *builder) apply(pod *corev1.Pod, sortContainersByName bool) {
+	sort.SliceStable(b.initContainers, func(i, j int) bool { return b.initContainers[i].c.Name < b.initContainers[j].c.Name })
+	pod.Spec.InitContainers = mergeContainers(pod.Spec.InitContainers, b.initContainers)
+	if sortContainersByName {
+		sort.SliceStable(b.containers, func(i, j int) bool { return b.containers[i].c.Name < b.containers[j].c.Name })
+	}
+	pod.Spec.Containers = mergeContainers(pod.Spec.Containers, b.containers)
+	pod.Spec.Volumes = mergeVolumes(pod.Spec.Volumes, b.volumes)
+	pod.Spec.ImagePullSecrets = mergeSecrets(pod.Spec.ImagePullSecrets, b.secrets)
+
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	for k, v := range b.annotations {
+		pod.Annotations[k] = v
+	}
+	if b.workingChanged {
+		pod.Annotations[sidecar.WorkingHotUpgradeContainerAnnotation] = sidecar.RenderWorkingContainers(b.working)
+	}
+	pod.Annotations[sidecar.HashAnnotation] = b.hashes.String()
+	pod.Annotations[sidecar.HashWithoutImageAnnotation] = b.hashesWithoutImage.String()
+	pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(b.names)
+}
+
+// mergeContainers replaces pod containers that have a sidecar's name in place and puts the other
+// sidecars before (BeforeAppContainer) or after (anything else) the pod's own, in order.
+func mergeContainers(pod []corev1.Container, injected []injectedContainer) []corev1.Container {
+	if len(injected) == 0 {
+		return pod
+	}
+	index := make(map[string]int, len(pod))
+	for i := range pod {
+		index[pod[i].Name] = i
+	}
+	added := 0
+	for i := range injected {
+		if _, ok := index[injected[i].c.Name]; !ok {
+			added++
+		}
+	}
+	out := make([]corev1.Container, 0, len(pod)+added)
+	for i := range injected {
+		if _, ok := index[injected[i].c.Name]; !ok && injected[i].policy == v1alpha1.BeforeAppContainerType {
+			out = append(out, *injected[i].c)
+		}
+	}
+	start := len(out)
+	out = append(out, pod...)
+	for i := range injected {
+		s := &injected[i]
+		if j, ok := index[s.c.Name]; ok {
+			out[start+j] = *s.c
+		} else if s.policy != v1alpha1.BeforeAppContainerType {
+			out = append(out, *s.c)
+		}
+	}
+	return out
+}
+
+// mergeVolumes appends the SidecarSet volumes whose name the pod (or an earlier one) lacks.
+func mergeVolumes(pod, additional []corev1.Volume) []corev1.Volume {
+	if len(additional) == 0 {
+		return pod
+	}
+	seen := make(map[string]bool, len(pod)+len(additional))
+	for i := range pod {
+		seen[pod[i].Name] = true
+	}
+	for _, v := range additional {
+		if !seen[v.Name] {
+			pod = append(pod, v)
+			seen[v.Name] = true
+		}
+	}
+	return pod
+}
+
+// mergeSecrets returns the pod's pull secrets deduplicated by name, then the SidecarSets' ones
+// not present yet.
+func mergeSecrets(pod, additional []corev1.LocalObjectReference) []corev1.LocalObjectReference {
+	if len(pod)+len(additional) == 0 {
+		return pod
+	}
+	seen := make(map[string]bool, len(pod)+len(additional))
+	var out []corev1.LocalObjectReference
+	for _, s := range append(append([]corev1.LocalObjectReference(nil), pod...), additional...) {
+		if !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

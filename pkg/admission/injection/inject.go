@@ -1,0 +1,179 @@
+package injection
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// Well-known SidecarSet metadata keys read by the injector.
+const (
+	// canaryAnnotation set to "true" marks a canary SidecarSet.
+	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	// baseAnnotation names the base SidecarSet a canary overrides.
+	baseAnnotation = "apps.kruise.io/sidecarset-base"
+)
+
+// Inject injects the matching SidecarSets into a pod being created. See the package
+// documentation for the algorithm and its invariants. On error, the Result still carries the
+// decisions made so far, and no patch.
+func Inject(in Input) (Result, error) {
+	if in.Pod == nil {
+		return Result{}, errors.New("injection: no pod")
+	}
+	res := Result{Pod: in.Pod}
+	if !isActive(in.Pod) {
+		return res, nil
+	}
+	if in.Rand == nil {
+		in.Rand = rand.Float64
+	}
+	if in.Options.Evaluator == nil {
+		in.Options.Evaluator = evaluate
+	}
+	views, decisions, err := selectViews(&in)
+	res.Decisions = decisions
+	if err != nil || len(views) == 0 {
+		return res, err
+	}
+
+	pod := in.Pod.DeepCopy()
+	for i := range views {
+		annotations, _, err := sidecar.PatchPodMetadata(pod.Annotations, views[i].patchPodMetadata)
+		if err != nil {
+			return res, newError(views[i].ss.Name, "spec.patchPodMetadata", err)
+		}
+		pod.Annotations = annotations
+	}
+	b, err := build(pod, views, &in)
+	if err != nil {
+		return res, err
+	}
+	for i := range res.Decisions {
+		if d := &res.Decisions[i]; d.Matched && d.Reason != ReasonOverriddenByCanary {
+			d.Injected = b.injected[d.SidecarSet]
+		}
+	}
+	if b.any {
+		b.apply(pod, in.Options.SortSidecarContainersByName)
+	}
+	res.Patch = diff(in.Pod, pod)
+	if len(res.Patch) > 0 {
+		res.Pod = pod
+	}
+	return res, nil
+}
+
+// isActive reports whether the pod may be injected: not terminated, not being deleted.
+func isActive(pod *corev1.Pod) bool {
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed &&
+		pod.DeletionTimestamp == nil
+}
+
+// namespaceOf returns the namespace to match and its labels, with kubernetes.io/metadata.name
+// filled in when absent.
+func namespaceOf(in *Input) (string, map[string]string) {
+	ns := in.Namespace
+	if ns == "" {
+		ns = in.Pod.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	labels := in.NamespaceLabels
+	if _, ok := labels[namespaceNameLabel]; !ok {
+		labels = make(map[string]string, len(in.NamespaceLabels)+1)
+		for k, v := range in.NamespaceLabels {
+			labels[k] = v
+		}
+		labels[namespaceNameLabel] = ns
+	}
+	return ns, labels
+}
+
+// selectViews matches the candidates in name order, chooses each one's version and applies the
+// canary overrides. It returns the views to inject and one decision per candidate.
+func selectViews(in *Input) ([]view, []Decision, error) {
+	sets := make([]*v1alpha1.SidecarSet, 0, len(in.SidecarSets))
+	for _, ss := range in.SidecarSets {
+		if ss != nil {
+			sets = append(sets, ss)
+		}
+	}
+	sort.SliceStable(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+
+	ns, nsLabels := namespaceOf(in)
+	decisions := make([]Decision, len(sets))
+	views := make([]view, 0, len(sets))
+	for i, ss := range sets {
+		d := &decisions[i]
+		d.SidecarSet = ss.Name
+		if i > 0 && sets[i-1].Name == ss.Name {
+			d.Reason = ReasonDuplicate
+			continue
+		}
+		reason, err := match(ss, ns, nsLabels, in.Pod.Labels)
+		if err != nil {
+			return nil, decisions, err
+		}
+		if reason != "" {
+			d.Reason = reason
+			continue
+		}
+		v, err := chooseVersion(ss, in.Pod, in)
+		if err != nil {
+			return nil, decisions, err
+		}
+		d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
+		views = append(views, v)
+	}
+	return withoutCanaryBases(views, decisions), decisions, nil
+}
+
+// match returns "" when ss applies to the pod, else why not.
+func match(ss *v1alpha1.SidecarSet, ns string, nsLabels, podLabels map[string]string) (Reason, error) {
+	if ss.Spec.InjectionStrategy.Paused {
+		return ReasonInjectionPaused, nil
+	}
+	if ok, err := matchNamespace(ss, ns, nsLabels); err != nil || !ok {
+		return ReasonNamespaceMismatch, err
+	}
+	if ok, err := matchPod(ss, podLabels); err != nil || !ok {
+		return ReasonSelectorMismatch, err
+	}
+	return "", nil
+}
+
+// withoutCanaryBases removes the SidecarSets named as base by a matching canary (§4.4).
+func withoutCanaryBases(views []view, decisions []Decision) []view {
+	var bases map[string]bool
+	for i := range views {
+		a := views[i].ss.Annotations
+		if a[canaryAnnotation] == "true" && a[baseAnnotation] != "" {
+			if bases == nil {
+				bases = map[string]bool{}
+			}
+			bases[a[baseAnnotation]] = true
+		}
+	}
+	if bases == nil {
+		return views
+	}
+	out := views[:0]
+	for _, v := range views {
+		if !bases[v.ss.Name] {
+			out = append(out, v)
+		}
+	}
+	for i := range decisions {
+		if d := &decisions[i]; d.Matched && bases[d.SidecarSet] {
+			d.Reason = ReasonOverriddenByCanary
+		}
+	}
+	return out
+}
