@@ -142,3 +142,27 @@ func nonMatching(b *testing.B, i int) *v1alpha1.SidecarSet {
 	}
 	return mustSidecarSet(b, fmt.Sprintf("metadata: {name: other-%04d}\nspec:\n%s\n  containers: [{name: c-%d, image: x:1}]", i, sel, i))
 }
+
+// BenchmarkCandidates measures the Index lookup alone as the number of non-matching SidecarSets
+// grows.
+func BenchmarkCandidates(b *testing.B) {
+	for _, stored := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
+			idx := NewIndex()
+			for _, doc := range benchMatching {
+				idx.Add(mustSidecarSet(b, doc))
+			}
+			for i := 0; idx.Len() < stored; i++ {
+				idx.Add(nonMatching(b, i))
+			}
+			labels := mustPod(b, benchPod).Labels
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if got := len(idx.Candidates("shop", labels)); got != len(benchMatching) {
+					b.Fatalf("candidates = %d", got)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,9 @@
 package injection
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,15 +114,13 @@ func (x *Index) Candidates(namespace string, podLabels map[string]string) []*v1a
 		namespace = "default"
 	}
 	x.mu.RLock()
-	var out []*v1alpha1.SidecarSet
+	out := make([]*v1alpha1.SidecarSet, 0, 8)
 	out = x.all.collect(out, podLabels)
 	if b := x.byNS[namespace]; b != nil {
 		out = b.collect(out, podLabels)
 	}
 	x.mu.RUnlock()
-	if len(out) > 1 {
-		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	}
+	slices.SortFunc(out, func(a, b *v1alpha1.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
