@@ -52,6 +52,15 @@ func FuzzInject(f *testing.F) {
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = value
+			// The API server sends JSON: strings are valid UTF-8 (invalid bytes become U+FFFD).
+			normalized, err := json.Marshal(pod)
+			if err != nil {
+				return
+			}
+			pod = &corev1.Pod{}
+			if err := json.Unmarshal(normalized, pod); err != nil {
+				t.Fatal(err)
+			}
 		}
 		sc := scenarios[int(which)%len(scenarios)]
 		in := sc.input(Options{})
