@@ -1,0 +1,95 @@
+// Package app holds the command line of the SidecarSet API server: its options and how they turn
+// into a running server.
+package app
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	netutils "k8s.io/utils/net"
+
+	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apiserver"
+)
+
+// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
+const PatchPodMetadataDefaultsAllowed featuregate.Feature = "SidecarSetPatchPodMetadataDefaultsAllowed"
+
+const (
+	etcdPathPrefix = "/registry/apps.kruise.io"
+	// ServiceName is the Service the APIServices point at; the serving certificate is valid for it.
+	ServiceName = "sidecarset-apiserver"
+)
+
+// Options are the server's command line options.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+	// Namespace is the server's own namespace: whitelist ConfigMap, leader election Lease.
+	Namespace string
+	// LeaderElect makes only one replica run the controller.
+	LeaderElect bool
+	// AlternateDNS are extra names of the self-signed serving certificate.
+	AlternateDNS []string
+}
+
+// NewOptions returns the default options.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		Namespace:   "kruise-system",
+		LeaderElect: true,
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		o.Namespace = ns
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	crossvalidation.Register(o.RecommendedOptions.Admission.Plugins)
+	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(
+		o.RecommendedOptions.Admission.RecommendedPluginOrder, crossvalidation.PluginName)
+	return o
+}
+
+func init() {
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		PatchPodMetadataDefaultsAllowed: {Default: false, PreRelease: featuregate.Alpha},
+	}))
+}
+
+// AddFlags adds the options' flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"Namespace of the server: holds the kruise-configuration whitelist ConfigMap and the leader election Lease.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Run the controller in one replica only, chosen through a Lease in --namespace.")
+	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
+		"Extra DNS names of the self-signed serving certificate.")
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	errs := o.RecommendedOptions.Validate()
+	if o.Namespace == "" {
+		errs = append(errs, fmt.Errorf("--namespace is required"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// certificateNames are the names the self-signed serving certificate is valid for.
+func (o *Options) certificateNames() ([]string, []net.IP) {
+	dns := append([]string{ServiceName + "." + o.Namespace + ".svc"}, o.AlternateDNS...)
+	return dns, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}
+}

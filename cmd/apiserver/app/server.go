@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/apiserver"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
+)
+
+// NewCommand returns the cobra command running the server until ctx ends.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "sidecarset-apiserver",
+		Short: "Serve the apps.kruise.io SidecarSet API, inject sidecars into pods and upgrade them in place",
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+	}
+	cmd.SetContext(ctx)
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// informerSet holds the informer factories the server starts after it listens.
+type informerSet struct {
+	own        informers.SharedInformerFactory
+	configMaps kubeinformers.SharedInformerFactory
+}
+
+func (s *informerSet) start(stop <-chan struct{}) {
+	s.own.Start(stop)
+	if s.configMaps != nil {
+		s.configMaps.Start(stop)
+	}
+}
+
+// Config turns the options into a server configuration.
+func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
+	dns, ips := o.certificateNames()
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", dns, ips); err != nil {
+		return nil, nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	set := &informerSet{}
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(c *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		inputs, err := o.admissionInputs(c, set)
+		if err != nil {
+			return nil, err
+		}
+		return []admission.PluginInitializer{crossvalidation.Initializer{Inputs: inputs}}, nil
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(apiserver.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "SidecarSet"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(apiserver.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "SidecarSet"
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	if err := o.RecommendedOptions.ApplyTo(cfg); err != nil {
+		return nil, nil, err
+	}
+	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{}}, set, nil
+}
+
+// admissionInputs builds the informers the SidecarSet admission plugin reads.
+func (o *Options) admissionInputs(c *genericapiserver.RecommendedConfig, set *informerSet) (crossvalidation.Inputs, error) {
+	client, err := clientset.NewForConfig(c.LoopbackClientConfig)
+	if err != nil {
+		return crossvalidation.Inputs{}, err
+	}
+	set.own = informers.NewSharedInformerFactory(client, 0)
+	sets := set.own.Apps().V1alpha1().SidecarSets()
+	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
+	inputs := crossvalidation.Inputs{
+		SidecarSets:                     sets.Lister(),
+		Revisions:                       revs.Lister(),
+		Whitelist:                       func() (*string, error) { return nil, nil },
+		PatchPodMetadataDefaultsAllowed: utilfeature.DefaultFeatureGate.Enabled(PatchPodMetadataDefaultsAllowed),
+	}
+	synced := []func() bool{sets.Informer().HasSynced, revs.Informer().HasSynced}
+	if c.ClientConfig != nil {
+		cms := o.whitelistInformers(c.ClientConfig)
+		set.configMaps = cms
+		inf := cms.Core().V1().ConfigMaps()
+		inputs.Whitelist = crossvalidation.WhitelistFrom(inf.Lister().ConfigMaps(o.Namespace))
+		synced = append(synced, inf.Informer().HasSynced)
+	}
+	inputs.HasSynced = func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+	return inputs, nil
+}
+
+// whitelistInformers watches only the whitelist ConfigMap of the main cluster.
+func (o *Options) whitelistInformers(cfg *rest.Config) kubeinformers.SharedInformerFactory {
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	return kubeinformers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		kubeinformers.WithNamespace(o.Namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", crossvalidation.WhitelistConfigMap).String()
+		}))
+}
+
+// Run runs the server until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	cfg, set, err := o.Config()
+	if err != nil {
+		return err
+	}
+	server, err := cfg.Complete().New()
+	if err != nil {
+		return err
+	}
+	AddPostStartHooks(server, set)
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// AddPostStartHooks registers the hooks that start the server's informers once it listens.
+func AddPostStartHooks(server *apiserver.Server, set *informerSet) {
+	server.GenericAPIServer.AddPostStartHookOrDie("start-sidecarset-informers", func(hc genericapiserver.PostStartHookContext) error {
+		set.start(hc.Done())
+		return nil
+	})
+}

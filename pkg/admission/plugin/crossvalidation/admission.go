@@ -1,0 +1,236 @@
+// Package crossvalidation is the in-process admission plugin that validates a SidecarSet against
+// everything outside itself: the other SidecarSets (container, volume and annotation conflicts),
+// its canary base, the patchPodMetadata whitelist ConfigMap, and the revision its
+// injectionStrategy names. It runs after the registry strategy accepted the object, so the checks
+// see the defaulted SidecarSet.
+package crossvalidation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// PluginName is the name of the plugin in --enable-admission-plugins.
+const PluginName = "SidecarSetCrossValidation"
+
+// Inputs are the plugin's sources of other objects.
+type Inputs struct {
+	// SidecarSets lists the stored SidecarSets.
+	SidecarSets listers.SidecarSetLister
+	// Revisions lists the stored SidecarSetRevisions.
+	Revisions listers.SidecarSetRevisionLister
+	// Whitelist returns the patchPodMetadata whitelist JSON, nil when not configured.
+	Whitelist func() (*string, error)
+	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist.
+	PatchPodMetadataDefaultsAllowed bool
+	// HasSynced reports whether the listers are ready.
+	HasSynced func() bool
+}
+
+// WantsInputs is implemented by plugins that need Inputs.
+type WantsInputs interface {
+	SetInputs(Inputs)
+	admission.InitializationValidator
+}
+
+// Initializer hands Inputs to the plugins that want them.
+type Initializer struct {
+	Inputs Inputs
+}
+
+// Initialize sets the inputs of plugin if it wants them.
+func (i Initializer) Initialize(plugin admission.Interface) {
+	if w, ok := plugin.(WantsInputs); ok {
+		w.SetInputs(i.Inputs)
+	}
+}
+
+// Register registers the plugin.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}, nil
+	})
+}
+
+// Plugin validates SidecarSet creates and updates against other objects.
+type Plugin struct {
+	*admission.Handler
+	in Inputs
+}
+
+var (
+	_ admission.ValidationInterface = &Plugin{}
+	_ WantsInputs                   = &Plugin{}
+)
+
+// SetInputs sets the plugin's inputs.
+func (p *Plugin) SetInputs(in Inputs) {
+	p.in = in
+	p.SetReadyFunc(in.HasSynced)
+}
+
+// ValidateInitialization fails when inputs are missing.
+func (p *Plugin) ValidateInitialization() error {
+	if p.in.SidecarSets == nil || p.in.Revisions == nil || p.in.Whitelist == nil || p.in.HasSynced == nil {
+		return fmt.Errorf("%s: missing inputs", PluginName)
+	}
+	return nil
+}
+
+// Validate checks a SidecarSet write.
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetResource().GroupResource() != apps.Resource("sidecarsets") || a.GetSubresource() != "" {
+		return nil
+	}
+	ss, ok := a.GetObject().(*apps.SidecarSet)
+	if !ok {
+		return nil
+	}
+	if !p.WaitForReady() {
+		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
+	}
+	errs, err := p.check(ss)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(apps.Kind("SidecarSet"), ss.Name, errs)
+	}
+	return nil
+}
+
+// check gathers the other objects and runs the pure checks; conflicts are checked last, only when
+// everything else passed.
+func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
+	whitelist, err := p.in.Whitelist()
+	if err != nil {
+		return nil, err
+	}
+	errs := validation.ValidatePatchPodMetadataWhitelist(ss, whitelist, p.in.PatchPodMetadataDefaultsAllowed)
+	canaryErrs, err := p.checkCanary(ss)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, canaryErrs...)
+	errs = append(errs, p.checkRevision(ss)...)
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	others, err := p.others()
+	if err != nil {
+		return nil, err
+	}
+	return validation.ValidateConflicts(ss, others), nil
+}
+
+func (p *Plugin) checkCanary(ss *apps.SidecarSet) (field.ErrorList, error) {
+	baseName, ok := validation.IsCanary(ss)
+	if !ok || baseName == ss.Name {
+		return validation.ValidateCanary(ss, nil, nil), nil
+	}
+	wire, err := p.in.SidecarSets.Get(baseName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	var base *apps.SidecarSet
+	if err == nil {
+		if base, err = toInternal(wire); err != nil {
+			return nil, err
+		}
+	}
+	return validation.ValidateCanary(ss, base, err), nil
+}
+
+// checkRevision requires the revision named by injectionStrategy.revision to exist now.
+func (p *Plugin) checkRevision(ss *apps.SidecarSet) field.ErrorList {
+	r := ss.Spec.InjectionStrategy.Revision
+	if r == nil || (r.RevisionName == nil && r.CustomVersion == nil) {
+		return nil
+	}
+	path := field.NewPath("spec", "injectionStrategy", "revision")
+	if r.RevisionName != nil {
+		if _, err := p.in.Revisions.Get(*r.RevisionName); err != nil {
+			return field.ErrorList{field.Invalid(path.Child("revisionName"), *r.RevisionName,
+				fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err))}
+		}
+		return nil
+	}
+	sel := labels.SelectorFromSet(labels.Set{
+		v1alpha1.SidecarSetNameLabel:          ss.Name,
+		v1alpha1.SidecarSetCustomVersionLabel: *r.CustomVersion,
+	})
+	revs, err := p.in.Revisions.List(sel)
+	if err == nil && len(revs) == 0 {
+		err = fmt.Errorf("no revision of SidecarSet %q has label %s=%s", ss.Name, v1alpha1.SidecarSetCustomVersionLabel, *r.CustomVersion)
+	}
+	if err != nil {
+		return field.ErrorList{field.Invalid(path.Child("customVersion"), *r.CustomVersion,
+			fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err))}
+	}
+	return nil
+}
+
+// others returns every stored SidecarSet in internal form, sorted by name for stable messages.
+func (p *Plugin) others() ([]*apps.SidecarSet, error) {
+	list, err := p.in.SidecarSets.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	out := make([]*apps.SidecarSet, 0, len(list))
+	for _, w := range list {
+		ss, err := toInternal(w)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, nil
+}
+
+func toInternal(in *v1alpha1.SidecarSet) (*apps.SidecarSet, error) {
+	out := &apps.SidecarSet{}
+	if err := v1alpha1.Convert_v1alpha1_SidecarSet_To_apps_SidecarSet(in.DeepCopy(), out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WhitelistConfigMap is the ConfigMap, in the server's namespace, holding the patchPodMetadata
+// whitelist under WhitelistKey (OpenKruise's kruise-configuration format).
+const (
+	WhitelistConfigMap = "kruise-configuration"
+	WhitelistKey       = "SidecarSet_PatchPodMetadata_WhiteList"
+)
+
+// WhitelistFrom returns a whitelist source reading the ConfigMap from a lister of the server's
+// namespace; a missing ConfigMap or key means no whitelist.
+func WhitelistFrom(configMaps corelisters.ConfigMapNamespaceLister) func() (*string, error) {
+	return func() (*string, error) {
+		cm, err := configMaps.Get(WhitelistConfigMap)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, ok := cm.Data[WhitelistKey]
+		if !ok {
+			return nil, nil
+		}
+		return &v, nil
+	}
+}

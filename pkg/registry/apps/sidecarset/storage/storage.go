@@ -1,0 +1,104 @@
+// Package storage wires the sidecarsets resource and its subresources (status, revisions, rollout)
+// to etcd through the generic registry.
+package storage
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
+)
+
+// SidecarSetStorage holds the REST storage of sidecarsets and its subresources.
+type SidecarSetStorage struct {
+	SidecarSet *REST
+	Status     *StatusREST
+	Revisions  *RevisionsREST
+	Rollout    *RolloutREST
+}
+
+// NewStorage builds the storage of sidecarsets. revisions is the store of SidecarSetRevisions;
+// viewer computes the rollout view (nil serves a view built from the SidecarSet alone).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer) (SidecarSetStorage, error) {
+	strategy := sidecarset.NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &apps.SidecarSet{} },
+		NewListFunc:               func() runtime.Object { return &apps.SidecarSetList{} },
+		PredicateFunc:             sidecarset.Match,
+		DefaultQualifiedResource:  apps.Resource("sidecarsets"),
+		SingularQualifiedResource: apps.Resource("sidecarset"),
+		CreateStrategy:            strategy,
+		UpdateStrategy:            strategy,
+		DeleteStrategy:            strategy,
+		ResetFieldsStrategy:       strategy,
+		TableConvertor:            sidecarset.TableConvertor{},
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sidecarset.GetAttrs}); err != nil {
+		return SidecarSetStorage{}, err
+	}
+	statusStore := *store
+	statusStrategy := sidecarset.NewStatusStrategy(strategy)
+	statusStore.UpdateStrategy = statusStrategy
+	statusStore.ResetFieldsStrategy = statusStrategy
+
+	return SidecarSetStorage{
+		SidecarSet: &REST{store},
+		Status:     &StatusREST{store: &statusStore},
+		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions},
+		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer},
+	}, nil
+}
+
+// REST is the storage of sidecarsets.
+type REST struct {
+	*genericregistry.Store
+}
+
+// StatusREST is the storage of sidecarsets/status.
+type StatusREST struct {
+	store *genericregistry.Store
+}
+
+var (
+	_ rest.StandardStorage      = &REST{}
+	_ rest.ResetFieldsStrategy  = &REST{}
+	_ rest.Patcher              = &StatusREST{}
+	_ rest.ResetFieldsStrategy  = &StatusREST{}
+	_ rest.StorageWithReadiness = &StatusREST{}
+)
+
+// New returns an empty SidecarSet.
+func (r *StatusREST) New() runtime.Object { return &apps.SidecarSet{} }
+
+// Destroy does nothing: the main store owns the storage.
+func (r *StatusREST) Destroy() {}
+
+// Get returns the SidecarSet.
+func (r *StatusREST) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	return r.store.Get(ctx, name, opts)
+}
+
+// Update changes the status of a SidecarSet; it never creates one.
+func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, opts)
+}
+
+// GetResetFields returns the fields the status subresource resets.
+func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return r.store.GetResetFields()
+}
+
+// ConvertToTable prints the SidecarSet.
+func (r *StatusREST) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	return r.store.ConvertToTable(ctx, obj, opts)
+}
+
+// ReadinessCheck reports whether the storage is ready.
+func (r *StatusREST) ReadinessCheck() error { return r.store.ReadinessCheck() }

@@ -1,0 +1,194 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// RevisionsREST serves GET sidecarsets/<name>/revisions: the SidecarSet's revisions, newest first.
+type RevisionsREST struct {
+	sidecarSets *genericregistry.Store
+	revisions   *genericregistry.Store
+}
+
+var _ rest.Getter = &RevisionsREST{}
+
+// New returns an empty revision list, the kind this subresource serves.
+func (r *RevisionsREST) New() runtime.Object { return &apps.SidecarSetRevisionList{} }
+
+// Destroy does nothing: the stores are owned elsewhere.
+func (r *RevisionsREST) Destroy() {}
+
+// Get returns the revisions of the named SidecarSet, newest first.
+func (r *RevisionsREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	if _, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{}); err != nil {
+		return nil, err
+	}
+	return ListRevisions(ctx, r.revisions, name)
+}
+
+// ListRevisions lists the revisions of a SidecarSet from the revision store, newest first.
+func ListRevisions(ctx context.Context, revisions *genericregistry.Store, sidecarSet string) (*apps.SidecarSetRevisionList, error) {
+	obj, err := revisions.List(ctx, &metainternalversion.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: sidecarSet}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := obj.(*apps.SidecarSetRevisionList)
+	sort.SliceStable(list.Items, func(i, j int) bool { return list.Items[i].Revision > list.Items[j].Revision })
+	return list, nil
+}
+
+// RolloutViewer computes the rollout view of a SidecarSet from the pods it manages.
+type RolloutViewer interface {
+	View(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error)
+}
+
+// RolloutREST serves sidecarsets/<name>/rollout: GET returns the rollout view, POST performs an
+// action (Pause, Resume, Rollback) through the SidecarSet's update strategy, so generation,
+// validation, dry-run and managed fields behave as for any update.
+type RolloutREST struct {
+	sidecarSets *genericregistry.Store
+	revisions   *genericregistry.Store
+	viewer      RolloutViewer
+}
+
+var (
+	_ rest.Getter          = &RolloutREST{}
+	_ rest.NamedCreater    = &RolloutREST{}
+	_ rest.StorageMetadata = &RolloutREST{}
+)
+
+// New returns an empty SidecarSetRollout.
+func (r *RolloutREST) New() runtime.Object { return &apps.SidecarSetRollout{} }
+
+// Destroy does nothing: the stores are owned elsewhere.
+func (r *RolloutREST) Destroy() {}
+
+// ProducesMIMETypes returns nil: the default types.
+func (r *RolloutREST) ProducesMIMETypes(string) []string { return nil }
+
+// ProducesObject returns the SidecarSetRollout kind for every verb.
+func (r *RolloutREST) ProducesObject(string) interface{} { return &v1alpha1.SidecarSetRollout{} }
+
+// Get returns the rollout view of the named SidecarSet.
+func (r *RolloutREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return r.view(ctx, obj.(*apps.SidecarSet))
+}
+
+func (r *RolloutREST) view(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+	if r.viewer != nil {
+		return r.viewer.View(ctx, ss)
+	}
+	return &apps.SidecarSetRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion},
+		Status: apps.SidecarSetRolloutStatus{
+			ObservedGeneration: ss.Status.ObservedGeneration,
+			LatestRevision:     ss.Status.LatestRevision,
+			Paused:             ss.Spec.UpdateStrategy.Paused,
+		},
+	}, nil
+}
+
+// Create performs the rollout action in obj on the named SidecarSet and returns the new view.
+func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, opts *metav1.CreateOptions) (runtime.Object, error) {
+	req := obj.(*apps.SidecarSetRollout)
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q does not match the SidecarSet %q", req.Name, name))
+	}
+	if errs := validateAction(&req.Spec); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(apps.Kind("SidecarSetRollout"), name, errs)
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	var revision *apps.SidecarSetRevision
+	if req.Spec.Action == apps.RolloutActionRollback {
+		var err error
+		if revision, err = r.revisionOf(ctx, name, req.Spec.RevisionName); err != nil {
+			return nil, err
+		}
+	}
+	apply := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		ss := old.(*apps.SidecarSet).DeepCopy()
+		applyAction(ss, req.Spec.Action, revision)
+		return ss, nil
+	}
+	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false,
+		&metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager})
+	if err != nil {
+		return nil, err
+	}
+	return r.view(ctx, updated.(*apps.SidecarSet))
+}
+
+func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
+	path := field.NewPath("spec")
+	switch spec.Action {
+	case apps.RolloutActionPause, apps.RolloutActionResume:
+		if spec.RevisionName != "" {
+			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
+		}
+	case apps.RolloutActionRollback:
+		if spec.RevisionName == "" {
+			return field.ErrorList{field.Required(path.Child("revisionName"), "the revision to roll back to")}
+		}
+	default:
+		return field.ErrorList{field.NotSupported(path.Child("action"), spec.Action,
+			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback})}
+	}
+	return nil
+}
+
+// revisionOf returns the named revision if it belongs to the SidecarSet.
+func (r *RolloutREST) revisionOf(ctx context.Context, sidecarSet, revisionName string) (*apps.SidecarSetRevision, error) {
+	obj, err := r.revisions.Get(ctx, revisionName, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rev := obj.(*apps.SidecarSetRevision)
+	if rev.SidecarSetName != sidecarSet {
+		errs := field.ErrorList{field.Invalid(field.NewPath("spec", "revisionName"), revisionName,
+			fmt.Sprintf("revision belongs to SidecarSet %q", rev.SidecarSetName))}
+		return nil, apierrors.NewInvalid(apps.Kind("SidecarSetRollout"), sidecarSet, errs)
+	}
+	return rev, nil
+}
+
+// applyAction changes the SidecarSet as the action says.
+func applyAction(ss *apps.SidecarSet, action apps.RolloutAction, revision *apps.SidecarSetRevision) {
+	switch action {
+	case apps.RolloutActionPause:
+		ss.Spec.UpdateStrategy.Paused = true
+	case apps.RolloutActionResume:
+		ss.Spec.UpdateStrategy.Paused = false
+	case apps.RolloutActionRollback:
+		rs := revision.Spec.DeepCopy()
+		ss.Spec.InitContainers = rs.InitContainers
+		ss.Spec.Containers = rs.Containers
+		ss.Spec.Volumes = rs.Volumes
+		ss.Spec.ImagePullSecrets = rs.ImagePullSecrets
+		ss.Spec.PatchPodMetadata = rs.PatchPodMetadata
+	}
+}

@@ -1,0 +1,168 @@
+// Package sidecarset holds the registry strategies of the sidecarsets resource: what happens to a
+// SidecarSet on create and update (status reset, generation bump on spec change, OpenKruise hash
+// annotations), its validation, its status subresource strategy and its table columns.
+package sidecarset
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
+)
+
+// Strategy implements create, update and delete behaviour for SidecarSets.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+}
+
+// NewStrategy returns the SidecarSet strategy.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{typer, names.SimpleNameGenerator}
+}
+
+// NamespaceScoped is false: SidecarSets are cluster-scoped.
+func (Strategy) NamespaceScoped() bool { return false }
+
+// GetResetFields says the main resource never sets status.
+func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// PrepareForCreate clears the status, starts the generation at 1 and stamps the hashes.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	ss := obj.(*apps.SidecarSet)
+	ss.Status = apps.SidecarSetStatus{}
+	ss.Generation = 1
+	stampHashes(ss)
+}
+
+// PrepareForUpdate keeps the stored status, bumps the generation when the spec or the custom
+// version label changes, and restamps the hashes.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	ss, oldSS := obj.(*apps.SidecarSet), old.(*apps.SidecarSet)
+	ss.Status = oldSS.Status
+	if !apiequality.Semantic.DeepEqual(ss.Spec, oldSS.Spec) ||
+		ss.Labels[v1alpha1.SidecarSetCustomVersionLabel] != oldSS.Labels[v1alpha1.SidecarSetCustomVersionLabel] {
+		ss.Generation = oldSS.Generation + 1
+	}
+	stampHashes(ss)
+}
+
+// stampHashes overwrites the hash annotations with the hashes of the spec; users cannot pin them.
+// A spec that cannot be hashed keeps no hash; validation reports why it is invalid.
+func stampHashes(ss *apps.SidecarSet) {
+	h, err := Hashes(&ss.Spec)
+	if err != nil {
+		return
+	}
+	if ss.Annotations == nil {
+		ss.Annotations = map[string]string{}
+	}
+	ss.Annotations[v1alpha1.SidecarSetHashAnnotation] = h.WithImage
+	ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = h.WithoutImage
+}
+
+// Hashes returns the hashes of an internal spec, computed on its wire form.
+func Hashes(spec *apps.SidecarSetSpec) (hash.Hashes, error) {
+	wire := &v1alpha1.SidecarSetSpec{}
+	if err := v1alpha1.Convert_apps_SidecarSetSpec_To_v1alpha1_SidecarSetSpec(spec, wire, nil); err != nil {
+		return hash.Hashes{}, err
+	}
+	return hash.Of(wire)
+}
+
+// Validate validates a new SidecarSet.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateSidecarSet(obj.(*apps.SidecarSet))
+}
+
+// WarningsOnCreate returns no warnings.
+func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// Canonicalize does nothing: the stored form is the defaulted form.
+func (Strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: PUT cannot create a SidecarSet.
+func (Strategy) AllowCreateOnUpdate() bool { return false }
+
+// AllowUnconditionalUpdate allows PUT without a resourceVersion, as for Deployments.
+func (Strategy) AllowUnconditionalUpdate() bool { return true }
+
+// ValidateUpdate validates an update of a SidecarSet.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSidecarSetUpdate(obj.(*apps.SidecarSet), old.(*apps.SidecarSet))
+}
+
+// WarningsOnUpdate returns no warnings.
+func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// StatusStrategy implements the sidecarsets/status subresource: only status changes.
+type StatusStrategy struct {
+	Strategy
+}
+
+// NewStatusStrategy returns the strategy of sidecarsets/status.
+func NewStatusStrategy(s Strategy) StatusStrategy { return StatusStrategy{s} }
+
+// GetResetFields says the status subresource never sets spec or metadata.
+func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "labels"),
+			fieldpath.MakePathOrDie("metadata", "annotations"),
+		),
+	}
+}
+
+// PrepareForUpdate restores everything but the status from the stored object.
+func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	ss, oldSS := obj.(*apps.SidecarSet), old.(*apps.SidecarSet)
+	ss.Spec = oldSS.Spec
+	ss.Labels = oldSS.Labels
+	ss.Annotations = oldSS.Annotations
+}
+
+// ValidateUpdate validates a status update.
+func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSidecarSetStatusUpdate(obj.(*apps.SidecarSet), old.(*apps.SidecarSet))
+}
+
+// WarningsOnUpdate returns no warnings.
+func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// GetAttrs returns the labels and selectable fields of a SidecarSet.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	ss, ok := obj.(*apps.SidecarSet)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a SidecarSet: %T", obj)
+	}
+	fs := generic.ObjectMetaFieldsSet(&ss.ObjectMeta, false)
+	fs["spec.namespace"] = ss.Spec.Namespace
+	return labels.Set(ss.Labels), fs, nil
+}
+
+// Match returns the selection predicate of SidecarSets.
+func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}

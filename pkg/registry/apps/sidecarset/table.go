@@ -1,0 +1,53 @@
+package sidecarset
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metatable "k8s.io/apimachinery/pkg/api/meta/table"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+)
+
+// TableConvertor prints SidecarSets as kubectl shows them: NAME MATCHED UPDATED READY AGE, and with
+// -o wide also UPDATED-READY, REVISION and PAUSED.
+type TableConvertor struct{}
+
+var columns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name", Description: "Name of the SidecarSet."},
+	{Name: "Matched", Type: "integer", Description: "The number of pods matched."},
+	{Name: "Updated", Type: "integer", Description: "The number of pods matched and updated."},
+	{Name: "Ready", Type: "integer", Description: "The number of pods matched and ready."},
+	{Name: "Age", Type: "date", Description: "Time since the SidecarSet was created."},
+	{Name: "Updated-Ready", Type: "integer", Priority: 1, Description: "The number of pods matched, updated and ready."},
+	{Name: "Revision", Type: "string", Priority: 1, Description: "The latest revision."},
+	{Name: "Paused", Type: "boolean", Priority: 1, Description: "Whether in-place upgrades are paused."},
+}
+
+// ConvertToTable converts a SidecarSet or a list of them to a table.
+func (TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+	table := &metav1.Table{}
+	if o, ok := opts.(*metav1.TableOptions); !ok || !o.NoHeaders {
+		table.ColumnDefinitions = columns
+	}
+	var err error
+	table.Rows, err = metatable.MetaToTableRow(obj, func(obj runtime.Object, m metav1.Object, name, age string) ([]interface{}, error) {
+		ss := obj.(*apps.SidecarSet)
+		st := ss.Status
+		return []interface{}{name, int64(st.MatchedPods), int64(st.UpdatedPods), int64(st.ReadyPods), age,
+			int64(st.UpdatedReadyPods), st.LatestRevision, ss.Spec.UpdateStrategy.Paused}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if l, err := meta.ListAccessor(obj); err == nil {
+		table.ResourceVersion = l.GetResourceVersion()
+		table.Continue = l.GetContinue()
+		table.RemainingItemCount = l.GetRemainingItemCount()
+	} else if o, err := meta.CommonAccessor(obj); err == nil {
+		table.ResourceVersion = o.GetResourceVersion()
+	}
+	return table, nil
+}

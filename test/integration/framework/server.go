@@ -1,0 +1,95 @@
+// Package framework starts the SidecarSet API server in process, on an embedded etcd, for
+// integration tests. Authentication and authorization are off (every request is privileged); and so is
+// the admission chain, which needs a main cluster: the end-to-end tier covers both.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/rest"
+
+	"github.com/sidecarset/apiserver/cmd/apiserver/app"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+)
+
+// Server is a running in-process server.
+type Server struct {
+	// Config reaches the server as a privileged loopback client.
+	Config *rest.Config
+	// Client is the generated clientset on Config.
+	Client clientset.Interface
+}
+
+// StartServer starts the server and stops it when the test ends.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	_, etcdConfig := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	o := app.NewOptions()
+	o.LeaderElect = false
+	o.RecommendedOptions.Etcd.StorageConfig.Transport = etcdConfig.Transport
+	o.RecommendedOptions.Etcd.StorageConfig.Prefix = etcdConfig.Prefix
+	o.RecommendedOptions.Authentication = nil
+	o.RecommendedOptions.Authorization = nil
+	o.RecommendedOptions.CoreAPI = nil
+	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+	// The admission chain needs the main cluster's informers; the end-to-end tier exercises it.
+	o.RecommendedOptions.Admission = nil
+	listener, port, err := genericoptions.CreateListener("tcp", "127.0.0.1:0", net.ListenConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.RecommendedOptions.SecureServing.Listener = listener
+	o.RecommendedOptions.SecureServing.BindPort = port
+	o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = t.TempDir()
+
+	cfg, set, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := cfg.Complete().New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	app.AddPostStartHooks(srv, set)
+	go func() {
+		defer close(done)
+		if err := srv.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {
+			t.Errorf("server stopped: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	loopback := rest.CopyConfig(cfg.GenericConfig.LoopbackClientConfig)
+	waitReady(t, loopback)
+	return &Server{Config: loopback, Client: clientset.NewForConfigOrDie(loopback)}
+}
+
+func waitReady(t testing.TB, cfg *rest.Config) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			resp, err := client.Get(cfg.Host + "/readyz")
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	if err != nil {
+		t.Fatal(fmt.Errorf("server not ready: %w", err))
+	}
+}
