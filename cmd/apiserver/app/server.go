@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/fields"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -15,7 +15,13 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/apiserver"
@@ -45,6 +51,19 @@ func NewCommand(ctx context.Context) *cobra.Command {
 type informerSet struct {
 	own        informers.SharedInformerFactory
 	configMaps kubeinformers.SharedInformerFactory
+}
+
+// ensureOwn creates the informer factory of the server's own API on the loopback client.
+func (s *informerSet) ensureOwn(loopback *rest.Config) error {
+	if s.own != nil {
+		return nil
+	}
+	client, err := clientset.NewForConfig(loopback)
+	if err != nil {
+		return err
+	}
+	s.own = informers.NewSharedInformerFactory(client, 0)
+	return nil
 }
 
 func (s *informerSet) start(stop <-chan struct{}) {
@@ -79,16 +98,49 @@ func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
 	if err := o.RecommendedOptions.ApplyTo(cfg); err != nil {
 		return nil, nil, err
 	}
-	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{}}, set, nil
+	if err := set.ensureOwn(cfg.LoopbackClientConfig); err != nil {
+		return nil, nil, err
+	}
+	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{Reviewer: newReviewer(cfg, set)}}, set, nil
+}
+
+// newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
+// server knows the main cluster, its namespace lister.
+func newReviewer(cfg *genericapiserver.RecommendedConfig, set *informerSet) *webhook.Reviewer {
+	index := injection.NewIndex()
+	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
+	if _, err := sets.AddEventHandler(webhook.IndexHandler(index)); err != nil {
+		panic(err) // only fails on a stopped informer, which cannot be the case before start
+	}
+	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
+	synced := []cache.InformerSynced{sets.HasSynced, revs.Informer().HasSynced}
+	namespaces := corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	if cfg.SharedInformerFactory != nil {
+		ns := cfg.SharedInformerFactory.Core().V1().Namespaces()
+		namespaces = ns.Lister()
+		synced = append(synced, ns.Informer().HasSynced)
+	}
+	return &webhook.Reviewer{
+		Index:      index,
+		Namespaces: namespaces,
+		Revisions:  revs.Lister(),
+		Clock:      clock.RealClock{},
+		HasSynced: func() bool {
+			for _, s := range synced {
+				if !s() {
+					return false
+				}
+			}
+			return true
+		},
+	}
 }
 
 // admissionInputs builds the informers the SidecarSet admission plugin reads.
 func (o *Options) admissionInputs(c *genericapiserver.RecommendedConfig, set *informerSet) (crossvalidation.Inputs, error) {
-	client, err := clientset.NewForConfig(c.LoopbackClientConfig)
-	if err != nil {
+	if err := set.ensureOwn(c.LoopbackClientConfig); err != nil {
 		return crossvalidation.Inputs{}, err
 	}
-	set.own = informers.NewSharedInformerFactory(client, 0)
 	sets := set.own.Apps().V1alpha1().SidecarSets()
 	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
 	inputs := crossvalidation.Inputs{

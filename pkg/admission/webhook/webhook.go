@@ -1,0 +1,154 @@
+// Package webhook is the thin adapter between an AdmissionReview for a pod CREATE and the pure
+// injector: it decodes the pod, gathers the candidate SidecarSets from the index, the namespace
+// labels and the revisions from listers, calls injection.Inject and answers with its JSON patch.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+)
+
+var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// Reviewer injects sidecars into pods under creation.
+type Reviewer struct {
+	// Index holds the SidecarSets; keep it current with IndexHandler.
+	Index *injection.Index
+	// Namespaces lists the main cluster's namespaces.
+	Namespaces corelisters.NamespaceLister
+	// Revisions lists SidecarSetRevisions.
+	Revisions listers.SidecarSetRevisionLister
+	// Clock stamps the pod annotations.
+	Clock clock.PassiveClock
+	// Options tune the injection.
+	Options injection.Options
+	// HasSynced reports whether the index and listers are filled; until then pods are refused
+	// rather than created without their sidecars.
+	HasSynced func() bool
+}
+
+// Review answers one admission request: pod CREATEs are injected, everything else is allowed as is.
+func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create || req.Resource != podResource || req.SubResource != "" {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	if !r.HasSynced() {
+		return deny(http.StatusServiceUnavailable, errors.New("sidecar injection is not ready: SidecarSets are still loading"))
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+		return deny(http.StatusBadRequest, fmt.Errorf("decoding pod: %w", err))
+	}
+	res, err := r.inject(pod, req.Namespace)
+	if err != nil {
+		var injErr *injection.Error
+		if errors.As(err, &injErr) {
+			return deny(http.StatusUnprocessableEntity, err)
+		}
+		return deny(http.StatusInternalServerError, err)
+	}
+	if len(res.Patch) == 0 {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	patch, err := json.Marshal(res.Patch)
+	if err != nil {
+		return deny(http.StatusInternalServerError, err)
+	}
+	klog.V(4).InfoS("injected pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "decisions", res.Decisions)
+	pt := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+}
+
+func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, error) {
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	candidates := r.Index.Candidates(namespace, pod.Labels)
+	if len(candidates) == 0 {
+		return injection.Result{}, nil
+	}
+	var nsLabels map[string]string
+	if ns, err := r.Namespaces.Get(namespace); err == nil {
+		nsLabels = ns.Labels
+	} else if !apierrors.IsNotFound(err) {
+		return injection.Result{}, err
+	}
+	return injection.Inject(injection.Input{
+		Pod:             pod,
+		Namespace:       namespace,
+		NamespaceLabels: nsLabels,
+		SidecarSets:     candidates,
+		Revisions:       revisionSource{r.Revisions},
+		Now:             r.Clock.Now(),
+		Options:         r.Options,
+	})
+}
+
+func deny(code int32, err error) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result:  &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: err.Error()},
+	}
+}
+
+// revisionSource resolves injectionStrategy.revision from the revision lister.
+type revisionSource struct {
+	lister listers.SidecarSetRevisionLister
+}
+
+func (s revisionSource) Revision(name string) (*v1alpha1.SidecarSetRevision, error) {
+	return s.lister.Get(name)
+}
+
+func (s revisionSource) LatestWithCustomVersion(sidecarSet, version string) (*v1alpha1.SidecarSetRevision, error) {
+	revs, err := s.lister.List(labels.SelectorFromSet(labels.Set{
+		v1alpha1.SidecarSetNameLabel:          sidecarSet,
+		v1alpha1.SidecarSetCustomVersionLabel: version,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	var latest *v1alpha1.SidecarSetRevision
+	for _, r := range revs {
+		if latest == nil || r.Revision > latest.Revision {
+			latest = r
+		}
+	}
+	if latest == nil {
+		return nil, fmt.Errorf("no revision of SidecarSet %q has label %s=%s", sidecarSet, v1alpha1.SidecarSetCustomVersionLabel, version)
+	}
+	return latest, nil
+}
+
+// IndexHandler keeps index in step with a SidecarSet informer.
+func IndexHandler(index *injection.Index) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { index.Add(obj.(*v1alpha1.SidecarSet)) },
+		UpdateFunc: func(_, obj interface{}) { index.Update(obj.(*v1alpha1.SidecarSet)) },
+		DeleteFunc: func(obj interface{}) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
+				index.Delete(ss)
+			}
+		},
+	}
+}
