@@ -1,0 +1,33 @@
+# The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
+GO ?= go
+
+.PHONY: run test unit verify e2e bench build codegen down
+
+build:
+	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
+
+run:
+	hack/local-up.sh run
+
+down:
+	hack/local-up.sh down
+
+# Everything CI runs: generated code in sync, vet, unit and integration tests, then the end-to-end
+# tests against a local kube-apiserver + kwok cluster built by hack/.
+test: verify unit
+
+verify:
+	hack/verify-codegen.sh
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+e2e:
+	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/
+
+codegen:
+	hack/update-codegen.sh
