@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -18,6 +20,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
@@ -25,6 +30,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/apiserver"
+	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 )
@@ -188,14 +194,55 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	AddPostStartHooks(server, set)
+	if err := o.AddPostStartHooks(server, cfg, set); err != nil {
+		return err
+	}
 	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
-// AddPostStartHooks registers the hooks that start the server's informers once it listens.
-func AddPostStartHooks(server *apiserver.Server, set *informerSet) {
-	server.GenericAPIServer.AddPostStartHookOrDie("start-sidecarset-informers", func(hc genericapiserver.PostStartHookContext) error {
+// AddPostStartHooks registers the hook that starts the server's informers and its controller
+// once it listens. With --leader-elect and a main cluster, only the replica holding the Lease
+// "sidecarset-controller" in --namespace runs the controller; every replica serves the API.
+func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Config, set *informerSet) error {
+	client, err := clientset.NewForConfig(cfg.GenericConfig.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	ctrl, err := controller.New(client, set.own.Apps().V1alpha1().SidecarSets(),
+		set.own.Apps().V1alpha1().SidecarSetRevisions(), apiserver.RevisionWriter{Store: server.Revisions})
+	if err != nil {
+		return err
+	}
+	main := cfg.GenericConfig.ClientConfig
+	return server.GenericAPIServer.AddPostStartHook("start-sidecarset-controller", func(hc genericapiserver.PostStartHookContext) error {
 		set.start(hc.Done())
+		run := func(ctx context.Context) { ctrl.Run(ctx, 2) }
+		if !o.LeaderElect || main == nil {
+			go run(hc)
+			return nil
+		}
+		go o.runElected(hc, main, run)
 		return nil
+	})
+}
+
+// runElected runs fn while this replica holds the controller Lease.
+func (o *Options) runElected(ctx context.Context, main *rest.Config, fn func(context.Context)) {
+	id, _ := os.Hostname()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, "sidecarset-controller",
+		nil, kubernetes.NewForConfigOrDie(main).CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		klog.ErrorS(err, "leader election disabled")
+		fn(ctx)
+		return
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: fn,
+			OnStoppedLeading: func() { klog.InfoS("stopped leading", "lease", "sidecarset-controller") },
+		},
 	})
 }

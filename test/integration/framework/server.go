@@ -60,7 +60,9 @@ func StartServer(t testing.TB) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	app.AddPostStartHooks(srv, set)
+	if err := o.AddPostStartHooks(srv, cfg, set); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		defer close(done)
 		if err := srv.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {

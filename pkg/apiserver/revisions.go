@@ -1,0 +1,57 @@
+package apiserver
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// RevisionWriter writes SidecarSetRevisions straight to their store, for the in-process
+// controller: the API serves revisions read-only.
+type RevisionWriter struct {
+	Store *genericregistry.Store
+}
+
+func toInternal(r *v1alpha1.SidecarSetRevision) (*apps.SidecarSetRevision, error) {
+	out := &apps.SidecarSetRevision{}
+	err := v1alpha1.Convert_v1alpha1_SidecarSetRevision_To_apps_SidecarSetRevision(r.DeepCopy(), out, nil)
+	return out, err
+}
+
+// clusterScoped marks ctx as a request for a cluster-scoped object, as the API handlers do.
+func clusterScoped(ctx context.Context) context.Context {
+	return genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
+}
+
+// Create records a revision.
+func (w RevisionWriter) Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error {
+	in, err := toInternal(r)
+	if err != nil {
+		return err
+	}
+	_, err = w.Store.Create(clusterScoped(ctx), in, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	return err
+}
+
+// Update renumbers or relabels a revision; its snapshot cannot change.
+func (w RevisionWriter) Update(ctx context.Context, r *v1alpha1.SidecarSetRevision) error {
+	in, err := toInternal(r)
+	if err != nil {
+		return err
+	}
+	_, _, err = w.Store.Update(clusterScoped(ctx), in.Name, rest.DefaultUpdatedObjectInfo(in), rest.ValidateAllObjectFunc,
+		rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	return err
+}
+
+// Delete prunes a revision.
+func (w RevisionWriter) Delete(ctx context.Context, name string) error {
+	_, _, err := w.Store.Delete(clusterScoped(ctx), name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{})
+	return err
+}

@@ -1,0 +1,171 @@
+// Package sidecarset holds the SidecarSet controller. This file is its pure revision history
+// logic: which SidecarSetRevision records the current spec, under which name, and which old
+// revisions may be pruned.
+//
+// Names follow OpenKruise's ControllerRevisions: <sidecarset>-<h>, h the safe-encoded decimal
+// FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
+// volumes as a replace patch, keys sorted) followed by the collision count. The newest revision
+// always equals the live spec; an older identical revision is renumbered instead of duplicated.
+package sidecarset
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// maxNamePrefix keeps revision names within the 253 characters of a name.
+const maxNamePrefix = 223
+
+// Snapshot returns the part of a SidecarSet a revision records.
+func Snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
+	s := ss.Spec.DeepCopy()
+	return v1alpha1.SidecarSetRevisionSpec{
+		InitContainers:   s.InitContainers,
+		Containers:       s.Containers,
+		Volumes:          s.Volumes,
+		ImagePullSecrets: s.ImagePullSecrets,
+		PatchPodMetadata: s.PatchPodMetadata,
+	}
+}
+
+// revisionData is the byte form the revision name hashes, identical to OpenKruise's.
+func revisionData(spec v1alpha1.SidecarSetRevisionSpec) ([]byte, error) {
+	return json.Marshal(map[string]interface{}{"spec": map[string]interface{}{
+		"$patch":           "replace",
+		"containers":       spec.Containers,
+		"imagePullSecrets": spec.ImagePullSecrets,
+		"initContainers":   spec.InitContainers,
+		"patchPodMetadata": spec.PatchPodMetadata,
+		"volumes":          spec.Volumes,
+	}})
+}
+
+// RevisionName returns the name of the revision recording spec for the SidecarSet.
+func RevisionName(sidecarSet string, spec v1alpha1.SidecarSetRevisionSpec, collisionCount int32) (string, error) {
+	data, err := revisionData(spec)
+	if err != nil {
+		return "", err
+	}
+	h := fnv.New32()
+	_, _ = h.Write(data)
+	_, _ = h.Write([]byte(strconv.FormatInt(int64(collisionCount), 10)))
+	prefix := sidecarSet
+	if len(prefix) > maxNamePrefix {
+		prefix = prefix[:maxNamePrefix]
+	}
+	return prefix + "-" + rand.SafeEncodeString(fmt.Sprint(h.Sum32())), nil
+}
+
+// NewRevision builds the revision of the SidecarSet's current spec, numbered next.
+func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
+	labels := map[string]string{v1alpha1.SidecarSetNameLabel: ss.Name}
+	if v, ok := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
+		labels[v1alpha1.SidecarSetCustomVersionLabel] = v
+	}
+	annotations := map[string]string{}
+	for _, k := range []string{v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
+		if v, ok := ss.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	return &v1alpha1.SidecarSetRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ss,
+				v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"))},
+		},
+		SidecarSetName: ss.Name,
+		Revision:       next,
+		Spec:           Snapshot(ss),
+	}
+}
+
+// HistoryPlan says how to make the revision history match a SidecarSet.
+type HistoryPlan struct {
+	// Create is a new revision to record; nil when an existing one matches the spec.
+	Create *v1alpha1.SidecarSetRevision
+	// Renumber is an older identical revision to make the newest (roll back); nil otherwise.
+	Renumber *v1alpha1.SidecarSetRevision
+	// Latest is the name of the revision of the current spec.
+	Latest string
+	// Prune lists revisions to delete, oldest first.
+	Prune []string
+}
+
+// PlanHistory compares the SidecarSet with its existing revisions (any order).
+func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32) (HistoryPlan, error) {
+	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
+	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
+	snapshot := Snapshot(ss)
+	var plan HistoryPlan
+	var next int64 = 1
+	if n := len(revs); n > 0 {
+		next = revs[n-1].Revision + 1
+	}
+	for i, r := range revs {
+		if !apiequality.Semantic.DeepEqual(r.Spec, snapshot) {
+			continue
+		}
+		plan.Latest = r.Name
+		if i != len(revs)-1 {
+			renumbered := r.DeepCopy()
+			renumbered.Revision = next
+			plan.Renumber = renumbered
+		}
+	}
+	if plan.Latest == "" {
+		name, err := RevisionName(ss.Name, snapshot, collisionCount)
+		if err != nil {
+			return HistoryPlan{}, err
+		}
+		plan.Create = NewRevision(ss, name, next)
+		plan.Latest = name
+		revs = append(revs, plan.Create)
+	}
+	plan.Prune = prunable(ss, revs, plan.Latest)
+	return plan, nil
+}
+
+// prunable returns the oldest revisions beyond revisionHistoryLimit (at least 1 kept), never the
+// latest nor one named by injectionStrategy.revision.
+func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string) []string {
+	limit := 10
+	if l := ss.Spec.RevisionHistoryLimit; l != nil {
+		limit = max(1, int(*l))
+	}
+	excess := len(revs) - limit
+	var out []string
+	for _, r := range revs {
+		if excess <= 0 {
+			break
+		}
+		if r.Name == latest || pinned(ss, r) {
+			continue
+		}
+		out = append(out, r.Name)
+		excess--
+	}
+	return out
+}
+
+func pinned(ss *v1alpha1.SidecarSet, r *v1alpha1.SidecarSetRevision) bool {
+	pin := ss.Spec.InjectionStrategy.Revision
+	if pin == nil {
+		return false
+	}
+	if pin.RevisionName != nil && *pin.RevisionName == r.Name {
+		return true
+	}
+	return pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion
+}

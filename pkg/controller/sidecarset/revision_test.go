@@ -1,0 +1,97 @@
+package sidecarset
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+func sidecarSet(image string, limit int32) *v1alpha1.SidecarSet {
+	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "u"}}
+	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "c", Image: image}}}
+	ss.Spec.RevisionHistoryLimit = ptr.To(limit)
+	return ss
+}
+
+func revisionOf(t *testing.T, image string, n int64) *v1alpha1.SidecarSetRevision {
+	ss := sidecarSet(image, 10)
+	name, err := RevisionName(ss.Name, Snapshot(ss), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRevision(ss, name, n)
+}
+
+func TestPlanHistory(t *testing.T) {
+	v1, v2, v3 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2), revisionOf(t, "img:3", 3)
+	tests := []struct {
+		name         string
+		ss           *v1alpha1.SidecarSet
+		existing     []*v1alpha1.SidecarSetRevision
+		wantLatest   string
+		wantCreate   int64 // revision number of the created revision, 0 for none
+		wantRenumber int64
+		wantPrune    []string
+	}{
+		{"first revision", sidecarSet("img:1", 10), nil, v1.Name, 1, 0, nil},
+		{"unchanged spec", sidecarSet("img:2", 10), []*v1alpha1.SidecarSetRevision{v2, v1}, v2.Name, 0, 0, nil},
+		{"new spec", sidecarSet("img:3", 10), []*v1alpha1.SidecarSetRevision{v1, v2}, v3.Name, 3, 0, nil},
+		{"rollback renumbers", sidecarSet("img:1", 10), []*v1alpha1.SidecarSetRevision{v1, v2}, v1.Name, 0, 3, nil},
+		{"prune oldest beyond the limit", sidecarSet("img:3", 2), []*v1alpha1.SidecarSetRevision{v1, v2}, v3.Name, 3, 0, []string{v1.Name}},
+		{"limit 0 still keeps the latest", sidecarSet("img:2", 0), []*v1alpha1.SidecarSetRevision{v1, v2}, v2.Name, 0, 0, []string{v1.Name}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PlanHistory(tc.ss, tc.existing, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Latest != tc.wantLatest {
+				t.Errorf("latest = %s, want %s", got.Latest, tc.wantLatest)
+			}
+			if n := numberOf(got.Create); n != tc.wantCreate {
+				t.Errorf("created revision %d, want %d", n, tc.wantCreate)
+			}
+			if n := numberOf(got.Renumber); n != tc.wantRenumber {
+				t.Errorf("renumbered to %d, want %d", n, tc.wantRenumber)
+			}
+			if diff := cmp.Diff(tc.wantPrune, got.Prune); diff != "" {
+				t.Errorf("prune (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPinnedRevisionIsNotPruned(t *testing.T) {
+	v1, v2 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2)
+	ss := sidecarSet("img:3", 1)
+	ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(v1.Name)}
+	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{v2.Name}, got.Prune); diff != "" {
+		t.Errorf("prune (-want +got):\n%s", diff)
+	}
+}
+
+func TestRevisionNameChangesWithCollisionCount(t *testing.T) {
+	ss := sidecarSet("img:1", 10)
+	a, _ := RevisionName(ss.Name, Snapshot(ss), 0)
+	b, _ := RevisionName(ss.Name, Snapshot(ss), 1)
+	if a == b {
+		t.Errorf("collision count did not change the name %s", a)
+	}
+}
+
+func numberOf(r *v1alpha1.SidecarSetRevision) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.Revision
+}
