@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# A local control plane on 127.0.0.1 with the SidecarSet API server registered through the
+# aggregation layer: etcd, kube-apiserver (front-proxy flags), kube-controller-manager,
+# kube-scheduler, a second etcd for this server's own storage, this server, the APIServices behind
+# an ExternalName Service and the injection webhook.
+#
+#   hack/local-up.sh [run]        up, apply the manual's first SidecarSet, wait for Ctrl-C, down
+#   hack/local-up.sh up           start in the background and wait until ready
+#   hack/local-up.sh down [--purge]
+#   hack/local-up.sh restart-server | restart-server-etcd
+#   hack/local-up.sh env          print the export line
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+STATE="${ROOT}/_output/local"
+CERTS="${STATE}/certs"
+RUN="${STATE}/run"
+LOGS="${STATE}/logs"
+KUBECONFIG_FILE="${STATE}/kubeconfig"
+ETCD_PORT=${ETCD_PORT:-32379}
+SERVER_ETCD_PORT=${SERVER_ETCD_PORT:-32381}
+KUBE_PORT=${KUBE_PORT:-36443}
+SERVER_PORT=${SERVER_PORT:-38443}
+NAMESPACE=kruise-system
+
+log() { echo "local-up: $*" >&2; }
+
+tools() { BIN=$("${ROOT}/hack/install-tools.sh" | tail -n 1); KUBECTL="${BIN}/kubectl"; }
+
+kc() { "${KUBECTL}" --kubeconfig "${KUBECONFIG_FILE}" "$@"; }
+
+# start NAME CMD... runs a process in its own session, logging to logs/NAME.log.
+start() {
+  local name=$1; shift
+  if [[ -f "${RUN}/${name}.pid" ]] && kill -0 "$(cat "${RUN}/${name}.pid")" 2>/dev/null; then
+    return
+  fi
+  setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
+  echo $! >"${RUN}/${name}.pid"
+}
+
+stop() {
+  local name=$1 pid
+  [[ -f "${RUN}/${name}.pid" ]] || return 0
+  pid=$(cat "${RUN}/${name}.pid")
+  kill -TERM -- "-${pid}" 2>/dev/null || kill -TERM "${pid}" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-${pid}" 2>/dev/null || true
+  rm -f "${RUN}/${name}.pid"
+}
+
+# wait_for DESCRIPTION LOG CMD... retries CMD for up to 120 s.
+wait_for() {
+  local what=$1 logfile=$2; shift 2
+  for _ in $(seq 240); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  log "timed out waiting for ${what}; last lines of ${logfile}:"
+  tail -n 30 "${logfile}" >&2 || true
+  return 1
+}
+
+cert() { # cert NAME CN ORG CA [SAN]
+  local name=$1 cn=$2 org=$3 ca=$4 san=${5:-}
+  [[ -f "${CERTS}/${name}.crt" ]] && return
+  openssl req -new -newkey rsa:2048 -nodes -keyout "${CERTS}/${name}.key" -subj "/CN=${cn}${org:+/O=${org}}" \
+    -out "${CERTS}/${name}.csr" 2>/dev/null
+  local ext="${CERTS}/${name}.ext"
+  echo "extendedKeyUsage=clientAuth,serverAuth" >"${ext}"
+  [[ -n "${san}" ]] && echo "subjectAltName=${san}" >>"${ext}"
+  openssl x509 -req -in "${CERTS}/${name}.csr" -CA "${CERTS}/${ca}.crt" -CAkey "${CERTS}/${ca}.key" \
+    -CAcreateserial -days 3650 -extfile "${ext}" -out "${CERTS}/${name}.crt" 2>/dev/null
+}
+
+ca() {
+  [[ -f "${CERTS}/$1.crt" ]] && return
+  openssl req -x509 -new -newkey rsa:2048 -nodes -days 3650 -subj "/CN=$1" \
+    -keyout "${CERTS}/$1.key" -out "${CERTS}/$1.crt" 2>/dev/null
+}
+
+certs() {
+  mkdir -p "${CERTS}"
+  ca cluster-ca
+  ca front-proxy-ca
+  cert apiserver kube-apiserver "" cluster-ca "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+  cert admin admin system:masters cluster-ca
+  cert front-proxy-client front-proxy-client "" front-proxy-ca
+  [[ -f "${CERTS}/sa.key" ]] || openssl genrsa -out "${CERTS}/sa.key" 2048 2>/dev/null
+  [[ -f "${CERTS}/sa.pub" ]] || openssl rsa -in "${CERTS}/sa.key" -pubout -out "${CERTS}/sa.pub" 2>/dev/null
+  cat >"${KUBECONFIG_FILE}" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:${KUBE_PORT}", certificate-authority: "${CERTS}/cluster-ca.crt"}
+users:
+- name: admin
+  user: {client-certificate: "${CERTS}/admin.crt", client-key: "${CERTS}/admin.key"}
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+current-context: local
+KC
+}
+
+start_kube() {
+  start etcd "${BIN}/etcd" -data-dir "${STATE}/etcd" -listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    -listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))"
+  start kube-apiserver "${BIN}/kube-apiserver" --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
+    --bind-address=127.0.0.1 --secure-port="${KUBE_PORT}" --advertise-address=10.0.0.1 \
+    --tls-cert-file="${CERTS}/apiserver.crt" --tls-private-key-file="${CERTS}/apiserver.key" \
+    --client-ca-file="${CERTS}/cluster-ca.crt" --authorization-mode=Node,RBAC \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --service-account-key-file="${CERTS}/sa.pub" --service-account-signing-key-file="${CERTS}/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc \
+    --requestheader-client-ca-file="${CERTS}/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" --proxy-client-key-file="${CERTS}/front-proxy-client.key"
+  wait_for kube-apiserver "${LOGS}/kube-apiserver.log" kc get --raw /readyz
+  start kube-controller-manager "${BIN}/kube-controller-manager" --kubeconfig="${KUBECONFIG_FILE}" \
+    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false \
+    --service-account-private-key-file="${CERTS}/sa.key" --root-ca-file="${CERTS}/cluster-ca.crt" \
+    --use-service-account-credentials=false
+  start kube-scheduler "${BIN}/kube-scheduler" --kubeconfig="${KUBECONFIG_FILE}" \
+    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false
+}
+
+start_server() {
+  start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" \
+    -listen-client-urls "http://127.0.0.1:${SERVER_ETCD_PORT}" -listen-peer-urls "http://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
+  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" \
+    --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_PORT}" --bind-address=127.0.0.1 \
+    --cert-dir="${STATE}/server-certs" --kubeconfig="${KUBECONFIG_FILE}" \
+    --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
+    --namespace="${NAMESPACE}"
+  wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
+}
+
+register() {
+  local ca
+  ca=$(base64 -w0 <"${STATE}/server-certs/apiserver.crt")
+  sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" "${ROOT}"/artifacts/local/*.yaml | kc apply -f - >/dev/null
+  wait_for "APIService v1alpha1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
+    kc wait --for=condition=Available --timeout=1s apiservice/v1alpha1.apps.kruise.io
+  wait_for "APIService v1.admission.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
+    kc wait --for=condition=Available --timeout=1s apiservice/v1.admission.kruise.io
+  wait_for "default ServiceAccount" "${LOGS}/kube-controller-manager.log" kc -n default get serviceaccount default
+}
+
+up() {
+  tools
+  mkdir -p "${RUN}" "${LOGS}"
+  certs
+  start_kube
+  start_server
+  register
+  log "ready"
+  echo "export KUBECONFIG=${KUBECONFIG_FILE}"
+  echo "kubectl: ${KUBECTL}"
+}
+
+down() {
+  for p in sidecarset-apiserver server-etcd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$p"; done
+  if [[ "${1:-}" == "--purge" ]]; then rm -rf "${STATE}"; fi
+}
+
+run() {
+  up
+  kc apply -f "${ROOT}/artifacts/examples/01-test-sidecarset.yaml"
+  kc get sidecarsets
+  log "cluster is up; use: export KUBECONFIG=${KUBECONFIG_FILE} and ${KUBECTL}; Ctrl-C stops it"
+  trap 'down; exit 0' INT TERM
+  while true; do sleep 3600 & wait $!; done
+}
+
+case "${1:-run}" in
+  up) up ;;
+  down) shift; down "${1:-}" ;;
+  run) run ;;
+  restart-server) tools; stop sidecarset-apiserver; start_server; register ;;
+  restart-server-etcd) tools; stop server-etcd; start_server; register ;;
+  env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|env]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,91 @@
+// Package e2e runs end-to-end tests against the local cluster of hack/local-up.sh: a real etcd and
+// kube-apiserver with this server behind the aggregation layer. Run with E2E=1 (make e2e); set
+// E2E_KEEP=1 to leave the cluster running afterwards.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+)
+
+var (
+	root       string
+	kubectl    string
+	kubeconfig string
+	restConfig *rest.Config
+	kube       kubernetes.Interface
+	sidecars   clientset.Interface
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("E2E") != "1" {
+		fmt.Println("skipping end-to-end tests: set E2E=1 (make e2e) to run them against a local cluster")
+		os.Exit(0)
+	}
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	if root, err = filepath.Abs("../.."); err != nil {
+		return 0, err
+	}
+	out, err := localUp("up")
+	if err != nil {
+		return 0, err
+	}
+	if os.Getenv("E2E_KEEP") != "1" {
+		defer func() { _, _ = localUp("down") }()
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "export KUBECONFIG="); ok {
+			kubeconfig = v
+		}
+		if v, ok := strings.CutPrefix(line, "kubectl: "); ok {
+			kubectl = v
+		}
+	}
+	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		return 0, err
+	}
+	kube = kubernetes.NewForConfigOrDie(restConfig)
+	sidecars = clientset.NewForConfigOrDie(restConfig)
+	return m.Run(), nil
+}
+
+func localUp(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, "hack/local-up.sh"), args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("hack/local-up.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return stdout.String(), err
+}
+
+// runKubectl runs the cluster's kubectl and returns its combined output.
+func runKubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
