@@ -14,7 +14,7 @@ down:
 
 # Everything CI runs: generated code in sync, vet, unit and integration tests, then the end-to-end
 # tests against a local kube-apiserver + kwok cluster built by hack/.
-test: verify unit
+test: verify unit e2e
 
 verify:
 	hack/verify-codegen.sh

@@ -142,7 +142,9 @@ start_server() {
 register() {
   local ca
   ca=$(base64 -w0 <"${STATE}/server-certs/apiserver.crt")
-  sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" "${ROOT}"/artifacts/local/*.yaml | kc apply -f - >/dev/null
+  local f
+  for f in "${ROOT}"/artifacts/local/*.yaml; do cat "$f"; echo "---"; done |
+    sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" | kc apply -f - >/dev/null
   wait_for "APIService v1alpha1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
     kc wait --for=condition=Available --timeout=1s apiservice/v1alpha1.apps.kruise.io
   wait_for "APIService v1.admission.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
