@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+)
+
+// asUser returns a clientset impersonating user, who is granted exactly rules.
+func asUser(t *testing.T, user string, rules []rbacv1.PolicyRule) clientset.Interface {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user}, Rules: rules}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	_ = kube.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{})
+	_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return clientset.NewForConfigOrDie(cfg)
+}
+
+// TestRBACPerSubresource: authorization is delegated to kube-apiserver's RBAC per subresource.
+func TestRBACPerSubresource(t *testing.T) {
+	applyManualExample(t)
+	ctx := context.Background()
+	reader := asUser(t, "e2e-reader", []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
+		Resources: []string{"sidecarsets"}, Verbs: []string{"get"}}})
+	var got *v1alpha1.SidecarSet
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = reader.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+		return err == nil, nil // the server caches authorization decisions for a few seconds
+	})
+	if err != nil {
+		t.Fatalf("reader cannot get: %v", err)
+	}
+	got.Spec.Containers[0].Image = "centos:7"
+	if _, err := reader.AppsV1alpha1().SidecarSets().Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reader update: want Forbidden, got %v", err)
+	}
+
+	writer := asUser(t, "e2e-status-writer", []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets/status"}, Verbs: []string{"update"}},
+	})
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cur, err := writer.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cur.Spec.Containers[0].Image = "centos:7"
+		_, err = writer.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("status writer cannot update status: %v", err)
+	}
+	after, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+	if err != nil || after.Spec.Containers[0].Image != "centos:6.7" {
+		t.Errorf("a status update changed the spec: %v %v", err, after.Spec.Containers)
+	}
+	cur, _ := writer.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+	cur.Spec.Containers[0].Image = "centos:7"
+	if _, err := writer.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("status writer update of the main resource: want Forbidden, got %v", err)
+	}
+}
