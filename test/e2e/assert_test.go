@@ -20,6 +20,9 @@ type assertion struct {
 	Quantity bool        `json:"quantity"`
 	Variant  string      `json:"variant"`
 	Internal bool        `json:"internal"`
+	// Rejected, with MessageContains, is the only item of an expectation that the create fails.
+	Rejected        bool   `json:"rejected"`
+	MessageContains string `json:"messageContains"`
 }
 
 // check evaluates the assertion on a JSON document (decoded into interface{} values).
