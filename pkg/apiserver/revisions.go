@@ -29,6 +29,17 @@ func clusterScoped(ctx context.Context) context.Context {
 	return genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
 }
 
+// Get reads a revision from storage, bypassing any cache.
+func (w RevisionWriter) Get(ctx context.Context, name string) (*v1alpha1.SidecarSetRevision, error) {
+	obj, err := w.Store.Get(clusterScoped(ctx), name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := &v1alpha1.SidecarSetRevision{}
+	err = v1alpha1.Convert_apps_SidecarSetRevision_To_v1alpha1_SidecarSetRevision(obj.(*apps.SidecarSetRevision), out, nil)
+	return out, err
+}
+
 // Create records a revision.
 func (w RevisionWriter) Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error {
 	in, err := toInternal(r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +24,7 @@ import (
 // RevisionWriter records and prunes revisions; revisions are read-only to API clients, so the
 // controller writes them in process.
 type RevisionWriter interface {
+	Get(ctx context.Context, name string) (*v1alpha1.SidecarSetRevision, error)
 	Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
 	Update(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
 	Delete(ctx context.Context, name string) error
@@ -133,8 +135,17 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 		case plan.Create != nil:
 			err = c.writer.Create(ctx, plan.Create)
 			if apierrors.IsAlreadyExists(err) {
-				collisions++ // same name, different data (identical data would have matched)
-				continue
+				// The revision cache may lag behind a revision this controller just wrote: only a
+				// revision with different data under the same name is a collision.
+				same, getErr := c.recorded(ctx, plan.Create)
+				if getErr != nil {
+					return "", collisions, getErr
+				}
+				if !same {
+					collisions++
+					continue
+				}
+				err = nil
 			}
 		case plan.Renumber != nil:
 			err = c.writer.Update(ctx, plan.Renumber)
@@ -150,6 +161,15 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 		return plan.Latest, collisions, nil
 	}
 	return "", collisions, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+}
+
+// recorded reports whether the stored revision named like want records the same spec.
+func (c *Controller) recorded(ctx context.Context, want *v1alpha1.SidecarSetRevision) (bool, error) {
+	got, err := c.writer.Get(ctx, want.Name)
+	if err != nil {
+		return false, err
+	}
+	return apiequality.Semantic.DeepEqual(got.Spec, want.Spec), nil
 }
 
 func (c *Controller) writeStatus(ctx context.Context, ss *v1alpha1.SidecarSet, latest string, collisions int32) error {
