@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify e2e bench build codegen down
+.PHONY: run test unit verify e2e bench bench-e2e build codegen down
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -28,6 +28,10 @@ e2e:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/
+
+# Pod-create latency through kube-apiserver with and without the injection webhook (2,000 each).
+bench-e2e:
+	E2E=1 E2E_BENCH=2000 $(GO) test -count=1 -timeout 30m -run TestInjectionLatency -v ./test/e2e/
 
 codegen:
 	hack/update-codegen.sh

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -191,10 +192,20 @@ type InPlaceUpdateState struct {
 	LastContainerStatuses map[string]InPlaceUpdateContainerStatus `json:"lastContainerStatuses"`
 }
 
-// InPlaceUpdateContainerStatus is a container status recorded before an in-place update.
+// InPlaceUpdateContainerStatus is a container status recorded before an in-place update. ImageID
+// is OpenKruise's field; the others are ours (OpenKruise ignores them) and let completion be
+// decided by the container's restart rather than by an imageID change, which never comes when old
+// and new images share a digest.
 type InPlaceUpdateContainerStatus struct {
 	// ImageID is the container status imageID (raw, with its scheme) before the update.
 	ImageID string `json:"imageID,omitempty"`
+	// ContainerID is the container status containerID before the update.
+	ContainerID string `json:"containerID,omitempty"`
+	// RestartCount is the container status restartCount before the update.
+	RestartCount int32 `json:"restartCount,omitempty"`
+	// PodGeneration is the pod's metadata.generation before the update: the kubelet has seen the
+	// update once status.observedGeneration exceeds it.
+	PodGeneration int64 `json:"podGeneration,omitempty"`
 }
 
 // ParseInPlaceUpdateStates decodes InPlaceUpdateStateAnnotation. "" decodes to an empty map.
@@ -214,10 +225,10 @@ func ParseInPlaceUpdateStates(value string) (map[string]*InPlaceUpdateState, err
 
 // RecordInPlaceUpdate records an in-place update of sidecarSetName in the annotations, in place:
 // the SidecarSet's entry is created on its first update (revision = hash, timestamp = now) and
-// otherwise kept; imageIDs[c] is recorded for every changed container c. A malformed existing
+// otherwise kept; before[c] is recorded for every changed container c. A malformed existing
 // value is replaced, as OpenKruise does.
 func RecordInPlaceUpdate(annotations map[string]string, sidecarSetName, hash string, now time.Time,
-	changed []string, imageIDs map[string]string) {
+	changed []string, before map[string]InPlaceUpdateContainerStatus) {
 	states, err := ParseInPlaceUpdateStates(annotations[InPlaceUpdateStateAnnotation])
 	if err != nil {
 		states = map[string]*InPlaceUpdateState{}
@@ -231,11 +242,32 @@ func RecordInPlaceUpdate(annotations map[string]string, sidecarSetName, hash str
 		st.LastContainerStatuses = map[string]InPlaceUpdateContainerStatus{}
 	}
 	for _, c := range changed {
-		st.LastContainerStatuses[c] = InPlaceUpdateContainerStatus{ImageID: imageIDs[c]}
+		st.LastContainerStatuses[c] = before[c]
 	}
 	data, err := json.Marshal(states)
 	if err != nil {
 		panic(fmt.Sprintf("sidecar: marshal in-place update state: %v", err)) // unreachable
 	}
 	annotations[InPlaceUpdateStateAnnotation] = string(data)
+}
+
+// StatusBefore returns what RecordInPlaceUpdate keeps of a pod container's current state.
+func StatusBefore(pod *corev1.Pod, container string) InPlaceUpdateContainerStatus {
+	out := InPlaceUpdateContainerStatus{PodGeneration: pod.Generation}
+	if st := ContainerStatus(pod, container); st != nil {
+		out.ImageID, out.ContainerID, out.RestartCount = st.ImageID, st.ContainerID, st.RestartCount
+	}
+	return out
+}
+
+// ContainerStatus returns the status of the pod container (regular, then init) named name, or nil.
+func ContainerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }

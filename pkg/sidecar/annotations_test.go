@@ -177,10 +177,11 @@ func TestWorkingContainers(t *testing.T) {
 
 func TestRecordInPlaceUpdate(t *testing.T) {
 	a := map[string]string{}
-	RecordInPlaceUpdate(a, "s", "h1", now, []string{"envoy"}, map[string]string{"envoy": "docker://sha256:1"})
+	RecordInPlaceUpdate(a, "s", "h1", now, []string{"envoy"}, map[string]InPlaceUpdateContainerStatus{"envoy": {ImageID: "docker://sha256:1"}})
 	later := now.Add(time.Hour)
-	RecordInPlaceUpdate(a, "s", "h2", later, []string{"log"}, map[string]string{"log": "docker://sha256:2"})
-	want := `{"s":{"revision":"h1","updateTimestamp":"2026-07-01T10:30:45Z","lastContainerStatuses":{"envoy":{"imageID":"docker://sha256:1"},"log":{"imageID":"docker://sha256:2"}}}}`
+	RecordInPlaceUpdate(a, "s", "h2", later, []string{"log"}, map[string]InPlaceUpdateContainerStatus{
+		"log": {ImageID: "docker://sha256:2", ContainerID: "containerd://a", RestartCount: 2, PodGeneration: 3}})
+	want := `{"s":{"revision":"h1","updateTimestamp":"2026-07-01T10:30:45Z","lastContainerStatuses":{"envoy":{"imageID":"docker://sha256:1"},"log":{"imageID":"docker://sha256:2","containerID":"containerd://a","restartCount":2,"podGeneration":3}}}}`
 	if diff := cmp.Diff(want, a[InPlaceUpdateStateAnnotation]); diff != "" {
 		t.Errorf("annotation (-want +got):\n%s", diff)
 	}
