@@ -64,6 +64,7 @@ func run(m *testing.M) (int, error) {
 	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		return 0, err
 	}
+	restConfig.QPS, restConfig.Burst = 200, 400 // tests poll a lot; client throttling only slows them
 	kube = kubernetes.NewForConfigOrDie(restConfig)
 	sidecars = clientset.NewForConfigOrDie(restConfig)
 	return m.Run(), nil

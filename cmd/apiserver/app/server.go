@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
@@ -16,12 +19,16 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	kubeinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -29,6 +36,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apiserver"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
@@ -57,6 +65,10 @@ func NewCommand(ctx context.Context) *cobra.Command {
 type informerSet struct {
 	own        informers.SharedInformerFactory
 	configMaps kubeinformers.SharedInformerFactory
+	// pods and namespaces of the main cluster, nil without one.
+	pods       coreinformers.PodInformer
+	namespaces coreinformers.NamespaceInformer
+	podSource  *controller.PodSource
 }
 
 // ensureOwn creates the informer factory of the server's own API on the loopback client.
@@ -107,7 +119,25 @@ func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
 	if err := set.ensureOwn(cfg.LoopbackClientConfig); err != nil {
 		return nil, nil, err
 	}
-	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{Reviewer: newReviewer(cfg, set)}}, set, nil
+	extra := apiserver.ExtraConfig{Reviewer: newReviewer(cfg, set)}
+	if cfg.SharedInformerFactory != nil {
+		if err := set.watchPods(cfg.SharedInformerFactory); err != nil {
+			return nil, nil, err
+		}
+		extra.RolloutViewer = controller.Viewer{Pods: set.podSource}
+	}
+	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, set, nil
+}
+
+// watchPods sets up the main cluster's pod informer, stripped of what the controller never reads.
+// The generic server starts the factory once it listens.
+func (s *informerSet) watchPods(main kubeinformers.SharedInformerFactory) error {
+	s.pods, s.namespaces = main.Core().V1().Pods(), main.Core().V1().Namespaces()
+	if err := s.pods.Informer().SetTransform(controller.StripPod); err != nil {
+		return err
+	}
+	s.podSource = controller.NewPodSource(s.pods, s.namespaces)
+	return nil
 }
 
 // newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
@@ -208,14 +238,30 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	if err != nil {
 		return err
 	}
-	ctrl, err := controller.New(client, set.own.Apps().V1alpha1().SidecarSets(),
-		set.own.Apps().V1alpha1().SidecarSetRevisions(), apiserver.RevisionWriter{Store: server.Revisions})
+	main := cfg.GenericConfig.ClientConfig
+	opts := controller.Options{
+		Client:      client,
+		SidecarSets: set.own.Apps().V1alpha1().SidecarSets(),
+		Revisions:   set.own.Apps().V1alpha1().SidecarSetRevisions(),
+		Writer:      apiserver.RevisionWriter{Store: server.Revisions},
+	}
+	var events record.EventBroadcaster
+	if main != nil && set.pods != nil {
+		opts.Kube = kubernetes.NewForConfigOrDie(main)
+		opts.Pods, opts.Namespaces = set.pods, set.namespaces
+		events = record.NewBroadcaster()
+		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
+	}
+	ctrl, err := controller.New(opts)
 	if err != nil {
 		return err
 	}
-	main := cfg.GenericConfig.ClientConfig
 	return server.GenericAPIServer.AddPostStartHook("start-sidecarset-controller", func(hc genericapiserver.PostStartHookContext) error {
 		set.start(hc.Done())
+		if events != nil {
+			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Kube.CoreV1().Events("")})
+			go func() { <-hc.Done(); events.Shutdown() }()
+		}
 		run := func(ctx context.Context) { ctrl.Run(ctx, 2) }
 		if !o.LeaderElect || main == nil {
 			go run(hc)
@@ -224,6 +270,14 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 		go o.runElected(hc, main, run)
 		return nil
 	})
+}
+
+// eventScheme knows the objects the controller records events on: pods and SidecarSets.
+func eventScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
 }
 
 // runElected runs fn while this replica holds the controller Lease.

@@ -5,17 +5,22 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
@@ -30,33 +35,83 @@ type RevisionWriter interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// Controller keeps each SidecarSet's revision history and status.latestRevision,
-// status.collisionCount and status.observedGeneration current.
-type Controller struct {
-	client    clientset.Interface
-	sets      listers.SidecarSetLister
-	revisions listers.SidecarSetRevisionLister
-	writer    RevisionWriter
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+// Options are the controller's inputs. Kube, Pods and Namespaces are the main cluster's; without
+// them the controller only keeps revisions and status.latestRevision.
+type Options struct {
+	Client      clientset.Interface
+	SidecarSets informers.SidecarSetInformer
+	Revisions   informers.SidecarSetRevisionInformer
+	Writer      RevisionWriter
+	Kube        kubernetes.Interface
+	Pods        coreinformers.PodInformer
+	Namespaces  coreinformers.NamespaceInformer
+	Recorder    record.EventRecorder
+	Clock       clock.Clock
 }
 
-// New returns a controller on the given informers; client writes SidecarSet status.
-func New(client clientset.Interface, sets informers.SidecarSetInformer, revs informers.SidecarSetRevisionInformer, writer RevisionWriter) (*Controller, error) {
+// Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
+// pods it injected, in place, at the pace of its update strategy.
+type Controller struct {
+	client     clientset.Interface
+	sets       listers.SidecarSetLister
+	revisions  listers.SidecarSetRevisionLister
+	writer     RevisionWriter
+	pods       *PodSource
+	kube       kubernetes.Interface
+	recorder   record.EventRecorder
+	clock      clock.Clock
+	expect     *expectations
+	metrics    *progress
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	podsPeriod time.Duration
+}
+
+// New returns a controller on the given informers.
+func New(o Options) (*Controller, error) {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	c := &Controller{
-		client:    client,
-		sets:      sets.Lister(),
-		revisions: revs.Lister(),
-		writer:    writer,
-		synced:    []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced},
+		client:     o.Client,
+		sets:       o.SidecarSets.Lister(),
+		revisions:  o.Revisions.Lister(),
+		writer:     o.Writer,
+		kube:       o.Kube,
+		recorder:   o.Recorder,
+		clock:      o.Clock,
+		expect:     newExpectations(),
+		metrics:    newProgress(o.Clock),
+		synced:     []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
+		podsPeriod: time.Second,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset"}),
 	}
-	_, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
-	})
-	return c, err
+		DeleteFunc: func(obj interface{}) { c.metrics.forget(objectName(obj)) },
+	}); err != nil {
+		return nil, err
+	}
+	if o.Pods != nil && o.Namespaces != nil && o.Kube != nil {
+		c.pods = NewPodSource(o.Pods, o.Namespaces)
+		c.synced = append(c.synced, o.Pods.Informer().HasSynced, o.Namespaces.Informer().HasSynced)
+		if _, err := o.Pods.Informer().AddEventHandler(podHandler(c.queue.Add, c.expect)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func objectName(obj interface{}) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
+		return ss.Name
+	}
+	return ""
 }
 
 func (c *Controller) enqueue(obj interface{}) {
@@ -72,7 +127,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	klog.InfoS("starting sidecarset controller", "workers", workers)
+	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -90,46 +145,102 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
+	after, err := c.sync(ctx, name)
+	switch {
+	case err != nil:
 		klog.ErrorS(err, "syncing sidecarset", "sidecarset", name)
 		c.queue.AddRateLimited(name)
-		return true
+	case after > 0:
+		c.queue.Forget(name)
+		c.queue.AddAfter(name, after)
+	default:
+		c.queue.Forget(name)
 	}
-	c.queue.Forget(name)
 	return true
 }
 
-// sync gathers the SidecarSet and its revisions, plans the history, applies it, then writes the
-// status once if it changed.
-func (c *Controller) sync(ctx context.Context, name string) error {
-	ss, err := c.sets.Get(name)
+// sync gathers the SidecarSet, its revisions and its pods, plans the round, applies it (revisions,
+// pod upgrades, pod conditions), then writes the status once if it changed and records events.
+// It returns a delay after which to look again, for rollouts waiting on the pods' kubelets.
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
+	ss := cached.DeepCopy()
 	revs, err := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
 	if err != nil {
-		return err
+		return 0, err
 	}
+	if ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs); err != nil {
+		return 0, err
+	}
+	if c.pods == nil {
+		return 0, c.writeStatus(ctx, cached, ss, nil)
+	}
+	pods, err := c.pods.Select(ss)
+	if err != nil {
+		return 0, err
+	}
+	if !c.expect.satisfied(c.pods, pods) {
+		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
+	}
+	plan := rollout.Plan(ss, pods)
+	written, applyErr := c.apply(ctx, ss, plan)
+	if len(written) > 0 {
+		plan = rollout.Plan(ss, replace(pods, written))
+	}
+	if err := c.writeStatus(ctx, cached, ss, &plan.Counts); err != nil {
+		return 0, err
+	}
+	c.metrics.observe(ss.Name, plan)
+	if n := len(plan.NotUpgradable); n > 0 && c.recorder != nil && !pausedOrNotUpdate(ss) {
+		c.recorder.Eventf(ss, corev1.EventTypeNormal, "NotUpgradablePods",
+			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)
+	}
+	if applyErr != nil {
+		return 0, applyErr
+	}
+	if plan.Counts.Updated < plan.Counts.Matched || plan.Counts.UpdatedReady < plan.Counts.Updated || len(plan.Reset) > 0 {
+		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
+	}
+	return 0, nil
+}
+
+func pausedOrNotUpdate(ss *v1alpha1.SidecarSet) bool {
+	return ss.Spec.UpdateStrategy.Paused || ss.Spec.UpdateStrategy.Type == v1alpha1.NotUpdateSidecarSetStrategyType
+}
+
+// replace returns pods with the written ones substituted by key.
+func replace(pods []*corev1.Pod, written []*corev1.Pod) []*corev1.Pod {
+	byKey := make(map[string]*corev1.Pod, len(written))
+	for _, p := range written {
+		byKey[p.Namespace+"/"+p.Name] = p
+	}
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		if w, ok := byKey[p.Namespace+"/"+p.Name]; ok {
+			p = w
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// applyHistory records the current spec, retrying name collisions with a higher count, and
+// returns the latest revision's name and the collision count.
+func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision) (string, *int32, error) {
 	collisions := int32(0)
 	if ss.Status.CollisionCount != nil {
 		collisions = *ss.Status.CollisionCount
 	}
-	latest, collisions, err := c.applyHistory(ctx, ss, revs, collisions)
-	if err != nil {
-		return err
-	}
-	return c.writeStatus(ctx, ss, latest, collisions)
-}
-
-// applyHistory records the current spec, retrying name collisions with a higher count.
-func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, collisions int32) (string, int32, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		plan, err := PlanHistory(ss, revs, collisions)
 		if err != nil {
-			return "", collisions, err
+			return "", nil, err
 		}
 		switch {
 		case plan.Create != nil:
@@ -139,7 +250,7 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 				// revision with different data under the same name is a collision.
 				same, getErr := c.recorded(ctx, plan.Create)
 				if getErr != nil {
-					return "", collisions, getErr
+					return "", nil, getErr
 				}
 				if !same {
 					collisions++
@@ -151,16 +262,16 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 			err = c.writer.Update(ctx, plan.Renumber)
 		}
 		if err != nil {
-			return "", collisions, err
+			return "", nil, err
 		}
 		for _, old := range plan.Prune {
 			if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
-				return "", collisions, err
+				return "", nil, err
 			}
 		}
-		return plan.Latest, collisions, nil
+		return plan.Latest, &collisions, nil
 	}
-	return "", collisions, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+	return "", nil, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
 }
 
 // recorded reports whether the stored revision named like want records the same spec.
@@ -172,16 +283,22 @@ func (c *Controller) recorded(ctx context.Context, want *v1alpha1.SidecarSetRevi
 	return apiequality.Semantic.DeepEqual(got.Spec, want.Spec), nil
 }
 
-func (c *Controller) writeStatus(ctx context.Context, ss *v1alpha1.SidecarSet, latest string, collisions int32) error {
-	st := ss.Status
-	if st.LatestRevision == latest && st.ObservedGeneration == ss.Generation &&
-		st.CollisionCount != nil && *st.CollisionCount == collisions {
+// writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
+// differs from the cached object's.
+func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
+	st := cached.Status.DeepCopy()
+	st.LatestRevision = ss.Status.LatestRevision
+	st.CollisionCount = ss.Status.CollisionCount
+	st.ObservedGeneration = cached.Generation
+	if counts != nil {
+		st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
+		st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
+	}
+	if apiequality.Semantic.DeepEqual(*st, cached.Status) {
 		return nil
 	}
-	updated := ss.DeepCopy()
-	updated.Status.LatestRevision = latest
-	updated.Status.ObservedGeneration = ss.Generation
-	updated.Status.CollisionCount = &collisions
-	_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	updated := cached.DeepCopy()
+	updated.Status = *st
+	_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1UpdateOptions)
 	return err
 }

@@ -1,0 +1,123 @@
+package sidecarset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
+// upgrades, in plan order. It returns the pods it wrote (as written) and the first error, which
+// ends the round.
+func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, error) {
+	for _, pod := range plan.NotUpgradable {
+		if err := c.setUpgradable(ctx, pod, ss.Name, false); err != nil {
+			return nil, err
+		}
+	}
+	var written []*corev1.Pod
+	for _, pod := range plan.Reset {
+		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+			return len(ResetPod(p, ss, c.clock.Now())) > 0, nil
+		})
+		if w != nil || err != nil {
+			c.resetEvent(pod, err)
+		}
+		if err != nil {
+			return written, err
+		}
+		if w != nil {
+			written = append(written, w)
+		}
+	}
+	for _, pod := range plan.Upgrade {
+		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+			if _, err := UpgradePod(p, ss, c.clock.Now()); err != nil {
+				return false, err
+			}
+			return true, nil
+		})
+		if err != nil {
+			return written, fmt.Errorf("upgrading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if w == nil {
+			continue
+		}
+		written = append(written, w)
+		c.metrics.upgraded(ss.Name, w)
+		if err := c.setUpgradable(ctx, w, ss.Name, true); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// writePod re-reads the pod from the API server, applies mutate and updates it, retrying on
+// conflicts. It returns the written pod, or nil when mutate changed nothing or the pod is gone.
+func (c *Controller) writePod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+	pods := c.kube.CoreV1().Pods(cached.Namespace)
+	var written *corev1.Pod
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		pod, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.UID != cached.UID || pod.DeletionTimestamp != nil {
+			return nil
+		}
+		changed, err := mutate(pod)
+		if err != nil || !changed {
+			return err
+		}
+		written, err = pods.Update(ctx, pod, metav1UpdateOptions)
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if written != nil {
+		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
+	}
+	return written, err
+}
+
+// setUpgradable records in the pod's SidecarSetUpgradable condition whether the SidecarSet can
+// upgrade it in place; it writes only a changed condition.
+func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, sidecarSetName string, upgradable bool) error {
+	cond, changed := UpgradableCondition(pod, sidecarSetName, upgradable, c.clock.Now())
+	if !changed {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *Controller) resetEvent(pod *corev1.Pod, err error) {
+	if c.recorder == nil {
+		return
+	}
+	if err != nil {
+		klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KObj(pod))
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, "ResetContainerFailed", "reset sidecar container image empty failed: %v", err)
+		return
+	}
+	c.recorder.Event(pod, corev1.EventTypeNormal, "ResetContainerSucceed", "reset sidecar container image empty successfully")
+}

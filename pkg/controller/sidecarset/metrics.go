@@ -1,0 +1,117 @@
+package sidecarset
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// Metrics served on the server's /metrics.
+var (
+	podsUpgraded = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pods_upgraded_total",
+		Help:           "Pods whose sidecars were upgraded in place, by SidecarSet.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset"})
+	upgradeDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pod_upgrade_duration_seconds",
+		Help:           "Time from a pod's in-place upgrade to its sidecars running the new spec and the pod being ready, by SidecarSet.",
+		Buckets:        metrics.ExponentialBuckets(0.25, 2, 12),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset"})
+	podsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pods_waiting",
+		Help:           "Matched pods not yet on the latest spec, by SidecarSet and by what they wait for.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset", "reason"})
+)
+
+var registerOnce sync.Once
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting)
+	})
+}
+
+// progress turns rounds into metrics: it remembers when each pod was upgraded, to observe how long
+// the pod took to be ready on the new spec, and which waiting reasons it last published.
+type progress struct {
+	clock   clock.PassiveClock
+	mu      sync.Mutex
+	started map[types.UID]time.Time
+	reasons map[string]map[string]bool
+}
+
+func newProgress(c clock.PassiveClock) *progress {
+	registerMetrics()
+	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}}
+}
+
+// upgraded records an in-place upgrade of pod by the SidecarSet.
+func (p *progress) upgraded(sidecarSet string, pod *corev1.Pod) {
+	podsUpgraded.WithLabelValues(sidecarSet).Inc()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.started[pod.UID] = p.clock.Now()
+}
+
+// observe publishes the waiting pods of a round and the durations of finished upgrades.
+func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
+	waiting := map[string]float64{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range plan.Pods {
+		pp := &plan.Pods[i]
+		switch pp.State {
+		case v1alpha1.PodRolloutUpdated:
+			if pp.Reason != "" {
+				continue // updated but not yet ready
+			}
+			if t, ok := p.started[pp.Pod.UID]; ok {
+				upgradeDuration.WithLabelValues(sidecarSet).Observe(p.clock.Since(t).Seconds())
+				delete(p.started, pp.Pod.UID)
+			}
+		case v1alpha1.PodRolloutWaiting, v1alpha1.PodRolloutNotUpgradable, v1alpha1.PodRolloutFailed:
+			reason := pp.Reason
+			if pp.State != v1alpha1.PodRolloutWaiting {
+				reason = string(pp.State)
+			}
+			waiting[reason]++
+		}
+	}
+	for reason := range p.reasons[sidecarSet] {
+		if _, ok := waiting[reason]; !ok {
+			podsWaiting.DeleteLabelValues(sidecarSet, reason)
+		}
+	}
+	p.reasons[sidecarSet] = map[string]bool{}
+	for reason, n := range waiting {
+		podsWaiting.WithLabelValues(sidecarSet, reason).Set(n)
+		p.reasons[sidecarSet][reason] = true
+	}
+}
+
+// forget drops a deleted SidecarSet's gauges.
+func (p *progress) forget(sidecarSet string) {
+	if sidecarSet == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for reason := range p.reasons[sidecarSet] {
+		podsWaiting.DeleteLabelValues(sidecarSet, reason)
+	}
+	delete(p.reasons, sidecarSet)
+}

@@ -1,0 +1,410 @@
+// Package rollout plans the in-place upgrade of a SidecarSet's sidecars across its pods. It is a
+// pure core: given a SidecarSet and the pods its selector matches, it says which pods the
+// SidecarSet manages, the status counters, which pods to upgrade, to reset (hot upgrade) or to mark
+// not upgradable this round, and for every pod its rollout state and why it waits. It performs no
+// I/O and reads no clock; the controller applies a plan and the sidecarsets/rollout subresource
+// shows one.
+package rollout
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// Reasons of the pod states of a plan.
+const (
+	ReasonSelected          = "Selected"
+	ReasonRestarting        = "Restarting"
+	ReasonNotReady          = "NotReady"
+	ReasonHotUpgradeReset   = "HotUpgradeReset"
+	ReasonPreviousUpgrade   = "PreviousUpgradeInProgress"
+	ReasonPartition         = "Partition"
+	ReasonMaxUnavailable    = "MaxUnavailable"
+	ReasonPaused            = "Paused"
+	ReasonNotSelected       = "NotSelected"
+	ReasonNotUpdateStrategy = "NotUpdateStrategy"
+	ReasonImmutableField    = sidecar.NotUpgradableReason
+)
+
+// Counts are the SidecarSet status counters (OpenKruise §5.4).
+type Counts struct {
+	// Matched is the number of managed pods.
+	Matched int32
+	// Updated counts the pods whose sidecars come from the current spec.
+	Updated int32
+	// Ready counts the pods whose sidecars run their spec images and that are ready.
+	Ready int32
+	// UpdatedReady counts the pods that are both.
+	UpdatedReady int32
+}
+
+// PodPlan is one managed pod's rollout state.
+type PodPlan struct {
+	Pod *corev1.Pod
+	// Revision is the SidecarSetRevision the pod's sidecars come from, when recorded.
+	Revision string
+	State    v1alpha1.PodRolloutState
+	Reason   string
+	Message  string
+}
+
+// Result is the plan of one round.
+type Result struct {
+	Counts Counts
+	// Pods are the managed pods: those not waiting for an upgrade by name, then the waiting ones
+	// in upgrade order.
+	Pods []PodPlan
+	// Upgrade are the pods to upgrade now, in order.
+	Upgrade []*corev1.Pod
+	// Reset are the pods whose idle hot-upgrade twins go back to the empty image now.
+	Reset []*corev1.Pod
+	// NotUpgradable are the pods the current spec cannot upgrade in place, to be marked so.
+	NotUpgradable []*corev1.Pod
+	// MaxUnavailable and Partition are the resolved strategy values.
+	MaxUnavailable, Partition int32
+	// Unavailable counts the updated pods that are not available (before this round's upgrades).
+	Unavailable int32
+}
+
+// Done reports whether nothing is left to do until something changes: every pod is updated and
+// available, and no reset is due.
+func (r *Result) Done() bool {
+	return r.Counts.Updated == r.Counts.Matched && r.Unavailable == 0 && len(r.Reset) == 0
+}
+
+// Plan plans a round of the rollout of ss over pods, the pods its selector and namespace rules
+// match (it keeps those ss manages).
+func Plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) *Result {
+	p := newPlanner(ss)
+	managed := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if Managed(ss, pod) {
+			managed = append(managed, pod)
+		}
+	}
+	facts := make([]podFacts, len(managed))
+	res := &Result{}
+	for i, pod := range managed {
+		facts[i] = p.facts(pod)
+		res.Counts.add(&facts[i])
+		if facts[i].updated && !facts[i].available() {
+			res.Unavailable++
+		}
+	}
+	total := res.Counts.Matched
+	res.Partition = ResolvePartition(ss.Spec.UpdateStrategy.Partition, total)
+	res.MaxUnavailable = ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, total)
+
+	plans := make([]PodPlan, len(managed))
+	var candidates []int
+	for i := range managed {
+		plans[i] = p.classify(&facts[i])
+		if plans[i].State == "" {
+			candidates = append(candidates, i)
+		}
+		if plans[i].State == v1alpha1.PodRolloutNotUpgradable && p.blocked == "" {
+			res.NotUpgradable = append(res.NotUpgradable, managed[i])
+		}
+	}
+	if p.blocked == "" {
+		res.Reset = p.resets(managed)
+	}
+	for _, i := range candidates {
+		plans[i].State, plans[i].Reason = v1alpha1.PodRolloutWaiting, p.blocked
+	}
+	if p.blocked == "" && len(res.Reset) == 0 {
+		candidates = sortCandidates(&ss.Spec.UpdateStrategy, managed, candidates)
+		res.Upgrade = p.choose(res, managed, facts, plans, candidates)
+	} else if len(res.Reset) > 0 {
+		for _, i := range candidates {
+			plans[i].Reason = ReasonHotUpgradeReset
+		}
+	}
+	res.Pods = orderPlans(plans, candidates)
+	for i := range res.Pods {
+		if res.Pods[i].Message == "" {
+			res.Pods[i].Message = message(res, res.Pods[i].Reason)
+		}
+	}
+	return res
+}
+
+// choose walks the candidates in order: partition keeps the last ones; a candidate that is not
+// available costs nothing; an available one is taken while fewer than maxUnavailable updated pods
+// are unavailable, and the walk stops at the first that would exceed it (OpenKruise §5.7).
+func (p *planner) choose(res *Result, pods []*corev1.Pod, facts []podFacts, plans []PodPlan, candidates []int) []*corev1.Pod {
+	keep := len(candidates) - int(res.Partition)
+	unavailable := res.Unavailable
+	var out []*corev1.Pod
+	stopped := false
+	for n, i := range candidates {
+		take := false
+		switch {
+		case n >= keep:
+			plans[i].Reason = ReasonPartition
+		case stopped:
+			plans[i].Reason = ReasonMaxUnavailable
+		case !facts[i].readyForSidecar:
+			take = true
+		case unavailable >= res.MaxUnavailable:
+			stopped = true
+			plans[i].Reason = ReasonMaxUnavailable
+		default:
+			unavailable++
+			take = true
+		}
+		if take {
+			plans[i].State, plans[i].Reason = v1alpha1.PodRolloutUpgrading, ReasonSelected
+			out = append(out, pods[i])
+		}
+	}
+	return out
+}
+
+// orderPlans lists the pods that do not wait for an upgrade by namespace/name, then the
+// candidates in upgrade order.
+func orderPlans(plans []PodPlan, candidates []int) []PodPlan {
+	isCandidate := make(map[int]bool, len(candidates))
+	for _, i := range candidates {
+		isCandidate[i] = true
+	}
+	out := make([]PodPlan, 0, len(plans))
+	for i := range plans {
+		if !isCandidate[i] {
+			out = append(out, plans[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Pod, out[j].Pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	for _, i := range candidates {
+		out = append(out, plans[i])
+	}
+	return out
+}
+
+func message(res *Result, reason string) string {
+	switch reason {
+	case ReasonPartition:
+		return fmt.Sprintf("partition keeps %d pod(s) on older revisions", res.Partition)
+	case ReasonMaxUnavailable:
+		return fmt.Sprintf("maxUnavailable is %d and as many updated pods are unavailable", res.MaxUnavailable)
+	case ReasonPaused:
+		return "updateStrategy.paused is true"
+	case ReasonNotSelected:
+		return "updateStrategy.selector does not select the pod"
+	case ReasonNotUpdateStrategy:
+		return "updateStrategy.type is NotUpdate"
+	case ReasonHotUpgradeReset:
+		return "waiting for hot-upgrade sidecars of other pods to go idle"
+	case ReasonImmutableField:
+		return "a sidecar field other than image changed; the pod gets the new spec when it is recreated"
+	case ReasonPreviousUpgrade:
+		return "a sidecar is still restarting from an earlier upgrade"
+	case ReasonRestarting:
+		return "sidecar containers are restarting with the new image"
+	case ReasonNotReady:
+		return "the pod is not ready; it counts against maxUnavailable"
+	case ReasonSelected:
+		return "upgrading in this round"
+	}
+	return ""
+}
+
+func (c *Counts) add(f *podFacts) {
+	c.Matched++
+	ready := f.consistent && f.readyForSidecar
+	if f.updated {
+		c.Updated++
+	}
+	if ready {
+		c.Ready++
+	}
+	if f.updated && ready {
+		c.UpdatedReady++
+	}
+}
+
+// planner holds what a round derives from the SidecarSet once.
+type planner struct {
+	ss              *v1alpha1.SidecarSet
+	hash, hashNoImg string
+	names           []string // pod containers of the SidecarSet's upgradable sidecars
+	hot             []*v1alpha1.SidecarContainer
+	selector        labels.Selector // updateStrategy.selector; nil selects every pod
+	badSelector     bool
+	blocked         string // why no pod is upgraded at all (NotUpdate, paused)
+}
+
+func newPlanner(ss *v1alpha1.SidecarSet) *planner {
+	p := &planner{ss: ss, hash: ss.Annotations[sidecar.HashAnnotation], hashNoImg: ss.Annotations[sidecar.HashWithoutImageAnnotation]}
+	for i := range ss.Spec.Containers {
+		sc := &ss.Spec.Containers[i]
+		p.names = append(p.names, sidecar.PodContainerNames(sc, false)...)
+		if sidecar.IsHotUpgrade(sc) && sc.UpgradeStrategy.HotUpgradeEmptyImage != "" {
+			p.hot = append(p.hot, sc)
+		}
+	}
+	for i := range ss.Spec.InitContainers {
+		if sc := &ss.Spec.InitContainers[i]; sidecar.IsNativeSidecar(&sc.Container) {
+			p.names = append(p.names, sidecar.PodContainerNames(sc, true)...)
+		}
+	}
+	if sel := ss.Spec.UpdateStrategy.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		p.selector, p.badSelector = s, err != nil
+	}
+	switch {
+	case ss.Spec.UpdateStrategy.Type == v1alpha1.NotUpdateSidecarSetStrategyType:
+		p.blocked = ReasonNotUpdateStrategy
+	case ss.Spec.UpdateStrategy.Paused:
+		p.blocked = ReasonPaused
+	}
+	return p
+}
+
+// podFacts are the predicates of one managed pod.
+type podFacts struct {
+	pod             *corev1.Pod
+	revision        string
+	updated         bool // hash entry is the current spec's
+	upgradable      bool // only images differ from the current spec
+	consistent      bool // every sidecar runs its spec image
+	readyForSidecar bool // running, ready, not terminating, idle hot twins empty
+	inFlight        bool // a ready sidecar has not yet restarted from an earlier upgrade
+	failure         string
+	failed          string // the container that fails
+	selected        bool   // by updateStrategy.selector
+}
+
+func (f *podFacts) available() bool { return f.consistent && f.readyForSidecar }
+
+func (p *planner) facts(pod *corev1.Pod) podFacts {
+	f := podFacts{pod: pod}
+	hash, rev, _ := sidecar.LookupHash(pod.Annotations[sidecar.HashAnnotation], p.ss.Name)
+	f.revision, f.updated = rev, hash == p.hash
+	hashNoImg, _, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashWithoutImageAnnotation], p.ss.Name)
+	f.upgradable = ok && hashNoImg == p.hashNoImg
+	st := newPodState(pod, p.ss.Name)
+	f.consistent = len(pod.Spec.Containers) == len(pod.Status.ContainerStatuses)
+	for _, n := range p.names {
+		done := st.upgraded(n)
+		f.consistent = f.consistent && done
+		if !done {
+			if cs := sidecar.ContainerStatus(pod, n); cs != nil && cs.Ready {
+				f.inFlight = true
+			}
+		}
+	}
+	f.readyForSidecar = pod.Status.Phase == corev1.PodRunning && podReady(pod) && pod.DeletionTimestamp == nil && p.hotIdle(pod)
+	f.failure, f.failed = waitingFailure(pod, p.names)
+	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(labels.Set(pod.Labels)))
+	return f
+}
+
+// hotIdle reports whether every hot-upgrade sidecar's idle twin runs the empty image.
+func (p *planner) hotIdle(pod *corev1.Pod) bool {
+	for _, sc := range p.hot {
+		_, idle := sidecar.HotUpgradeContainers(sc.Name, pod.Annotations)
+		if c := sidecar.FindPodContainer(pod, idle); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			return false
+		}
+	}
+	return true
+}
+
+// classify returns the plan of a pod, with an empty state for an upgrade candidate.
+func (p *planner) classify(f *podFacts) PodPlan {
+	pp := PodPlan{Pod: f.pod, Revision: f.revision}
+	set := func(state v1alpha1.PodRolloutState, reason string) PodPlan {
+		pp.State, pp.Reason = state, reason
+		return pp
+	}
+	if f.updated {
+		switch {
+		case f.failure != "":
+			pp.Message = fmt.Sprintf("container %s is waiting: %s", f.failed, f.failure)
+			return set(v1alpha1.PodRolloutFailed, f.failure)
+		case !f.consistent:
+			return set(v1alpha1.PodRolloutUpgrading, ReasonRestarting)
+		case !p.hotIdle(f.pod):
+			return set(v1alpha1.PodRolloutUpgrading, ReasonHotUpgradeReset)
+		case !f.readyForSidecar:
+			return set(v1alpha1.PodRolloutUpdated, ReasonNotReady)
+		}
+		return set(v1alpha1.PodRolloutUpdated, "")
+	}
+	switch {
+	case !f.selected:
+		return set(v1alpha1.PodRolloutWaiting, ReasonNotSelected)
+	case !f.upgradable:
+		return set(v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField)
+	case p.blocked != "":
+		return set(v1alpha1.PodRolloutWaiting, p.blocked)
+	case f.inFlight:
+		return set(v1alpha1.PodRolloutUpgrading, ReasonPreviousUpgrade)
+	}
+	return pp
+}
+
+// resets returns the pods whose hot-upgrade sidecars' idle twins should go back to the empty
+// image (OpenKruise §5.9): an idle twin runs a real image, every other sidecar runs its spec
+// image, and the pod is ready (or all its containers but the idle twins are).
+func (p *planner) resets(pods []*corev1.Pod) []*corev1.Pod {
+	if len(p.hot) == 0 {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		idle := map[string]bool{}
+		due := false
+		for _, sc := range p.hot {
+			_, twin := sidecar.HotUpgradeContainers(sc.Name, pod.Annotations)
+			idle[twin] = true
+			if c := sidecar.FindPodContainer(pod, twin); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+				due = true
+			}
+		}
+		if due && p.settledExcept(pod, idle) && (podRunningAndReady(pod) || readyExcept(pod, idle)) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+func (p *planner) settledExcept(pod *corev1.Pod, skip map[string]bool) bool {
+	if len(pod.Spec.Containers) != len(pod.Status.ContainerStatuses) {
+		return false
+	}
+	st := newPodState(pod, p.ss.Name)
+	for _, n := range p.names {
+		if !skip[n] && !st.upgraded(n) {
+			return false
+		}
+	}
+	return true
+}
+
+func podRunningAndReady(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && podReady(pod) && pod.DeletionTimestamp == nil
+}
+
+func readyExcept(pod *corev1.Pod, skip map[string]bool) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if !skip[cs.Name] && !cs.Ready {
+			return false
+		}
+	}
+	return true
+}

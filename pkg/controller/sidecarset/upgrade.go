@@ -1,0 +1,141 @@
+package sidecarset
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// This file holds the pure pod mutations of an in-place upgrade (OpenKruise §5.8 and §5.9): they
+// change a pod the caller owns and return what changed; the controller re-reads the pod, applies
+// one of them and writes it back.
+
+// UpgradePod upgrades the SidecarSet's sidecars in pod in place: only the images of changed
+// containers and of changed native sidecars (initContainers with restartPolicy Always). It records
+// each changed container's previous state in the in-place update state annotation, refreshes the
+// SidecarSet's hash entry, re-applies patchPodMetadata and returns the changed pod container names,
+// sorted. A pod that already runs the SidecarSet's images only gets its hash entry refreshed.
+func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]string, error) {
+	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
+	snapshot := pod.DeepCopy() // statuses and images as they were, for the records
+	ready := func(c string) bool { return readyAndUpgraded(snapshot, ss.Name, c) }
+	var changed []string
+	for _, sc := range upgradableContainers(ss) {
+		if c := sidecar.UpgradeContainer(pod, sc, ss.ResourceVersion, ready); c != "" {
+			changed = append(changed, c)
+			before[c] = sidecar.StatusBefore(snapshot, c)
+		}
+	}
+	sort.Strings(changed)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	entry := sidecar.NewHashEntry(ss.Name, ss.Annotations[sidecar.HashAnnotation], ss.Status.LatestRevision,
+		sidecar.SidecarList(ss.Spec.Containers, ss.Spec.InitContainers), now)
+	if err := sidecar.SetHashEntry(pod.Annotations, sidecar.HashAnnotation, entry); err != nil {
+		return nil, err
+	}
+	if len(changed) > 0 {
+		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, changed, before)
+	}
+	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+		names := append(sidecar.ParseInjectedList(pod.Annotations[sidecar.InjectedListAnnotation]), ss.Name)
+		pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(names)
+	}
+	patched, _, err := sidecar.PatchPodMetadata(pod.Annotations, ss.Spec.PatchPodMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("patchPodMetadata of SidecarSet %s: %w", ss.Name, err)
+	}
+	pod.Annotations = patched
+	return changed, nil
+}
+
+// ResetPod performs the hot-upgrade reset step in pod: every hot-upgrade sidecar's idle twin gets
+// the empty image. It records the reset twins' previous state and returns their names, sorted.
+func ResetPod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string {
+	snapshot := pod.DeepCopy()
+	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
+	var reset []string
+	for _, sc := range upgradableContainers(ss) {
+		if !sidecar.IsHotUpgrade(sc) {
+			continue
+		}
+		if c := sidecar.ResetIdleTwin(pod, sc); c != "" {
+			reset = append(reset, c)
+			before[c] = sidecar.StatusBefore(snapshot, c)
+		}
+	}
+	if len(reset) == 0 {
+		return nil
+	}
+	sort.Strings(reset)
+	if entry, ok := sidecar.PodHashEntry(pod.Annotations, sidecar.HashAnnotation, ss.Name); ok {
+		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, reset, before)
+	}
+	return reset
+}
+
+// upgradableContainers are the SidecarSet containers an in-place upgrade may change: its
+// containers and its native sidecars. Plain init containers are injection only.
+func upgradableContainers(ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarContainer {
+	out := make([]*v1alpha1.SidecarContainer, 0, len(ss.Spec.Containers)+len(ss.Spec.InitContainers))
+	for i := range ss.Spec.Containers {
+		out = append(out, &ss.Spec.Containers[i])
+	}
+	for i := range ss.Spec.InitContainers {
+		if sidecar.IsNativeSidecar(&ss.Spec.InitContainers[i].Container) {
+			out = append(out, &ss.Spec.InitContainers[i])
+		}
+	}
+	return out
+}
+
+// readyAndUpgraded reports whether pod container c is ready and runs what its spec says.
+func readyAndUpgraded(pod *corev1.Pod, sidecarSetName, c string) bool {
+	st := sidecar.ContainerStatus(pod, c)
+	return st != nil && st.Ready && rollout.ContainerUpgraded(pod, sidecarSetName, c)
+}
+
+// UpgradableCondition returns the pod's SidecarSetUpgradable condition after recording whether
+// the SidecarSet can upgrade it in place, and whether it differs from the current one. The message
+// is OpenKruise's JSON object of SidecarSet name to bool, kept across SidecarSets; the condition is
+// True (reason AllSidecarsetUpgradable) iff every recorded value is true.
+func UpgradableCondition(pod *corev1.Pod, sidecarSetName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
+	var current *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
+			current = &pod.Status.Conditions[i]
+		}
+	}
+	values := map[string]bool{}
+	if current != nil {
+		_ = json.Unmarshal([]byte(current.Message), &values) // a foreign message starts over
+	}
+	values[sidecarSetName] = upgradable
+	all := true
+	for _, v := range values {
+		all = all && v
+	}
+	msg, _ := json.Marshal(values) // map keys are sorted
+	cond := corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionTrue,
+		Reason: sidecar.UpgradableReason, Message: string(msg), LastTransitionTime: metav1.NewTime(now)}
+	if !all {
+		cond.Status, cond.Reason = corev1.ConditionFalse, sidecar.NotUpgradableReason
+	}
+	if current == nil {
+		return cond, true
+	}
+	if current.Status == cond.Status {
+		cond.LastTransitionTime = current.LastTransitionTime
+	}
+	same := current.Status == cond.Status && current.Reason == cond.Reason && current.Message == cond.Message
+	return cond, !same
+}

@@ -1,0 +1,69 @@
+package sidecarset
+
+import (
+	"context"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// Viewer computes the GET sidecarsets/<name>/rollout view from the pod caches with the same
+// planner the controller uses, so the view says exactly what the next round would do. Every
+// replica serves it, leader or not.
+type Viewer struct {
+	Pods *PodSource
+}
+
+// View returns the rollout view of ss.
+func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+	ss := &v1alpha1.SidecarSet{}
+	if err := v1alpha1.Convert_apps_SidecarSet_To_v1alpha1_SidecarSet(internal, ss, nil); err != nil {
+		return nil, err
+	}
+	pods, err := v.Pods.Select(ss)
+	if err != nil {
+		return nil, err
+	}
+	status := RolloutStatus(ss, rollout.Plan(ss, pods))
+	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion}}
+	err = v1alpha1.Convert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus(&status, &out.Status, nil)
+	return out, err
+}
+
+// RolloutStatus turns a plan into the rollout view: per pod state and reason, per revision pod
+// counts (latest first, then by count), the resolved budget and partition.
+func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result) v1alpha1.SidecarSetRolloutStatus {
+	st := v1alpha1.SidecarSetRolloutStatus{
+		ObservedGeneration: ss.Status.ObservedGeneration,
+		LatestRevision:     ss.Status.LatestRevision,
+		Paused:             ss.Spec.UpdateStrategy.Paused,
+		MaxUnavailable:     plan.MaxUnavailable,
+		Partition:          plan.Partition,
+		Unavailable:        plan.Unavailable,
+	}
+	counts := map[string]int32{}
+	for i := range plan.Pods {
+		pp := &plan.Pods[i]
+		counts[pp.Revision]++
+		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: pp.Pod.Namespace, Name: pp.Pod.Name,
+			Revision: pp.Revision, State: pp.State, Reason: pp.Reason, Message: pp.Message})
+	}
+	for name, n := range counts {
+		st.Revisions = append(st.Revisions, v1alpha1.RolloutRevision{Name: name, Pods: n})
+	}
+	sort.Slice(st.Revisions, func(i, j int) bool {
+		a, b := st.Revisions[i], st.Revisions[j]
+		if (a.Name == st.LatestRevision) != (b.Name == st.LatestRevision) {
+			return a.Name == st.LatestRevision
+		}
+		if a.Pods != b.Pods {
+			return a.Pods > b.Pods
+		}
+		return a.Name < b.Name
+	})
+	return st
+}
