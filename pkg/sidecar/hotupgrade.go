@@ -106,8 +106,8 @@ func FindPodContainer(pod *corev1.Pod, name string) *corev1.Container {
 
 // UpgradeContainer performs the in-place upgrade of SidecarSet container sc in pod, which the
 // caller owns and which is modified in place: only the image of one pod container changes. It
-// returns the name of the changed pod container, or "" when the pod already serves sc.Image (or
-// lacks the container).
+// returns the name of the changed pod container, or "" when the pod already serves sc.Image or
+// its target twin already has it (or the pod lacks the container).
 //
 // Cold upgrade: the container named sc.Name gets sc.Image. Hot upgrade: the twin chosen by
 // HotUpgradeTarget gets sc.Image unless the other twin already runs it; then the twin becomes
@@ -128,8 +128,8 @@ func UpgradeContainer(pod *corev1.Pod, sc *v1alpha1.SidecarContainer, version st
 	}
 	target, other := HotUpgradeTarget(sc, pod, readyAndConsistent)
 	t, o := FindPodContainer(pod, target), FindPodContainer(pod, other)
-	if t == nil || o == nil || o.Image == sc.Image {
-		return ""
+	if t == nil || o == nil || o.Image == sc.Image || t.Image == sc.Image {
+		return "" // served, or already on its way
 	}
 	t.Image = sc.Image
 	if pod.Annotations == nil {
