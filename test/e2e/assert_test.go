@@ -27,21 +27,9 @@ type assertion struct {
 
 // check evaluates the assertion on a JSON document (decoded into interface{} values).
 func (a assertion) check(doc interface{}) error {
-	q, err := gojq.Parse(a.Path)
+	outs, err := a.outputs(doc)
 	if err != nil {
-		return fmt.Errorf("%s: %w", a.Path, err)
-	}
-	var outs []interface{}
-	iter := q.Run(doc)
-	for {
-		v, ok := iter.Next()
-		if !ok {
-			break
-		}
-		if err, isErr := v.(error); isErr {
-			return fmt.Errorf("%s: %w", a.Path, err)
-		}
-		outs = append(outs, v)
+		return err
 	}
 	switch {
 	case a.Absent:
@@ -65,6 +53,26 @@ func (a assertion) check(doc interface{}) error {
 		return fmt.Errorf("%s: want %v, got %v", a.Path, a.Equals, outs[0])
 	}
 	return nil
+}
+
+// outputs runs the assertion's jq program on doc.
+func (a assertion) outputs(doc interface{}) ([]interface{}, error) {
+	q, err := gojq.Parse(a.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.Path, err)
+	}
+	var outs []interface{}
+	iter := q.Run(doc)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			return outs, nil
+		}
+		if err, isErr := v.(error); isErr {
+			return nil, fmt.Errorf("%s: %w", a.Path, err)
+		}
+		outs = append(outs, v)
+	}
 }
 
 func contains(got, want interface{}) bool {

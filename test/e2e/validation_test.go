@@ -196,4 +196,3 @@ func setWhitelist(t *testing.T, requires []string) {
 	}
 	time.Sleep(500 * time.Millisecond)
 }
-

@@ -40,6 +40,11 @@ type Options struct {
 	LeaderElect bool
 	// AlternateDNS are extra names of the self-signed serving certificate.
 	AlternateDNS []string
+	// Workers is the number of SidecarSets the controller reconciles at once.
+	Workers int
+	// KubeAPIQPS and KubeAPIBurst limit the controller's requests to the main cluster.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // NewOptions returns the default options.
@@ -47,8 +52,11 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		Namespace:   "kruise-system",
-		LeaderElect: true,
+		Namespace:    "kruise-system",
+		LeaderElect:  true,
+		Workers:      3,
+		KubeAPIQPS:   100,
+		KubeAPIBurst: 200,
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -77,6 +85,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Run the controller in one replica only, chosen through a Lease in --namespace.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names of the self-signed serving certificate.")
+	fs.IntVar(&o.Workers, "sidecarset-workers", o.Workers, "Number of SidecarSets the controller reconciles at once.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the controller may send to the main cluster.")
 }
 
 // Validate checks the options.
@@ -84,6 +96,12 @@ func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	if o.Namespace == "" {
 		errs = append(errs, fmt.Errorf("--namespace is required"))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--sidecarset-workers must be at least 1"))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
 	}
 	return utilerrors.NewAggregate(errs)
 }

@@ -247,7 +247,9 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	}
 	var events record.EventBroadcaster
 	if main != nil && set.pods != nil {
-		opts.Kube = kubernetes.NewForConfigOrDie(main)
+		kubeCfg := rest.CopyConfig(main)
+		kubeCfg.QPS, kubeCfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+		opts.Kube = kubernetes.NewForConfigOrDie(kubeCfg)
 		opts.Pods, opts.Namespaces = set.pods, set.namespaces
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
@@ -262,7 +264,7 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Kube.CoreV1().Events("")})
 			go func() { <-hc.Done(); events.Shutdown() }()
 		}
-		run := func(ctx context.Context) { ctrl.Run(ctx, 2) }
+		run := func(ctx context.Context) { ctrl.Run(ctx, o.Workers) }
 		if !o.LeaderElect || main == nil {
 			go run(hc)
 			return nil

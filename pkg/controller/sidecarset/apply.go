@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -17,8 +19,7 @@ import (
 )
 
 // apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
-// upgrades, in plan order. It returns the pods it wrote (as written) and the first error, which
-// ends the round.
+// upgrades. It returns the pods it wrote (as written) and the errors, which end the round.
 func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, error) {
 	for _, pod := range plan.NotUpgradable {
 		if err := c.setUpgradable(ctx, pod, ss.Name, false); err != nil {
@@ -40,7 +41,21 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			written = append(written, w)
 		}
 	}
-	for _, pod := range plan.Upgrade {
+	upgraded, err := c.upgrade(ctx, ss, plan.Upgrade)
+	return append(written, upgraded...), err
+}
+
+// upgradeParallelism is how many pods of a round are upgraded at once: a round may take a whole
+// maxUnavailable budget (hundreds of pods), and each upgrade is two requests.
+const upgradeParallelism = 16
+
+// upgrade upgrades the pods in place, several at once, and marks them upgradable. It returns the
+// pods it wrote and the first error.
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	written := make([]*corev1.Pod, len(pods))
+	errs := make([]error, len(pods))
+	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
+		pod := pods[i]
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
 			if _, err := UpgradePod(p, ss, c.clock.Now()); err != nil {
 				return false, err
@@ -48,18 +63,23 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			return true, nil
 		})
 		if err != nil {
-			return written, fmt.Errorf("upgrading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			errs[i] = fmt.Errorf("upgrading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return
 		}
 		if w == nil {
-			continue
+			return
 		}
-		written = append(written, w)
+		written[i] = w
 		c.metrics.upgraded(ss.Name, w)
-		if err := c.setUpgradable(ctx, w, ss.Name, true); err != nil {
-			return written, err
+		errs[i] = c.setUpgradable(ctx, w, ss.Name, true)
+	})
+	out := written[:0]
+	for _, w := range written {
+		if w != nil {
+			out = append(out, w)
 		}
 	}
-	return written, nil
+	return out, errors.Join(errs...)
 }
 
 // writePod re-reads the pod from the API server, applies mutate and updates it, retrying on

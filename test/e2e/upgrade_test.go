@@ -1,0 +1,400 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+const upgradeNamespace = "sidecarset-upgrade"
+
+// TestManualExampleUpgrade is the manual's in-place upgrade: centos:6.7 -> centos:7 restarts
+// sidecar1 once, leaves the app container alone and the pod in place.
+func TestManualExampleUpgrade(t *testing.T) {
+	applyManualExample(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(mustJSON(t, manualPod), pod); err != nil {
+		t.Fatal(err)
+	}
+	_ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	waitGone(t, "default", pod.Name)
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) })
+	before := waitPodRunning(t, "default", pod.Name, true)
+	waitStatus(t, "test-sidecarset", v1alpha1.SidecarSetStatus{MatchedPods: 1, UpdatedPods: 1, ReadyPods: 1, UpdatedReadyPods: 1})
+
+	if out, err := runKubectl(t, "", "patch", "sidecarset", "test-sidecarset", "--type=strategic",
+		"-p", `{"spec":{"containers":[{"name":"sidecar1","image":"centos:7"}]}}`); err != nil {
+		t.Fatalf("patch: %v: %s", err, out)
+	}
+	after := waitPod(t, "default", pod.Name, func(p *corev1.Pod) bool {
+		st := sidecar.ContainerStatus(p, "sidecar1")
+		return st != nil && st.Image == "centos:7" && st.Ready
+	})
+	waitStatus(t, "test-sidecarset", v1alpha1.SidecarSetStatus{MatchedPods: 1, UpdatedPods: 1, ReadyPods: 1, UpdatedReadyPods: 1})
+	if after.UID != before.UID {
+		t.Error("the pod was recreated")
+	}
+	if img := sidecar.FindPodContainer(after, "sidecar1").Image; img != "centos:7" {
+		t.Errorf("sidecar1 spec image %s", img)
+	}
+	restarts := func(p *corev1.Pod, c string) int32 { return sidecar.ContainerStatus(p, c).RestartCount }
+	if got, was := restarts(after, "sidecar1"), restarts(before, "sidecar1"); got != was+1 {
+		t.Errorf("sidecar1 restartCount %d, want %d", got, was+1)
+	}
+	if got, was := restarts(after, "app"), restarts(before, "app"); got != was {
+		t.Errorf("app restarted: restartCount %d, was %d", got, was)
+	}
+	if a, b := sidecar.ContainerStatus(after, "app").ContainerID, sidecar.ContainerStatus(before, "app").ContainerID; a != b {
+		t.Errorf("app containerID changed: %s -> %s", b, a)
+	}
+	if c := podCondition(after, sidecar.UpgradableCondition); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("SidecarSetUpgradable condition: %+v", c)
+	}
+}
+
+// TestNativeSidecarUpgrade: a native sidecar (an initContainer with restartPolicy Always) is
+// upgraded in place like a container.
+func TestNativeSidecarUpgrade(t *testing.T) {
+	ss := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "native"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "native"}},
+			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{Type: v1alpha1.RollingUpdateSidecarSetStrategyType},
+			InitContainers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:1",
+				RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}},
+		},
+	}
+	pods := setupUpgrade(t, ss, "native", 1)
+	before := pods[0]
+	patchImage(t, "native", `{"spec":{"initContainers":[{"name":"agent","image":"agent:2","restartPolicy":"Always"}]}}`)
+	after := waitPod(t, upgradeNamespace, before.Name, func(p *corev1.Pod) bool {
+		st := sidecar.ContainerStatus(p, "agent")
+		return st != nil && st.Image == "agent:2" && st.Ready && podIsReady(p)
+	})
+	waitStatus(t, "native", v1alpha1.SidecarSetStatus{MatchedPods: 1, UpdatedPods: 1, ReadyPods: 1, UpdatedReadyPods: 1})
+	b, a := sidecar.ContainerStatus(before, "agent"), sidecar.ContainerStatus(after, "agent")
+	if a.RestartCount != b.RestartCount+1 || a.ContainerID == b.ContainerID {
+		t.Errorf("agent not restarted: %+v -> %+v", b, a)
+	}
+	if app := sidecar.ContainerStatus(after, "app"); app.RestartCount != 0 || app.ContainerID != sidecar.ContainerStatus(before, "app").ContainerID {
+		t.Errorf("app restarted: %+v", app)
+	}
+	if after.UID != before.UID || sidecar.FindPodContainer(after, "agent").Image != "agent:2" {
+		t.Errorf("pod recreated or spec not upgraded")
+	}
+}
+
+// TestBadImageStopsAtMaxUnavailable: an unpullable image stops the rollout after maxUnavailable
+// pods, /rollout says why the others wait, pause/resume work, and rolling back to the previous
+// revision through /rollout heals the failed pods.
+func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
+	ctx := context.Background()
+	ss := simpleSidecarSet("stall", "busybox:1.36", ptr.To(intstr.FromInt32(2)))
+	setupUpgrade(t, ss, "stall", 6)
+	good := waitSettled(t, "stall").Status.LatestRevision
+	patchImage(t, "stall", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:bad"}]}}`)
+	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
+	time.Sleep(10 * time.Second) // it stays stalled
+	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
+
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "stall", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]int{}
+	for _, p := range view.Status.Pods {
+		states[string(p.State)+"/"+p.Reason]++
+	}
+	want := map[string]int{"Failed/ImagePullBackOff": 2, "Waiting/MaxUnavailable": 4}
+	if fmt.Sprint(states) != fmt.Sprint(want) || view.Status.MaxUnavailable != 2 || view.Status.Unavailable != 2 {
+		t.Errorf("rollout view: states %v (want %v), maxUnavailable %d, unavailable %d", states, want,
+			view.Status.MaxUnavailable, view.Status.Unavailable)
+	}
+	if m := serverMetrics(t); !strings.Contains(m, `sidecarset_pods_waiting{reason="MaxUnavailable",sidecarset="stall"} 4`) {
+		t.Errorf("metrics lack the waiting pods:\n%s", grepLines(m, "sidecarset_"))
+	}
+
+	// An operator allowed only the rollout subresource pauses and resumes.
+	operator := asUser(t, "e2e-rollout-operator", []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
+		Resources: []string{"sidecarsets/rollout"}, Verbs: []string{"get", "create"}}})
+	for _, action := range []v1alpha1.RolloutAction{v1alpha1.RolloutActionPause, v1alpha1.RolloutActionResume} {
+		var got *v1alpha1.SidecarSetRollout
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err = operator.AppsV1alpha1().SidecarSets().Rollout(ctx, "stall",
+				&v1alpha1.SidecarSetRollout{Spec: v1alpha1.SidecarSetRolloutSpec{Action: action}}, metav1.CreateOptions{})
+			return err == nil, nil // authorization decisions are cached for a few seconds
+		})
+		if err != nil {
+			t.Fatalf("%s through sidecarsets/rollout: %v", action, err)
+		}
+		if got.Status.Paused != (action == v1alpha1.RolloutActionPause) {
+			t.Errorf("%s: view says paused=%v", action, got.Status.Paused)
+		}
+	}
+	if _, err := operator.AppsV1alpha1().SidecarSets().Patch(ctx, "stall", types.MergePatchType,
+		[]byte(`{"spec":{"updateStrategy":{"paused":true}}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator may not patch sidecarsets: %v", err)
+	}
+
+	_, err = operator.AppsV1alpha1().SidecarSets().Rollout(ctx, "stall", &v1alpha1.SidecarSetRollout{
+		Spec: v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionRollback, RevisionName: good}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("rollback to %s: %v", good, err)
+	}
+	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 6, ReadyPods: 6, UpdatedReadyPods: 6})
+	for _, p := range listPods(t, "stall") {
+		if img := sidecar.FindPodContainer(p, "sidecar1").Image; img != "busybox:1.36" {
+			t.Errorf("pod %s runs %s after the rollback", p.Name, img)
+		}
+	}
+}
+
+// TestServerRestartMidRollout kills the server in the middle of a rollout: the new one resumes
+// from the pods' annotations, finishes, and at no sampled moment are more than maxUnavailable
+// upgraded pods unavailable.
+func TestServerRestartMidRollout(t *testing.T) {
+	ss := simpleSidecarSet("resume", "busybox:1.36", ptr.To(intstr.FromInt32(2)))
+	setupUpgrade(t, ss, "resume", 10)
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	worst := 0
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // sample: upgraded pods whose new sidecar is not running and ready yet
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			list, err := kube.CoreV1().Pods(upgradeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=resume"})
+			if err != nil {
+				continue
+			}
+			n := 0
+			for i := range list.Items {
+				p := &list.Items[i]
+				st := sidecar.ContainerStatus(p, "sidecar1")
+				if sidecar.FindPodContainer(p, "sidecar1").Image == "busybox:1.37" && (st == nil || st.Image != "busybox:1.37" || !st.Ready) {
+					n++
+				}
+			}
+			mu.Lock()
+			worst = max(worst, n)
+			mu.Unlock()
+		}
+	}()
+	patchImage(t, "resume", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitPods(t, "resume", func(pods []*corev1.Pod) bool { return countImage(pods, "busybox:1.37") >= 3 })
+	if _, err := localUp("restart-server"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, "resume", v1alpha1.SidecarSetStatus{MatchedPods: 10, UpdatedPods: 10, ReadyPods: 10, UpdatedReadyPods: 10})
+	close(stop)
+	wg.Wait()
+	if worst > 2 {
+		t.Errorf("%d upgraded pods were unavailable at once, maxUnavailable is 2", worst)
+	}
+	ss = waitSettled(t, "resume")
+	for _, p := range listPods(t, "resume") {
+		hash, _, _ := sidecar.LookupHash(p.Annotations[sidecar.HashAnnotation], "resume")
+		st := sidecar.ContainerStatus(p, "sidecar1")
+		if hash != ss.Annotations[sidecar.HashAnnotation] || st.Image != "busybox:1.37" || st.RestartCount != 1 ||
+			!strings.Contains(p.Annotations[sidecar.InPlaceUpdateStateAnnotation], `"sidecar1"`) {
+			t.Errorf("pod %s half upgraded: hash %s, status %+v, state %s", p.Name, hash, st, p.Annotations[sidecar.InPlaceUpdateStateAnnotation])
+		}
+	}
+}
+
+func simpleSidecarSet(name, image string, maxUnavailable *intstr.IntOrString) *v1alpha1.SidecarSet {
+	return &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{Type: v1alpha1.RollingUpdateSidecarSetStrategyType,
+				MaxUnavailable: maxUnavailable},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "sidecar1", Image: image,
+				Command: []string{"sleep", "999d"}}}},
+		},
+	}
+}
+
+// setupUpgrade starts over with ss alone and n running, ready pods labelled app=<app> in the
+// upgrade namespace, and returns them.
+func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	deleteAllSidecarSets(t)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: upgradeNamespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cleanNamespace(t, upgradeNamespace)
+	if err := applySidecarSet(t, ss); err != nil {
+		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
+	}
+	waitSettled(t, ss.Name)
+	for i := 0; i < n; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i), Namespace: upgradeNamespace, Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "999d"}}}},
+		}
+		if _, err := kube.CoreV1().Pods(upgradeNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		pods = append(pods, waitPodRunning(t, upgradeNamespace, fmt.Sprintf("%s-%d", app, i), true))
+	}
+	waitStatus(t, ss.Name, v1alpha1.SidecarSetStatus{MatchedPods: int32(n), UpdatedPods: int32(n), ReadyPods: int32(n), UpdatedReadyPods: int32(n)})
+	return pods
+}
+
+func patchImage(t *testing.T, name, patch string) {
+	t.Helper()
+	if _, err := sidecars.AppsV1alpha1().SidecarSets().Patch(context.Background(), name, types.StrategicMergePatchType,
+		[]byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch %s: %v", name, err)
+	}
+}
+
+// waitStatus waits until the SidecarSet observed its generation and has the wanted counters.
+func waitStatus(t *testing.T, name string, want v1alpha1.SidecarSetStatus) {
+	t.Helper()
+	var got v1alpha1.SidecarSetStatus
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = ss.Status
+		return ss.Status.ObservedGeneration == ss.Generation && got.MatchedPods == want.MatchedPods && got.UpdatedPods == want.UpdatedPods &&
+			got.ReadyPods == want.ReadyPods && got.UpdatedReadyPods == want.UpdatedReadyPods, nil
+	})
+	if err != nil {
+		t.Fatalf("SidecarSet %s status %+v, want matched/updated/ready/updatedReady %d/%d/%d/%d", name, got,
+			want.MatchedPods, want.UpdatedPods, want.ReadyPods, want.UpdatedReadyPods)
+	}
+}
+
+func waitPod(t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && cond(pod), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s: %v; status %+v", ns, name, err, pod.Status)
+	}
+	return pod
+}
+
+func waitPods(t *testing.T, app string, cond func([]*corev1.Pod) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		return cond(listPods(t, app)), nil
+	})
+	if err != nil {
+		t.Fatalf("pods app=%s: %v", app, err)
+	}
+}
+
+func waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s not deleted: %v", ns, name, err)
+	}
+}
+
+func listPods(t *testing.T, app string) []*corev1.Pod {
+	t.Helper()
+	list, err := kube.CoreV1().Pods(upgradeNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func countImage(pods []*corev1.Pod, image string) int {
+	n := 0
+	for _, p := range pods {
+		if c := sidecar.FindPodContainer(p, "sidecar1"); c != nil && c.Image == image {
+			n++
+		}
+	}
+	return n
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// serverMetrics scrapes the server's /metrics directly (as cluster admin).
+func serverMetrics(t *testing.T) string {
+	t.Helper()
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Host = "https://127.0.0.1:38443"
+	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.Insecure = nil, "", true
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	client, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := client.Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	return string(data)
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
