@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify e2e bench bench-e2e build codegen down
+.PHONY: run test unit verify e2e bench bench-e2e bench-rollout bench-memory build codegen down
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -27,7 +27,7 @@ e2e:
 	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
 
 # Pod-create latency through kube-apiserver with and without the injection webhook (2,000 each).
 bench-e2e:
@@ -35,3 +35,11 @@ bench-e2e:
 
 codegen:
 	hack/update-codegen.sh
+
+# Rollout of 1,000 kwok pods at maxUnavailable 10%: wall time against batches x restart delay.
+bench-rollout:
+	E2E=1 E2E_SCALE=1 E2E_SCALE_PODS=1000 $(GO) test -count=1 -timeout 60m -run TestRolloutWallTime -v ./test/e2e/
+
+# Server memory with 10,000 pods in its cache, against the same server idle.
+bench-memory:
+	E2E=1 E2E_SCALE=1 E2E_SCALE_PODS=10000 $(GO) test -count=1 -timeout 60m -run TestServerMemoryPerPod -v ./test/e2e/

@@ -249,10 +249,7 @@ func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*c
 	t.Helper()
 	ctx := context.Background()
 	deleteAllSidecarSets(t)
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: upgradeNamespace}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureNamespace(t, upgradeNamespace)
 	cleanNamespace(t, upgradeNamespace)
 	if err := applySidecarSet(t, ss); err != nil {
 		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)

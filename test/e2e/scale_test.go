@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// The scale benchmarks run only with E2E_SCALE=1 (make bench-rollout, make bench-memory): they
+// create thousands of kwok pods.
+
+const scaleNamespace = "sidecarset-scale"
+
+func scaleEnabled(t *testing.T) {
+	if os.Getenv("E2E_SCALE") != "1" {
+		t.Skip("set E2E_SCALE=1 to run the scale benchmarks")
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// TestRolloutWallTime rolls a new sidecar image over E2E_SCALE_PODS (1,000) kwok pods at
+// maxUnavailable 10% and compares the wall time with the ideal: batches x the kubelet's restart
+// delay (E2E_RESTART_DELAY_MS, the delay of the kwok image-change stage).
+func TestRolloutWallTime(t *testing.T) {
+	scaleEnabled(t)
+	n := envInt("E2E_SCALE_PODS", 1000)
+	delay := time.Duration(envInt("E2E_RESTART_DELAY_MS", 1000)) * time.Millisecond
+	ss := simpleSidecarSet("scale", "busybox:1.36", ptr.To(intstr.FromString("10%")))
+	prepareScale(t, ss, n, true)
+	waitStatusFor(t, "scale", n, 10*time.Minute)
+
+	start := time.Now()
+	patchImage(t, "scale", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitStatusFor(t, "scale", n, 30*time.Minute)
+	took := time.Since(start)
+	batches := (n + n/10 - 1) / (n / 10)
+	ideal := time.Duration(batches) * delay
+	t.Logf("rollout of %d pods at maxUnavailable 10%%: %v; ideal %d batches x %v = %v; ratio %.2f",
+		n, took.Round(10*time.Millisecond), batches, delay, ideal, float64(took)/float64(ideal))
+}
+
+// TestServerMemoryPerPod measures the server's memory with E2E_SCALE_PODS (10,000) injected pods
+// in its pod cache against the same server idle.
+func TestServerMemoryPerPod(t *testing.T) {
+	scaleEnabled(t)
+	n := envInt("E2E_SCALE_PODS", 10000)
+	ss := simpleSidecarSet("memory", "busybox:1.36", ptr.To(intstr.FromString("10%")))
+	deleteAllSidecarSets(t)
+	ensureNamespace(t, scaleNamespace)
+	cleanNamespace(t, scaleNamespace)
+	if _, err := localUp("restart-server"); err != nil { // a fresh heap
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	idleRSS, idleHeap := serverMemory(t)
+	prepareScale(t, ss, n, false)
+	waitStatusFor(t, "memory", n, 20*time.Minute)
+	time.Sleep(30 * time.Second) // let the collector run
+	rss, heap := serverMemory(t)
+	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; heap in use %s (idle %s), %.0f B/pod",
+		n, mib(rss), mib(idleRSS), float64(rss-idleRSS)/float64(n), mib(heap), mib(idleHeap), float64(heap-idleHeap)/float64(n))
+}
+
+// prepareScale starts over with ss alone and n pods matching it, on kwok nodes big enough for
+// them. With ready, it waits until they all run.
+func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	deleteAllSidecarSets(t)
+	ensureNamespace(t, scaleNamespace)
+	cleanNamespace(t, scaleNamespace)
+	for i := 0; i < 4; i++ {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kwok-scale-%d", i),
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok"}},
+			Status: corev1.NodeStatus{Allocatable: bigNode(), Capacity: bigNode()},
+		}
+		if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if err := applySidecarSet(t, ss); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, ss.Name)
+	start := time.Now()
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(ctx, 32, n, func(i int) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", ss.Name, i), Namespace: scaleNamespace,
+				Labels: map[string]string{"app": ss.Name}},
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{
+					{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "999d"},
+						Env: []corev1.EnvVar{{Name: "MODE", Value: "scale"}}},
+					{Name: "helper", Image: "busybox:1.36", Command: []string{"sleep", "999d"}},
+				}},
+		}
+		_, errs[i] = kube.CoreV1().Pods(scaleNamespace).Create(ctx, pod, metav1.CreateOptions{})
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("created %d pods in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+// waitStatusFor waits until all n pods are matched, updated and ready.
+func waitStatusFor(t *testing.T, name string, n int, timeout time.Duration) {
+	t.Helper()
+	var got v1alpha1.SidecarSetStatus
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = ss.Status
+		return ss.Status.ObservedGeneration == ss.Generation && got.MatchedPods == int32(n) && got.UpdatedReadyPods == int32(n), nil
+	})
+	if err != nil {
+		t.Fatalf("SidecarSet %s: status %+v, want %d pods updated and ready", name, got, n)
+	}
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func bigNode() corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"),
+		corev1.ResourcePods: resource.MustParse("5000")}
+}
+
+// serverMemory returns the server process's resident set size and its Go heap in use.
+func serverMemory(t *testing.T) (rss, heap int64) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run/sidecarset-apiserver.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			rss = kb * 1024
+		}
+	}
+	for _, line := range strings.Split(serverMetrics(t), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			heap = int64(f)
+		}
+	}
+	return rss, heap
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
