@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries from the Go module proxy into _output/tools/<version>/bin,
-# once: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (hack/tools module).
+# once: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (hack/tools module)
+# and kwok (the separate module hack/tools/kwok, so that kwok's dependency versions never fight
+# with k8s.io/kubernetes) into _output/tools/kwok-<version>/bin.
+# Output: the kwok binary on the line before last, the k8s bin dir on the last line
+# (hack/local-up.sh reads them with tail).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 KUBE_VERSION=v1.36.3
+KWOK_VERSION=v0.8.0 # keep in sync with hack/tools/kwok/go.mod
 BIN="${ROOT}/_output/tools/k8s-${KUBE_VERSION}/bin"
-mkdir -p "${BIN}"
+KWOK="${ROOT}/_output/tools/kwok-${KWOK_VERSION}/bin/kwok"
+mkdir -p "${BIN}" "$(dirname "${KWOK}")"
 
 missing=()
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
@@ -25,4 +31,12 @@ if ((${#missing[@]})); then
   go build -ldflags "${ldflags}" -o "${BIN}/" "${missing[@]}"
 fi
 [[ -x "${BIN}/etcd" ]] || go build -o "${BIN}/etcd" ./etcd
+
+if [[ ! -x "${KWOK}" ]]; then
+  echo "building sigs.k8s.io/kwok/cmd/kwok ${KWOK_VERSION} (about 2-3 minutes the first time)..." >&2
+  (cd "${ROOT}/hack/tools/kwok" &&
+    go build -o "${KWOK}.tmp" sigs.k8s.io/kwok/cmd/kwok)
+  mv "${KWOK}.tmp" "${KWOK}"
+fi
+echo "${KWOK}"
 echo "${BIN}"

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # A local control plane on 127.0.0.1 with the SidecarSet API server registered through the
 # aggregation layer: etcd, kube-apiserver (front-proxy flags), kube-controller-manager,
-# kube-scheduler, a second etcd for this server's own storage, this server, the APIServices behind
-# an ExternalName Service and the injection webhook.
+# kube-scheduler, kwok with three fake nodes (kwok-node-0..2, label type=kwok) that play the kubelet
+# through the stages in hack/kwok/ (pods run and become ready, in-place image changes restart
+# containers, unpullable images stay in ImagePullBackOff; see hack/kwok/pod-stages.yaml), a second
+# etcd for this server's own storage, this server, the APIServices behind an ExternalName Service
+# and the injection webhook. Binaries come from hack/install-tools.sh; state and logs (one per
+# process, e.g. logs/kwok.log) live in _output/local/.
 #
 #   hack/local-up.sh [run]        up, apply the manual's first SidecarSet, wait for Ctrl-C, down
-#   hack/local-up.sh up           start in the background and wait until ready
+#   hack/local-up.sh up           start what is not running in the background and wait until ready
 #   hack/local-up.sh down [--purge]
 #   hack/local-up.sh restart-server | restart-server-etcd
+#   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
 #   hack/local-up.sh env          print the export line
+#
+# KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
+# whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -21,11 +29,16 @@ ETCD_PORT=${ETCD_PORT:-32379}
 SERVER_ETCD_PORT=${SERVER_ETCD_PORT:-32381}
 KUBE_PORT=${KUBE_PORT:-36443}
 SERVER_PORT=${SERVER_PORT:-38443}
+KWOK_IMAGE_CHANGE_DELAY_MS=${KWOK_IMAGE_CHANGE_DELAY_MS:-1000}
 NAMESPACE=kruise-system
 
 log() { echo "local-up: $*" >&2; }
 
-tools() { BIN=$("${ROOT}/hack/install-tools.sh" | tail -n 1); KUBECTL="${BIN}/kubectl"; }
+tools() {
+  local out
+  out=$("${ROOT}/hack/install-tools.sh")
+  BIN=$(tail -n 1 <<<"${out}"); KWOK=$(tail -n 2 <<<"${out}" | head -n 1); KUBECTL="${BIN}/kubectl"
+}
 
 kc() { "${KUBECTL}" --kubeconfig "${KUBECONFIG_FILE}" "$@"; }
 
@@ -127,6 +140,31 @@ start_kube() {
     --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false
 }
 
+# start_kwok runs kwok for the nodes annotated kwok.x-k8s.io/node=fake with the stages of hack/kwok
+# (the image-change delay substituted), then applies the fake nodes and waits until they are Ready
+# and untainted. kwok serves no port (no --server-address/--node-port) and keeps no node Leases
+# (see hack/kwok/node-stages.yaml).
+start_kwok() {
+  [[ "${KWOK_IMAGE_CHANGE_DELAY_MS}" =~ ^[0-9]+$ ]] || { log "KWOK_IMAGE_CHANGE_DELAY_MS must be a number"; exit 2; }
+  mkdir -p "${STATE}/kwok"
+  local f
+  for f in "${ROOT}"/hack/kwok/*-stages.yaml; do cat "$f"; echo "---"; done |
+    sed -E "s/^( *durationMilliseconds: )[0-9]+( # KWOK_IMAGE_CHANGE_DELAY_MS)/\1${KWOK_IMAGE_CHANGE_DELAY_MS}\2/" \
+    >"${STATE}/kwok/stages.yaml"
+  start kwok env KWOK_WORKDIR="${STATE}/kwok" "${KWOK}" --kubeconfig="${KUBECONFIG_FILE}" \
+    --config="${STATE}/kwok/stages.yaml" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.250.0.0/16
+  kc apply -f "${ROOT}/hack/kwok/nodes.yaml" >/dev/null
+  wait_for "kwok nodes Ready" "${LOGS}/kwok.log" kc wait --for=condition=Ready --timeout=1s node/kwok-node-0 node/kwok-node-1 node/kwok-node-2
+  wait_for "kwok nodes untainted" "${LOGS}/kube-controller-manager.log" kwok_nodes_untainted
+}
+
+kwok_nodes_untainted() {
+  local taints
+  taints=$(kc get node kwok-node-0 kwok-node-1 kwok-node-2 -o jsonpath='{.items[*].spec.taints}') && [[ -z "${taints}" ]]
+}
+
 start_server() {
   start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" \
     -listen-client-urls "http://127.0.0.1:${SERVER_ETCD_PORT}" -listen-peer-urls "http://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
@@ -157,6 +195,7 @@ up() {
   mkdir -p "${RUN}" "${LOGS}"
   certs
   start_kube
+  start_kwok
   start_server
   register
   log "ready"
@@ -165,7 +204,9 @@ up() {
 }
 
 down() {
-  for p in sidecarset-apiserver server-etcd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$p"; done
+  for p in sidecarset-apiserver server-etcd kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    stop "$p"
+  done
   if [[ "${1:-}" == "--purge" ]]; then rm -rf "${STATE}"; fi
 }
 
@@ -184,6 +225,7 @@ case "${1:-run}" in
   run) run ;;
   restart-server) tools; stop sidecarset-apiserver; start_server; register ;;
   restart-server-etcd) tools; stop server-etcd; start_server; register ;;
+  restart-kwok) tools; stop kwok; start_kwok ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|restart-kwok|env]" >&2; exit 2 ;;
 esac
