@@ -140,15 +140,15 @@ start_kube() {
     --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false
 }
 
-# start_kwok runs kwok for the nodes annotated kwok.x-k8s.io/node=fake with the stages of hack/kwok
-# (the image-change delay substituted), then applies the fake nodes and waits until they are Ready
+# start_kwok runs kwok for the nodes annotated kwok.x-k8s.io/node=fake with its options
+# (hack/kwok/kwok.yaml) and the stages of hack/kwok (the image-change delay substituted), then applies the fake nodes and waits until they are Ready
 # and untainted. kwok serves no port (no --server-address/--node-port) and keeps no node Leases
 # (see hack/kwok/node-stages.yaml).
 start_kwok() {
   [[ "${KWOK_IMAGE_CHANGE_DELAY_MS}" =~ ^[0-9]+$ ]] || { log "KWOK_IMAGE_CHANGE_DELAY_MS must be a number"; exit 2; }
   mkdir -p "${STATE}/kwok"
   local f
-  for f in "${ROOT}"/hack/kwok/*-stages.yaml; do cat "$f"; echo "---"; done |
+  for f in "${ROOT}"/hack/kwok/kwok.yaml "${ROOT}"/hack/kwok/*-stages.yaml; do cat "$f"; echo "---"; done |
     sed -E "s/^( *durationMilliseconds: )[0-9]+( # KWOK_IMAGE_CHANGE_DELAY_MS)/\1${KWOK_IMAGE_CHANGE_DELAY_MS}\2/" \
     >"${STATE}/kwok/stages.yaml"
   start kwok env KWOK_WORKDIR="${STATE}/kwok" "${KWOK}" --kubeconfig="${KUBECONFIG_FILE}" \

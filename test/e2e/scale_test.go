@@ -42,13 +42,13 @@ func envInt(name string, def int) int {
 
 // TestRolloutWallTime rolls a new sidecar image over E2E_SCALE_PODS (1,000) kwok pods at
 // maxUnavailable 10% and compares the wall time with the ideal: batches x the kubelet's restart
-// delay (E2E_RESTART_DELAY_MS, the delay of the kwok image-change stage).
+// delay (E2E_RESTART_DELAY_MS, default 5000, set on each pod for the kwok image-change stage).
 func TestRolloutWallTime(t *testing.T) {
 	scaleEnabled(t)
 	n := envInt("E2E_SCALE_PODS", 1000)
-	delay := time.Duration(envInt("E2E_RESTART_DELAY_MS", 1000)) * time.Millisecond
+	delay := time.Duration(envInt("E2E_RESTART_DELAY_MS", 5000)) * time.Millisecond
 	ss := simpleSidecarSet("scale", "busybox:1.36", ptr.To(intstr.FromString("10%")))
-	prepareScale(t, ss, n, true)
+	prepareScale(t, ss, n, map[string]string{"kwok.x-k8s.io/image-change-delay": delay.String()})
 	waitStatusFor(t, "scale", n, 10*time.Minute)
 
 	start := time.Now()
@@ -75,7 +75,7 @@ func TestServerMemoryPerPod(t *testing.T) {
 	}
 	time.Sleep(20 * time.Second)
 	idleRSS, idleHeap := serverMemory(t)
-	prepareScale(t, ss, n, false)
+	prepareScale(t, ss, n, nil)
 	waitStatusFor(t, "memory", n, 20*time.Minute)
 	time.Sleep(30 * time.Second) // let the collector run
 	rss, heap := serverMemory(t)
@@ -83,9 +83,9 @@ func TestServerMemoryPerPod(t *testing.T) {
 		n, mib(rss), mib(idleRSS), float64(rss-idleRSS)/float64(n), mib(heap), mib(idleHeap), float64(heap-idleHeap)/float64(n))
 }
 
-// prepareScale starts over with ss alone and n pods matching it, on kwok nodes big enough for
-// them. With ready, it waits until they all run.
-func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, ready bool) {
+// prepareScale starts over with ss alone and n pods matching it, with the given annotations, on
+// kwok nodes big enough for them.
+func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, annotations map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	deleteAllSidecarSets(t)
@@ -110,7 +110,7 @@ func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, ready bool) {
 	workqueue.ParallelizeUntil(ctx, 32, n, func(i int) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", ss.Name, i), Namespace: scaleNamespace,
-				Labels: map[string]string{"app": ss.Name}},
+				Labels: map[string]string{"app": ss.Name}, Annotations: annotations},
 			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
 				Containers: []corev1.Container{
 					{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "999d"},

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -82,9 +83,72 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 	return out, errors.Join(errs...)
 }
 
-// writePod re-reads the pod from the API server, applies mutate and updates it, retrying on
-// conflicts. It returns the written pod, or nil when mutate changed nothing or the pod is gone.
+// writePod applies mutate to a copy of the cached pod and patches the difference, with the cached
+// resourceVersion as precondition: one request when the cache is current. On a conflict it
+// re-reads the pod, applies mutate and updates it, retrying on conflicts. It returns the written
+// pod, or nil when mutate changed nothing or the pod is gone.
 func (c *Controller) writePod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+	written, err := c.patchPod(ctx, cached, mutate)
+	if apierrors.IsConflict(err) {
+		written, err = c.updatePod(ctx, cached, mutate)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if written != nil {
+		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
+	}
+	return written, err
+}
+
+// patchPod sends mutate's change to the cached pod as a strategic merge patch that only applies
+// to the cached resourceVersion.
+func (c *Controller) patchPod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+	pod := cached.DeepCopy()
+	if changed, err := mutate(pod); err != nil || !changed {
+		return nil, err
+	}
+	patch, err := podPatch(cached, pod)
+	if err != nil || patch == nil {
+		return nil, err
+	}
+	return c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+}
+
+// podPatch returns the strategic merge patch from original to modified, guarded by original's
+// resourceVersion, or nil when they do not differ.
+func podPatch(original, modified *corev1.Pod) ([]byte, error) {
+	a, err := json.Marshal(original)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(modified)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := strategicpatch.CreateTwoWayMergePatch(a, b, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	patch := map[string]interface{}{}
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, err
+	}
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	meta, _ := patch["metadata"].(map[string]interface{})
+	if meta == nil {
+		meta = map[string]interface{}{}
+		patch["metadata"] = meta
+	}
+	meta["resourceVersion"] = original.ResourceVersion
+	return json.Marshal(patch)
+}
+
+// updatePod re-reads the pod from the API server, applies mutate and updates it, retrying on
+// conflicts.
+func (c *Controller) updatePod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
 	var written *corev1.Pod
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -102,12 +166,6 @@ func (c *Controller) writePod(ctx context.Context, cached *corev1.Pod, mutate fu
 		written, err = pods.Update(ctx, pod, metav1UpdateOptions)
 		return err
 	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if written != nil {
-		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
-	}
 	return written, err
 }
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -284,21 +286,36 @@ func (c *Controller) recorded(ctx context.Context, want *v1alpha1.SidecarSetRevi
 }
 
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
-// differs from the cached object's.
+// differs from the stored one. The cache may lag behind this controller's previous write: on a
+// conflict it re-reads the SidecarSet and tries again, unless a newer generation was observed
+// meanwhile.
 func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
-	st := cached.Status.DeepCopy()
-	st.LatestRevision = ss.Status.LatestRevision
-	st.CollisionCount = ss.Status.CollisionCount
-	st.ObservedGeneration = cached.Generation
-	if counts != nil {
-		st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
-		st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
-	}
-	if apiequality.Semantic.DeepEqual(*st, cached.Status) {
-		return nil
-	}
-	updated := cached.DeepCopy()
-	updated.Status = *st
-	_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1UpdateOptions)
-	return err
+	current := cached
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current.Status.ObservedGeneration > cached.Generation {
+			return nil
+		}
+		st := current.Status.DeepCopy()
+		st.LatestRevision = ss.Status.LatestRevision
+		st.CollisionCount = ss.Status.CollisionCount
+		st.ObservedGeneration = cached.Generation
+		if counts != nil {
+			st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
+			st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
+		}
+		if apiequality.Semantic.DeepEqual(*st, current.Status) {
+			return nil
+		}
+		updated := current.DeepCopy()
+		updated.Status = *st
+		_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1UpdateOptions)
+		if apierrors.IsConflict(err) {
+			fresh, getErr := c.client.AppsV1alpha1().SidecarSets().Get(ctx, cached.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			current = fresh
+		}
+		return err
+	})
 }

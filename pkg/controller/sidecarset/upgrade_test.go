@@ -316,3 +316,48 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+func TestPodPatchCarriesOnlyTheUpgrade(t *testing.T) {
+	v1 := newSidecarSet(t, upgradeSidecarSet, nil)
+	full := injectedPod(t, v1)
+	full.ResourceVersion = "42"
+	obj, err := StripPod(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := obj.(*corev1.Pod)
+	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
+	upgraded := cached.DeepCopy()
+	if _, err := UpgradePod(upgraded, v2, t0); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := podPatch(cached, upgraded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Metadata struct {
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec   map[string]json.RawMessage `json:"spec"`
+		Status json.RawMessage            `json:"status"`
+	}
+	if err := json.Unmarshal(patch, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata.ResourceVersion != "42" || got.Status != nil {
+		t.Errorf("patch %s: want resourceVersion 42 and no status", patch)
+	}
+	if string(got.Spec["containers"]) != `[{"image":"log:2","name":"log"}]` || len(got.Spec) != 2 { // containers and $setElementOrder
+		t.Errorf("spec patch %s", patch)
+	}
+	for _, k := range []string{sidecar.HashAnnotation, sidecar.InPlaceUpdateStateAnnotation} {
+		if got.Metadata.Annotations[k] != upgraded.Annotations[k] {
+			t.Errorf("annotation %s not in the patch: %s", k, patch)
+		}
+	}
+	if none, err := podPatch(cached, cached.DeepCopy()); err != nil || none != nil {
+		t.Errorf("no change must mean no patch: %s %v", none, err)
+	}
+}

@@ -144,10 +144,11 @@ func intSuffix(v string) int64 {
 	}
 	var n int64
 	for _, c := range v[start:] {
-		if n > (math.MaxInt64-9)/10 {
+		d := int64(c - '0')
+		if n > (math.MaxInt64-d)/10 {
 			return 0 // does not fit, as OpenKruise's strconv.ParseInt failure
 		}
-		n = n*10 + int64(c-'0')
+		n = n*10 + d
 	}
 	return n
 }

@@ -8,7 +8,8 @@ package rollout
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,9 +129,15 @@ func Plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) *Result {
 		}
 	}
 	res.Pods = orderPlans(plans, candidates)
+	messages := map[string]string{} // by reason: formatted once per plan
 	for i := range res.Pods {
-		if res.Pods[i].Message == "" {
-			res.Pods[i].Message = message(res, res.Pods[i].Reason)
+		if pp := &res.Pods[i]; pp.Message == "" && pp.Reason != "" {
+			m, ok := messages[pp.Reason]
+			if !ok {
+				m = message(res, pp.Reason)
+				messages[pp.Reason] = m
+			}
+			pp.Message = m
 		}
 	}
 	return res
@@ -171,7 +178,7 @@ func (p *planner) choose(res *Result, pods []*corev1.Pod, facts []podFacts, plan
 // orderPlans lists the pods that do not wait for an upgrade by namespace/name, then the
 // candidates in upgrade order.
 func orderPlans(plans []PodPlan, candidates []int) []PodPlan {
-	isCandidate := make(map[int]bool, len(candidates))
+	isCandidate := make([]bool, len(plans))
 	for _, i := range candidates {
 		isCandidate[i] = true
 	}
@@ -181,12 +188,11 @@ func orderPlans(plans []PodPlan, candidates []int) []PodPlan {
 			out = append(out, plans[i])
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Pod, out[j].Pod
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
+	slices.SortFunc(out, func(a, b PodPlan) int {
+		if c := strings.Compare(a.Pod.Namespace, b.Pod.Namespace); c != 0 {
+			return c
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.Pod.Name, b.Pod.Name)
 	})
 	for _, i := range candidates {
 		out = append(out, plans[i])
@@ -294,8 +300,10 @@ func (p *planner) facts(pod *corev1.Pod) podFacts {
 	f := podFacts{pod: pod}
 	hash, rev, _ := sidecar.LookupHash(pod.Annotations[sidecar.HashAnnotation], p.ss.Name)
 	f.revision, f.updated = rev, hash == p.hash
-	hashNoImg, _, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashWithoutImageAnnotation], p.ss.Name)
-	f.upgradable = ok && hashNoImg == p.hashNoImg
+	if !f.updated { // upgradability matters for pods to upgrade only
+		hashNoImg, _, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashWithoutImageAnnotation], p.ss.Name)
+		f.upgradable = ok && hashNoImg == p.hashNoImg
+	}
 	st := newPodState(pod, p.ss.Name)
 	f.consistent = len(pod.Spec.Containers) == len(pod.Status.ContainerStatuses)
 	for _, n := range p.names {

@@ -20,7 +20,7 @@ func Managed(ss *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+	if !injectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], ss.Name) {
 		return false
 	}
 	var working map[string]string
@@ -41,6 +41,22 @@ func Managed(ss *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// injectedListHas is sidecar.InjectedListHas without allocating: whether the comma-separated
+// list names sidecarSetName.
+func injectedListHas(list, sidecarSetName string) bool {
+	if sidecarSetName == "" {
+		return false
+	}
+	for list != "" {
+		var n string
+		n, list, _ = strings.Cut(list, ",")
+		if n == sidecarSetName {
+			return true
+		}
+	}
+	return false
 }
 
 func podContainer(list []corev1.Container, name string) *corev1.Container {
@@ -72,7 +88,7 @@ type podState struct {
 	pod     *corev1.Pod
 	ssName  string
 	decoded bool
-	record  map[string]sidecar.InPlaceUpdateContainerStatus
+	record  []containerRecord
 	bad     bool // the record annotation is malformed
 }
 
@@ -106,16 +122,15 @@ func (s *podState) recorded(c string) (sidecar.InPlaceUpdateContainerStatus, boo
 	if !s.decoded {
 		s.decoded = true
 		if v := s.pod.Annotations[sidecar.InPlaceUpdateStateAnnotation]; v != "" {
-			states, err := sidecar.ParseInPlaceUpdateStates(v)
-			if err != nil {
-				s.bad = true
-			} else if st := states[s.ssName]; st != nil {
-				s.record = st.LastContainerStatuses
-			}
+			s.record, s.bad = lookupRecord(v, s.ssName)
 		}
 	}
-	rec, ok := s.record[c]
-	return rec, ok
+	for i := range s.record {
+		if s.record[i].name == c {
+			return s.record[i].status, true
+		}
+	}
+	return sidecar.InPlaceUpdateContainerStatus{}, false
 }
 
 // restarted reports whether the container status shows a container started after rec was taken.

@@ -24,9 +24,18 @@ func ResolvePartition(p *intstr.IntOrString, total int32) int32 {
 		if !ok {
 			return 0
 		}
-		v = int32(math.Ceil(pct * float64(total) / 100))
-		if total > 1 && v == total && p.StrVal != "100%" {
-			v = total - 1
+		// Clamp before converting: a huge percentage ("99999999999%" passes validation) must
+		// keep every pod, not wrap around int32 and upgrade them all.
+		switch f := math.Ceil(pct * float64(total) / 100); {
+		case !(f >= 0): // negative or NaN
+			v = 0
+		case f > float64(total): // no total-1 rule: OpenKruise applies it to exactly total
+			v = total
+		default:
+			v = int32(f)
+			if total > 1 && v == total && p.StrVal != "100%" {
+				v = total - 1
+			}
 		}
 	}
 	return clamp(v, 0, total)
@@ -46,7 +55,14 @@ func ResolveMaxUnavailable(u *intstr.IntOrString, total int32) int32 {
 	if !ok {
 		return 1
 	}
-	return max(int32(math.Ceil(pct*float64(total)/100)), 0)
+	f := math.Ceil(pct * float64(total) / 100)
+	switch {
+	case !(f > 0): // zero, negative or NaN
+		return 0
+	case f > math.MaxInt32: // converting would wrap around
+		return math.MaxInt32
+	}
+	return int32(f)
 }
 
 func parsePercent(s string) (float64, bool) {
