@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -173,19 +174,21 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	ss := cached.DeepCopy()
+	var pods []*corev1.Pod
+	if c.pods != nil {
+		if pods, err = c.pods.Select(ss); err != nil {
+			return 0, err
+		}
+	}
 	revs, err := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
 	if err != nil {
 		return 0, err
 	}
-	if ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs); err != nil {
+	if ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods)); err != nil {
 		return 0, err
 	}
 	if c.pods == nil {
 		return 0, c.writeStatus(ctx, cached, ss, nil)
-	}
-	pods, err := c.pods.Select(ss)
-	if err != nil {
-		return 0, err
 	}
 	if !c.expect.satisfied(c.pods, pods) {
 		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
@@ -233,14 +236,14 @@ func replace(pods []*corev1.Pod, written []*corev1.Pod) []*corev1.Pod {
 }
 
 // applyHistory records the current spec, retrying name collisions with a higher count, and
-// returns the latest revision's name and the collision count.
-func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision) (string, *int32, error) {
+// returns the latest revision's name and the collision count; revisions in inUse are kept.
+func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (string, *int32, error) {
 	collisions := int32(0)
 	if ss.Status.CollisionCount != nil {
 		collisions = *ss.Status.CollisionCount
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		plan, err := PlanHistory(ss, revs, collisions)
+		plan, err := PlanHistory(ss, revs, collisions, inUse)
 		if err != nil {
 			return "", nil, err
 		}

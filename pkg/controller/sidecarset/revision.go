@@ -15,11 +15,15 @@ import (
 	"sort"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // maxNamePrefix keeps revision names within the 253 characters of a name.
@@ -103,8 +107,9 @@ type HistoryPlan struct {
 	Prune []string
 }
 
-// PlanHistory compares the SidecarSet with its existing revisions (any order).
-func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32) (HistoryPlan, error) {
+// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions named in
+// inUse (those pods still run) are never pruned.
+func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (HistoryPlan, error) {
 	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
 	snapshot := Snapshot(ss)
@@ -133,13 +138,13 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 		plan.Latest = name
 		revs = append(revs, plan.Create)
 	}
-	plan.Prune = prunable(ss, revs, plan.Latest)
+	plan.Prune = prunable(ss, revs, plan.Latest, inUse)
 	return plan, nil
 }
 
 // prunable returns the oldest revisions beyond revisionHistoryLimit (at least 1 kept), never the
-// latest nor one named by injectionStrategy.revision.
-func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string) []string {
+// latest, one named by injectionStrategy.revision, nor one pods run.
+func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
 	limit := 10
 	if l := ss.Spec.RevisionHistoryLimit; l != nil {
 		limit = max(1, int(*l))
@@ -150,7 +155,7 @@ func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, late
 		if excess <= 0 {
 			break
 		}
-		if r.Name == latest || pinned(ss, r) {
+		if r.Name == latest || pinned(ss, r) || inUse.Has(r.Name) {
 			continue
 		}
 		out = append(out, r.Name)
@@ -168,4 +173,19 @@ func pinned(ss *v1alpha1.SidecarSet, r *v1alpha1.SidecarSetRevision) bool {
 		return true
 	}
 	return pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion
+}
+
+// RevisionsInUse returns the revisions the SidecarSet's managed pods run, as their hash
+// annotation records them.
+func RevisionsInUse(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) sets.Set[string] {
+	out := sets.New[string]()
+	for _, pod := range pods {
+		if !rollout.Managed(ss, pod) {
+			continue
+		}
+		if _, rev, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashAnnotation], ss.Name); ok && rev != "" {
+			out.Insert(rev)
+		}
+	}
+	return out
 }

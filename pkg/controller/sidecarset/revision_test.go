@@ -2,13 +2,16 @@ package sidecarset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 func sidecarSet(image string, limit int32) *v1alpha1.SidecarSet {
@@ -47,7 +50,7 @@ func TestPlanHistory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanHistory(tc.ss, tc.existing, 0)
+			got, err := PlanHistory(tc.ss, tc.existing, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +74,7 @@ func TestPinnedRevisionIsNotPruned(t *testing.T) {
 	v1, v2 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2)
 	ss := sidecarSet("img:3", 1)
 	ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(v1.Name)}
-	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0)
+	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +97,28 @@ func numberOf(r *v1alpha1.SidecarSetRevision) int64 {
 		return 0
 	}
 	return r.Revision
+}
+
+func TestRevisionRunByPodsIsNotPruned(t *testing.T) {
+	v1, v2, v3 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2), revisionOf(t, "img:3", 3)
+	ss := sidecarSet("img:4", 1)
+	ss.Spec.Selector = &metav1.LabelSelector{}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
+		sidecar.InjectedListAnnotation: ss.Name}}}
+	pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "img:2"}}
+	if err := sidecar.SetHashEntry(pod.Annotations, sidecar.HashAnnotation,
+		sidecar.NewHashEntry(ss.Name, "h2", v2.Name, []string{"c"}, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	inUse := RevisionsInUse(ss, []*corev1.Pod{pod})
+	if !inUse.Has(v2.Name) || inUse.Len() != 1 {
+		t.Fatalf("in use = %v, want %s", sets.List(inUse), v2.Name)
+	}
+	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2, v3}, 0, inUse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{v1.Name, v3.Name}, got.Prune); diff != "" {
+		t.Errorf("prune (-want +got):\n%s", diff)
+	}
 }
