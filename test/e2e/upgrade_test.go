@@ -395,3 +395,39 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestRevisionRunByPodIsKept: pruning beyond revisionHistoryLimit keeps the revision a pod still
+// runs (here under updateStrategy NotUpdate).
+func TestRevisionRunByPodIsKept(t *testing.T) {
+	ss := simpleSidecarSet("keep", "busybox:1.36", nil)
+	ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
+	ss.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	pods := setupUpgrade(t, ss, "keep", 1)
+	_, used, _ := sidecar.LookupHash(pods[0].Annotations[sidecar.HashAnnotation], "keep")
+	if used == "" {
+		t.Fatalf("the pod records no revision: %v", pods[0].Annotations)
+	}
+	for _, image := range []string{"busybox:1.37", "busybox:1.38"} {
+		patchImage(t, "keep", `{"spec":{"containers":[{"name":"sidecar1","image":"`+image+`"}]}}`)
+		waitSettled(t, "keep")
+	}
+	latest := waitSettled(t, "keep").Status.LatestRevision
+	var names []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: "apps.kruise.io/sidecarset-name=keep"})
+		if err != nil {
+			return false, nil
+		}
+		names = names[:0]
+		for _, r := range list.Items {
+			names = append(names, r.Name)
+		}
+		sort.Strings(names)
+		want := []string{used, latest}
+		sort.Strings(want)
+		return fmt.Sprint(names) == fmt.Sprint(want), nil
+	})
+	if err != nil {
+		t.Errorf("revisions %v, want the pod's %s and the latest %s only", names, used, latest)
+	}
+}
