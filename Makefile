@@ -27,7 +27,7 @@ e2e:
 	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
 
 # Pod-create latency through kube-apiserver with and without the injection webhook (2,000 each).
 bench-e2e:

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"strconv"
 	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,34 +116,53 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 	}
 }
 
-// StripPod is the pod informer's transform: it drops what the controller never reads (managed
-// fields, volumes, container details other than name, image and restart policy, condition
-// messages other than SidecarSetUpgradable's) so that tens of thousands of cached pods stay small. Upgrades re-read the full pod.
+// StripPod is the pod informer's transform: it keeps only what planning reads (metadata without
+// managed fields, owners and kubectl's last-applied copy; container names, images and restart
+// policies; container statuses without their state details but a waiting reason; the Ready and
+// SidecarSetUpgradable conditions, the latter with its message) and shares the strings many pods
+// repeat (images, image IDs, label and annotation keys, namespaces), so that tens of thousands of
+// cached pods stay small.
 func StripPod(obj interface{}) (interface{}, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	pod.ManagedFields = nil
-	pod.OwnerReferences = nil
+	pod.ManagedFields, pod.OwnerReferences, pod.Finalizers, pod.GenerateName = nil, nil, nil, ""
+	pod.Namespace = intern(pod.Namespace)
+	delete(pod.Annotations, corev1.LastAppliedConfigAnnotation)
+	pod.Labels = internMap(pod.Labels, true)
+	pod.Annotations = internMap(pod.Annotations, false)
 	pod.Spec = corev1.PodSpec{
-		NodeName:       pod.Spec.NodeName,
+		NodeName:       intern(pod.Spec.NodeName),
 		Containers:     stripContainers(pod.Spec.Containers),
 		InitContainers: stripContainers(pod.Spec.InitContainers),
 	}
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type != sidecar.UpgradableCondition { // its message is data
-			pod.Status.Conditions[i].Message = ""
-		}
+	pod.Status = corev1.PodStatus{
+		Phase:                 pod.Status.Phase,
+		ObservedGeneration:    pod.Status.ObservedGeneration,
+		Conditions:            keepConditions(pod.Status.Conditions),
+		ContainerStatuses:     stripStatuses(pod.Status.ContainerStatuses),
+		InitContainerStatuses: stripStatuses(pod.Status.InitContainerStatuses),
 	}
-	if pod.Status.Conditions != nil {
-		pod.Status.Conditions = keepConditions(pod.Status.Conditions)
-	}
-	pod.Status.HostIPs, pod.Status.PodIPs, pod.Status.HostIP, pod.Status.PodIP = nil, nil, "", ""
-	pod.Status.EphemeralContainerStatuses = nil
-	pod.Status.ContainerStatuses = stripStatuses(pod.Status.ContainerStatuses)
-	pod.Status.InitContainerStatuses = stripStatuses(pod.Status.InitContainerStatuses)
 	return pod, nil
+}
+
+// intern returns the canonical copy of s.
+func intern(s string) string { return unique.Make(s).Value() }
+
+// internMap rebuilds m with interned keys (and values when values is set).
+func internMap(m map[string]string, values bool) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if values {
+			v = intern(v)
+		}
+		out[intern(k)] = v
+	}
+	return out
 }
 
 func stripContainers(in []corev1.Container) []corev1.Container {
@@ -151,7 +171,7 @@ func stripContainers(in []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(in))
 	for i, c := range in {
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
+		out[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image), RestartPolicy: c.RestartPolicy}
 	}
 	return out
 }
@@ -162,30 +182,26 @@ func stripStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	}
 	out := make([]corev1.ContainerStatus, len(in))
 	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: s.Name, Image: s.Image, ImageID: s.ImageID, ContainerID: s.ContainerID,
-			Ready: s.Ready, Started: s.Started, RestartCount: s.RestartCount, State: stripState(s.State)}
+		out[i] = corev1.ContainerStatus{Name: intern(s.Name), Image: intern(s.Image), ImageID: intern(s.ImageID),
+			ContainerID: s.ContainerID, Ready: s.Ready, RestartCount: s.RestartCount}
+		if s.State.Waiting != nil {
+			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: intern(s.State.Waiting.Reason)}
+		}
 	}
 	return out
 }
 
-func stripState(st corev1.ContainerState) corev1.ContainerState {
-	switch {
-	case st.Waiting != nil:
-		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: st.Waiting.Reason}}
-	case st.Terminated != nil:
-		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: st.Terminated.ExitCode, Reason: st.Terminated.Reason}}
-	case st.Running != nil:
-		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
-	}
-	return st
-}
-
-// keepConditions keeps the conditions planning reads: Ready and SidecarSetUpgradable.
+// keepConditions keeps the conditions planning reads, in a new slice: Ready (without message)
+// and SidecarSetUpgradable (its message is data).
 func keepConditions(in []corev1.PodCondition) []corev1.PodCondition {
-	out := in[:0]
+	var out []corev1.PodCondition
 	for _, c := range in {
-		if c.Type == corev1.PodReady || c.Type == sidecar.UpgradableCondition || c.Type == corev1.PodScheduled {
-			out = append(out, c)
+		switch c.Type {
+		case corev1.PodReady:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		case sidecar.UpgradableCondition:
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+				LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return out
