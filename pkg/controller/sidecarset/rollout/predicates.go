@@ -88,7 +88,7 @@ type podState struct {
 	pod     *corev1.Pod
 	ssName  string
 	decoded bool
-	record  []containerRecord
+	record  []sidecar.RecordedContainer
 	bad     bool // the record annotation is malformed
 }
 
@@ -122,12 +122,14 @@ func (s *podState) recorded(c string) (sidecar.InPlaceUpdateContainerStatus, boo
 	if !s.decoded {
 		s.decoded = true
 		if v := s.pod.Annotations[sidecar.InPlaceUpdateStateAnnotation]; v != "" {
-			s.record, s.bad = lookupRecord(v, s.ssName)
+			var err error
+			s.record, err = sidecar.LookupInPlaceUpdate(v, s.ssName)
+			s.bad = err != nil
 		}
 	}
 	for i := range s.record {
-		if s.record[i].name == c {
-			return s.record[i].status, true
+		if s.record[i].Name == c {
+			return s.record[i].Status, true
 		}
 	}
 	return sidecar.InPlaceUpdateContainerStatus{}, false

@@ -1,19 +1,18 @@
-package rollout
+package sidecar
 
 import (
 	"reflect"
 	"testing"
-
-	"github.com/sidecarset/apiserver/pkg/sidecar"
+	"time"
 )
 
-// referenceRecord is what lookupRecord must return: the decoding of sidecar.ParseInPlaceUpdateStates.
-func referenceRecord(value, name string) (map[string]sidecar.InPlaceUpdateContainerStatus, bool) {
-	states, err := sidecar.ParseInPlaceUpdateStates(value)
+// referenceRecord is what LookupInPlaceUpdate must return: the decoding of ParseInPlaceUpdateStates.
+func referenceRecord(value, name string) (map[string]InPlaceUpdateContainerStatus, bool) {
+	states, err := ParseInPlaceUpdateStates(value)
 	if err != nil {
 		return nil, true
 	}
-	out := map[string]sidecar.InPlaceUpdateContainerStatus{}
+	out := map[string]InPlaceUpdateContainerStatus{}
 	if st := states[name]; st != nil {
 		for c, s := range st.LastContainerStatuses {
 			out[c] = s
@@ -26,22 +25,22 @@ func checkRecordParity(t *testing.T, value string) {
 	t.Helper()
 	for _, name := range []string{"ss", "other", ""} {
 		want, wantBad := referenceRecord(value, name)
-		rec, bad := lookupRecord(value, name)
-		if bad != wantBad {
-			t.Fatalf("lookupRecord(%q, %q): bad = %v, the decoder says %v", value, name, bad, wantBad)
+		rec, err := LookupInPlaceUpdate(value, name)
+		if bad := err != nil; bad != wantBad {
+			t.Fatalf("LookupInPlaceUpdate(%q, %q): error %v, the decoder says bad=%v", value, name, err, wantBad)
 		}
-		if bad {
+		if wantBad {
 			continue
 		}
-		got := map[string]sidecar.InPlaceUpdateContainerStatus{}
+		got := map[string]InPlaceUpdateContainerStatus{}
 		for _, r := range rec {
-			if _, dup := got[r.name]; dup {
-				t.Fatalf("lookupRecord(%q, %q): container %s twice", value, name, r.name)
+			if _, dup := got[r.Name]; dup {
+				t.Fatalf("LookupInPlaceUpdate(%q, %q): container %s twice", value, name, r.Name)
 			}
-			got[r.name] = r.status
+			got[r.Name] = r.Status
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("lookupRecord(%q, %q) = %v, the decoder says %v", value, name, got, want)
+			t.Fatalf("LookupInPlaceUpdate(%q, %q) = %v, the decoder says %v", value, name, got, want)
 		}
 	}
 }
@@ -116,16 +115,17 @@ func TestLookupRecordParity(t *testing.T) {
 
 // TestLookupRecordFastPath: what RecordInPlaceUpdate writes is scanned, not decoded.
 func TestLookupRecordFastPath(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	ann := map[string]string{}
-	sidecar.RecordInPlaceUpdate(ann, "ss", "h1", t0, []string{"sidecar", "proxy-2"}, map[string]sidecar.InPlaceUpdateContainerStatus{
+	RecordInPlaceUpdate(ann, "ss", "h1", t0, []string{"sidecar", "proxy-2"}, map[string]InPlaceUpdateContainerStatus{
 		"sidecar": {ImageID: "docker.io/library/sidecar@sha256:01", ContainerID: "containerd://abc", RestartCount: 3, PodGeneration: 12},
 		"proxy-2": {ImageID: "docker.io/library/empty@sha256:02", ContainerID: "containerd://def"},
 	})
-	sidecar.RecordInPlaceUpdate(ann, "other", "h9", t0, []string{"x"}, map[string]sidecar.InPlaceUpdateContainerStatus{"x": {ImageID: "i"}})
-	v := ann[sidecar.InPlaceUpdateStateAnnotation]
-	s := recordScanner{in: v}
-	rec, ok := s.lookup("ss")
-	if !plainASCII(v) || !ok {
+	RecordInPlaceUpdate(ann, "other", "h9", t0, []string{"x"}, map[string]InPlaceUpdateContainerStatus{"x": {ImageID: "i"}})
+	v := ann[InPlaceUpdateStateAnnotation]
+	s := scanner{in: v}
+	rec, ok := s.inPlaceUpdate("ss")
+	if !plainJSON(v) || !ok {
 		t.Fatalf("the scanner gives up on %s", v)
 	}
 	if len(rec) != 2 {
