@@ -607,12 +607,8 @@ func waitPodRunning(t *testing.T, ns, name string, ready bool) *corev1.Pod {
 }
 
 func podIsReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	c := podCondition(pod, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // toDoc renders an object as the generic JSON document assertions run on.

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
@@ -131,18 +130,8 @@ func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, annotations map[
 // waitStatusFor waits until all n pods are matched, updated and ready.
 func waitStatusFor(t *testing.T, name string, n int, timeout time.Duration) {
 	t.Helper()
-	var got v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		got = ss.Status
-		return ss.Status.ObservedGeneration == ss.Generation && got.MatchedPods == int32(n) && got.UpdatedReadyPods == int32(n), nil
-	})
-	if err != nil {
-		t.Fatalf("SidecarSet %s: status %+v, want %d pods updated and ready", name, got, n)
-	}
+	all := int32(n)
+	waitStatusWithin(t, name, v1alpha1.SidecarSetStatus{MatchedPods: all, UpdatedPods: all, ReadyPods: all, UpdatedReadyPods: all}, timeout)
 }
 
 func ensureNamespace(t *testing.T, name string) {

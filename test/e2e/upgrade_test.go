@@ -284,8 +284,13 @@ func patchImage(t *testing.T, name, patch string) {
 // waitStatus waits until the SidecarSet observed its generation and has the wanted counters.
 func waitStatus(t *testing.T, name string, want v1alpha1.SidecarSetStatus) {
 	t.Helper()
+	waitStatusWithin(t, name, want, rolloutTimeout)
+}
+
+func waitStatusWithin(t *testing.T, name string, want v1alpha1.SidecarSetStatus, timeout time.Duration) {
+	t.Helper()
 	var got v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

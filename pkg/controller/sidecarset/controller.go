@@ -202,21 +202,17 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	c.metrics.observe(ss.Name, plan)
-	if n := len(plan.NotUpgradable); n > 0 && c.recorder != nil && !pausedOrNotUpdate(ss) {
+	if n := len(plan.NotUpgradable); n > 0 && c.recorder != nil { // none while paused or NotUpdate
 		c.recorder.Eventf(ss, corev1.EventTypeNormal, "NotUpgradablePods",
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)
 	}
 	if applyErr != nil {
 		return 0, applyErr
 	}
-	if plan.Counts.Updated < plan.Counts.Matched || plan.Counts.UpdatedReady < plan.Counts.Updated || len(plan.Reset) > 0 {
+	if !plan.Done() {
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil
-}
-
-func pausedOrNotUpdate(ss *v1alpha1.SidecarSet) bool {
-	return ss.Spec.UpdateStrategy.Paused || ss.Spec.UpdateStrategy.Type == v1alpha1.NotUpdateSidecarSetStrategyType
 }
 
 // replace returns pods with the written ones substituted by key.
