@@ -50,8 +50,13 @@ func PodContainerNames(sc *v1alpha1.SidecarContainer, init bool) []string {
 // according to the pod's WorkingHotUpgradeContainerAnnotation. As in OpenKruise, X-2 is taken as
 // working unless the annotation names X-1.
 func HotUpgradeContainers(name string, annotations map[string]string) (working, idle string) {
+	return HotUpgradeTwins(name, WorkingContainers(annotations))
+}
+
+// HotUpgradeTwins is HotUpgradeContainers on the decoded working-container annotation.
+func HotUpgradeTwins(name string, working map[string]string) (workingTwin, idle string) {
 	n1, n2 := HotUpgradeNames(name)
-	if WorkingContainers(annotations)[name] == n1 {
+	if working[name] == n1 {
 		return n1, n2
 	}
 	return n2, n1

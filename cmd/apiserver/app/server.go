@@ -19,7 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	kubeinformers "k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -65,10 +64,8 @@ func NewCommand(ctx context.Context) *cobra.Command {
 type informerSet struct {
 	own        informers.SharedInformerFactory
 	configMaps kubeinformers.SharedInformerFactory
-	// pods and namespaces of the main cluster, nil without one.
-	pods       coreinformers.PodInformer
-	namespaces coreinformers.NamespaceInformer
-	podSource  *controller.PodSource
+	// pods (what the controller keeps of them) and namespaces of the main cluster, nil without one.
+	pods *controller.PodSource
 }
 
 // ensureOwn creates the informer factory of the server's own API on the loopback client.
@@ -124,20 +121,17 @@ func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
 		if err := set.watchPods(cfg.SharedInformerFactory); err != nil {
 			return nil, nil, err
 		}
-		extra.RolloutViewer = controller.Viewer{Pods: set.podSource}
+		extra.RolloutViewer = controller.Viewer{Pods: set.pods}
 	}
 	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, set, nil
 }
 
-// watchPods sets up the main cluster's pod informer, stripped of what the controller never reads.
-// The generic server starts the factory once it listens.
+// watchPods sets up the main cluster's pod informer, keeping only what the controller reads of
+// each pod. The generic server starts the factory once it listens.
 func (s *informerSet) watchPods(main kubeinformers.SharedInformerFactory) error {
-	s.pods, s.namespaces = main.Core().V1().Pods(), main.Core().V1().Namespaces()
-	if err := s.pods.Informer().SetTransform(controller.StripPod); err != nil {
-		return err
-	}
-	s.podSource = controller.NewPodSource(s.pods, s.namespaces)
-	return nil
+	pods, err := controller.NewPodSource(main.Core().V1().Pods(), main.Core().V1().Namespaces())
+	s.pods = pods
+	return err
 }
 
 // newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
@@ -249,8 +243,10 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	if main != nil && set.pods != nil {
 		kubeCfg := rest.CopyConfig(main)
 		kubeCfg.QPS, kubeCfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+		kubeCfg.ContentType = runtime.ContentTypeProtobuf // pods are read and written whole
+		kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 		opts.Kube = kubernetes.NewForConfigOrDie(kubeCfg)
-		opts.Pods, opts.Namespaces = set.pods, set.namespaces
+		opts.Pods = set.pods
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
 	}

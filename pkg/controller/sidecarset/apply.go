@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -23,7 +22,7 @@ import (
 // upgrades. It returns the pods it wrote (as written) and the errors, which end the round.
 func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, error) {
 	for _, pod := range plan.NotUpgradable {
-		if err := c.setUpgradable(ctx, pod, ss.Name, false); err != nil {
+		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable, ss.Name, false); err != nil {
 			return nil, err
 		}
 	}
@@ -47,12 +46,12 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 }
 
 // upgradeParallelism is how many pods of a round are upgraded at once: a round may take a whole
-// maxUnavailable budget (hundreds of pods), and each upgrade is two requests.
+// maxUnavailable budget (hundreds of pods), and each upgrade is a few requests.
 const upgradeParallelism = 16
 
 // upgrade upgrades the pods in place, several at once, and marks them upgradable. It returns the
 // pods it wrote and the first error.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]*corev1.Pod, error) {
 	written := make([]*corev1.Pod, len(pods))
 	errs := make([]error, len(pods))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
@@ -72,7 +71,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 		}
 		written[i] = w
 		c.metrics.upgraded(ss.Name, w)
-		errs[i] = c.setUpgradable(ctx, w, ss.Name, true)
+		errs[i] = c.setUpgradable(ctx, w.Namespace, w.Name, upgradableCondition(w), ss.Name, true)
 	})
 	out := written[:0]
 	for _, w := range written {
@@ -83,72 +82,10 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 	return out, errors.Join(errs...)
 }
 
-// writePod applies mutate to a copy of the cached pod and patches the difference, with the cached
-// resourceVersion as precondition: one request when the cache is current. On a conflict it
-// re-reads the pod, applies mutate and updates it, retrying on conflicts. It returns the written
-// pod, or nil when mutate changed nothing or the pod is gone.
-func (c *Controller) writePod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
-	written, err := c.patchPod(ctx, cached, mutate)
-	if apierrors.IsConflict(err) {
-		written, err = c.updatePod(ctx, cached, mutate)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if written != nil {
-		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
-	}
-	return written, err
-}
-
-// patchPod sends mutate's change to the cached pod as a strategic merge patch that only applies
-// to the cached resourceVersion.
-func (c *Controller) patchPod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
-	pod := cached.DeepCopy()
-	if changed, err := mutate(pod); err != nil || !changed {
-		return nil, err
-	}
-	patch, err := podPatch(cached, pod)
-	if err != nil || patch == nil {
-		return nil, err
-	}
-	return c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-}
-
-// podPatch returns the strategic merge patch from original to modified, guarded by original's
-// resourceVersion, or nil when they do not differ.
-func podPatch(original, modified *corev1.Pod) ([]byte, error) {
-	a, err := json.Marshal(original)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(modified)
-	if err != nil {
-		return nil, err
-	}
-	diff, err := strategicpatch.CreateTwoWayMergePatch(a, b, &corev1.Pod{})
-	if err != nil {
-		return nil, err
-	}
-	patch := map[string]interface{}{}
-	if err := json.Unmarshal(diff, &patch); err != nil {
-		return nil, err
-	}
-	if len(patch) == 0 {
-		return nil, nil
-	}
-	meta, _ := patch["metadata"].(map[string]interface{})
-	if meta == nil {
-		meta = map[string]interface{}{}
-		patch["metadata"] = meta
-	}
-	meta["resourceVersion"] = original.ResourceVersion
-	return json.Marshal(patch)
-}
-
-// updatePod re-reads the pod from the API server, applies mutate and updates it, retrying on
-// conflicts.
-func (c *Controller) updatePod(ctx context.Context, cached *corev1.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+// writePod reads the pod the cache shows, applies mutate and updates it, retrying on conflicts:
+// the cache keeps only what planning reads, and the pod is written whole. It returns the
+// written pod, or nil when mutate changed nothing or the pod is gone or was replaced.
+func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
 	var written *corev1.Pod
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -166,13 +103,19 @@ func (c *Controller) updatePod(ctx context.Context, cached *corev1.Pod, mutate f
 		written, err = pods.Update(ctx, pod, metav1UpdateOptions)
 		return err
 	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if written != nil {
+		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
+	}
 	return written, err
 }
 
-// setUpgradable records in the pod's SidecarSetUpgradable condition whether the SidecarSet can
-// upgrade it in place; it writes only a changed condition.
-func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, sidecarSetName string, upgradable bool) error {
-	cond, changed := UpgradableCondition(pod, sidecarSetName, upgradable, c.clock.Now())
+// setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)
+// whether the SidecarSet can upgrade it in place; it writes only a changed condition.
+func (c *Controller) setUpgradable(ctx context.Context, namespace, name string, current *corev1.PodCondition, sidecarSetName string, upgradable bool) error {
+	cond, changed := UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
 	if !changed {
 		return nil
 	}
@@ -180,7 +123,7 @@ func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, sidecar
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+	_, err = c.kube.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -188,14 +131,14 @@ func (c *Controller) setUpgradable(ctx context.Context, pod *corev1.Pod, sidecar
 	return err
 }
 
-func (c *Controller) resetEvent(pod *corev1.Pod, err error) {
+func (c *Controller) resetEvent(pod *rollout.Pod, err error) {
 	if c.recorder == nil {
 		return
 	}
 	if err != nil {
-		klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KObj(pod))
-		c.recorder.Eventf(pod, corev1.EventTypeWarning, "ResetContainerFailed", "reset sidecar container image empty failed: %v", err)
+		klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KRef(pod.Namespace, pod.Name))
+		c.recorder.Eventf(pod.Ref(), corev1.EventTypeWarning, "ResetContainerFailed", "reset sidecar container image empty failed: %v", err)
 		return
 	}
-	c.recorder.Event(pod, corev1.EventTypeNormal, "ResetContainerSucceed", "reset sidecar container image empty successfully")
+	c.recorder.Event(pod.Ref(), corev1.EventTypeNormal, "ResetContainerSucceed", "reset sidecar container image empty successfully")
 }

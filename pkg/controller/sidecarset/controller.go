@@ -13,7 +13,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -38,16 +37,15 @@ type RevisionWriter interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// Options are the controller's inputs. Kube, Pods and Namespaces are the main cluster's; without
-// them the controller only keeps revisions and status.latestRevision.
+// Options are the controller's inputs. Kube and Pods are the main cluster's; without them the
+// controller only keeps revisions and status.latestRevision.
 type Options struct {
 	Client      clientset.Interface
 	SidecarSets informers.SidecarSetInformer
 	Revisions   informers.SidecarSetRevisionInformer
 	Writer      RevisionWriter
 	Kube        kubernetes.Interface
-	Pods        coreinformers.PodInformer
-	Namespaces  coreinformers.NamespaceInformer
+	Pods        *PodSource
 	Recorder    record.EventRecorder
 	Clock       clock.Clock
 }
@@ -97,10 +95,10 @@ func New(o Options) (*Controller, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if o.Pods != nil && o.Namespaces != nil && o.Kube != nil {
-		c.pods = NewPodSource(o.Pods, o.Namespaces)
-		c.synced = append(c.synced, o.Pods.Informer().HasSynced, o.Namespaces.Informer().HasSynced)
-		if _, err := o.Pods.Informer().AddEventHandler(podHandler(c.queue.Add, c.expect)); err != nil {
+	if o.Pods != nil && o.Kube != nil {
+		c.pods = o.Pods
+		c.synced = append(c.synced, o.Pods.HasSynced)
+		if err := o.Pods.addEventHandler(podHandler(c.queue.Add, c.expect)); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +172,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	ss := cached.DeepCopy()
-	var pods []*corev1.Pod
+	var pods []*rollout.Pod
 	if c.pods != nil {
 		if pods, err = c.pods.Select(ss); err != nil {
 			return 0, err
@@ -216,12 +214,12 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 }
 
 // replace returns pods with the written ones substituted by key.
-func replace(pods []*corev1.Pod, written []*corev1.Pod) []*corev1.Pod {
-	byKey := make(map[string]*corev1.Pod, len(written))
+func replace(pods []*rollout.Pod, written []*corev1.Pod) []*rollout.Pod {
+	byKey := make(map[string]*rollout.Pod, len(written))
 	for _, p := range written {
-		byKey[p.Namespace+"/"+p.Name] = p
+		byKey[p.Namespace+"/"+p.Name] = rollout.NewPod(p)
 	}
-	out := make([]*corev1.Pod, len(pods))
+	out := make([]*rollout.Pod, len(pods))
 	for i, p := range pods {
 		if w, ok := byKey[p.Namespace+"/"+p.Name]; ok {
 			p = w

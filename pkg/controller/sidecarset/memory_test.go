@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// BenchmarkCachedPodBytes reports the heap a cached pod costs after StripPod: decoded pods (as
+// BenchmarkCachedPodBytes reports the heap a cached pod costs after CachePod: decoded pods (as
 // the informer receives them) are stripped and kept, and the live heap growth is divided by their
 // number.
 func BenchmarkCachedPodBytes(b *testing.B) {
@@ -36,7 +36,7 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 			pod.Name = fmt.Sprintf("pod-%05d", j)
-			obj, _ := StripPod(pod)
+			obj, _ := CachePod(pod)
 			kept = append(kept, obj)
 		}
 		runtime.GC()

@@ -3,34 +3,51 @@ package sidecarset
 import (
 	"strconv"
 	"sync"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 var metav1UpdateOptions = metav1.UpdateOptions{}
 
-// PodSource lists the pods a SidecarSet selects from the main cluster's informer caches.
+// PodSource lists the pods a SidecarSet selects from the main cluster's pod informer. The
+// informer keeps what planning reads of each pod (*rollout.Pod, see CachePod), not the pods.
 type PodSource struct {
-	pods       corelisters.PodLister
-	namespaces corelisters.NamespaceLister
+	pods       cache.SharedIndexInformer
+	namespaces coreinformers.NamespaceInformer
 }
 
-// NewPodSource reads pods and namespaces from the given informers.
-func NewPodSource(pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer) *PodSource {
-	return &PodSource{pods: pods.Lister(), namespaces: namespaces.Lister()}
+// NewPodSource reads pods and namespaces from the given informers. It sets the pod informer's
+// transform to CachePod, so the informer must not have started and its lister must not be used.
+func NewPodSource(pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer) (*PodSource, error) {
+	inf := pods.Informer()
+	if err := inf.SetTransform(CachePod); err != nil {
+		return nil, err
+	}
+	return &PodSource{pods: inf, namespaces: namespaces}, nil
+}
+
+// HasSynced reports whether both caches are filled.
+func (s *PodSource) HasSynced() bool {
+	return s.pods.HasSynced() && s.namespaces.Informer().HasSynced()
+}
+
+// addEventHandler adds a handler of pod events.
+func (s *PodSource) addEventHandler(h cache.ResourceEventHandler) error {
+	_, err := s.pods.AddEventHandler(h)
+	return err
 }
 
 // Select returns the pods selected by spec.selector in the namespaces spec.namespace and
 // spec.namespaceSelector allow (all namespaces when neither is set).
-func (s *PodSource) Select(ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+func (s *PodSource) Select(ss *v1alpha1.SidecarSet) ([]*rollout.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
 	if err != nil {
 		return nil, err
@@ -40,17 +57,27 @@ func (s *PodSource) Select(ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
 		return nil, err
 	}
 	if namespaces == nil {
-		return s.pods.List(sel)
+		return matching(s.pods.GetIndexer().List(), sel), nil
 	}
-	var out []*corev1.Pod
+	var out []*rollout.Pod
 	for _, ns := range namespaces {
-		pods, err := s.pods.Pods(ns).List(sel)
+		objs, err := s.pods.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pods...)
+		out = append(out, matching(objs, sel)...)
 	}
 	return out, nil
+}
+
+func matching(objs []interface{}, sel labels.Selector) []*rollout.Pod {
+	out := make([]*rollout.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if p, ok := obj.(*rollout.Pod); ok && sel.Matches(p.Labels) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // selectNamespaces returns the namespaces to look in, nil meaning all.
@@ -65,7 +92,7 @@ func (s *PodSource) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.namespaces.List(sel)
+	list, err := s.namespaces.Lister().List(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +104,12 @@ func (s *PodSource) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) 
 }
 
 // get returns the cached pod, or nil.
-func (s *PodSource) get(namespace, name string) *corev1.Pod {
-	p, err := s.pods.Pods(namespace).Get(name)
-	if err != nil {
+func (s *PodSource) get(namespace, name string) *rollout.Pod {
+	obj, ok, err := s.pods.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
 		return nil
 	}
+	p, _ := obj.(*rollout.Pod)
 	return p
 }
 
@@ -92,23 +120,23 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		pod, ok := obj.(*corev1.Pod)
+		pod, ok := obj.(*rollout.Pod)
 		if !ok {
 			return
 		}
-		for _, name := range sidecar.ParseInjectedList(pod.Annotations[sidecar.InjectedListAnnotation]) {
+		for _, name := range sidecar.ParseInjectedList(pod.InjectedList) {
 			enqueue(name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: notify,
 		UpdateFunc: func(old, cur interface{}) {
-			if old.(*corev1.Pod).ResourceVersion != cur.(*corev1.Pod).ResourceVersion {
+			if old.(*rollout.Pod).ResourceVersion != cur.(*rollout.Pod).ResourceVersion {
 				notify(cur)
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if pod, ok := obj.(*corev1.Pod); ok {
+			if pod, ok := obj.(*rollout.Pod); ok {
 				expect.forget(pod.Namespace + "/" + pod.Name)
 			}
 			notify(obj)
@@ -116,95 +144,13 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 	}
 }
 
-// StripPod is the pod informer's transform: it keeps only what planning reads (metadata without
-// managed fields, owners and kubectl's last-applied copy; container names, images and restart
-// policies; container statuses without their state details but a waiting reason; the Ready and
-// SidecarSetUpgradable conditions, the latter with its message) and shares the strings many pods
-// repeat (images, image IDs, label and annotation keys, namespaces), so that tens of thousands of
-// cached pods stay small.
-func StripPod(obj interface{}) (interface{}, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
+// CachePod is the pod informer's transform: it keeps what planning reads of a pod (see
+// rollout.Pod). Other objects pass unchanged, so it may see its own output again.
+func CachePod(obj interface{}) (interface{}, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		return rollout.NewPod(pod), nil
 	}
-	pod.ManagedFields, pod.OwnerReferences, pod.Finalizers, pod.GenerateName = nil, nil, nil, ""
-	pod.Namespace = intern(pod.Namespace)
-	delete(pod.Annotations, corev1.LastAppliedConfigAnnotation)
-	pod.Labels = internMap(pod.Labels, true)
-	pod.Annotations = internMap(pod.Annotations, false)
-	pod.Spec = corev1.PodSpec{
-		NodeName:       intern(pod.Spec.NodeName),
-		Containers:     stripContainers(pod.Spec.Containers),
-		InitContainers: stripContainers(pod.Spec.InitContainers),
-	}
-	pod.Status = corev1.PodStatus{
-		Phase:                 pod.Status.Phase,
-		ObservedGeneration:    pod.Status.ObservedGeneration,
-		Conditions:            keepConditions(pod.Status.Conditions),
-		ContainerStatuses:     stripStatuses(pod.Status.ContainerStatuses),
-		InitContainerStatuses: stripStatuses(pod.Status.InitContainerStatuses),
-	}
-	return pod, nil
-}
-
-// intern returns the canonical copy of s.
-func intern(s string) string { return unique.Make(s).Value() }
-
-// internMap rebuilds m with interned keys (and values when values is set).
-func internMap(m map[string]string, values bool) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if values {
-			v = intern(v)
-		}
-		out[intern(k)] = v
-	}
-	return out
-}
-
-func stripContainers(in []corev1.Container) []corev1.Container {
-	if in == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(in))
-	for i, c := range in {
-		out[i] = corev1.Container{Name: intern(c.Name), Image: intern(c.Image), RestartPolicy: c.RestartPolicy}
-	}
-	return out
-}
-
-func stripStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if in == nil {
-		return nil
-	}
-	out := make([]corev1.ContainerStatus, len(in))
-	for i, s := range in {
-		out[i] = corev1.ContainerStatus{Name: intern(s.Name), Image: intern(s.Image), ImageID: intern(s.ImageID),
-			ContainerID: s.ContainerID, Ready: s.Ready, RestartCount: s.RestartCount}
-		if s.State.Waiting != nil {
-			out[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: intern(s.State.Waiting.Reason)}
-		}
-	}
-	return out
-}
-
-// keepConditions keeps the conditions planning reads, in a new slice: Ready (without message)
-// and SidecarSetUpgradable (its message is data).
-func keepConditions(in []corev1.PodCondition) []corev1.PodCondition {
-	var out []corev1.PodCondition
-	for _, c := range in {
-		switch c.Type {
-		case corev1.PodReady:
-			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
-		case sidecar.UpgradableCondition:
-			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
-				LastTransitionTime: c.LastTransitionTime})
-		}
-	}
-	return out
+	return obj, nil
 }
 
 // expectations remembers the resourceVersions of the pods the controller wrote, so that a round
@@ -235,7 +181,7 @@ func (e *expectations) forget(key string) {
 
 // satisfied reports whether the cache shows every write to the given pods; it forgets the writes
 // it sees.
-func (e *expectations) satisfied(src *PodSource, pods []*corev1.Pod) bool {
+func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.pending) == 0 {

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
-	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // maxNamePrefix keeps revision names within the 253 characters of a name.
@@ -177,14 +175,14 @@ func pinned(ss *v1alpha1.SidecarSet, r *v1alpha1.SidecarSetRevision) bool {
 
 // RevisionsInUse returns the revisions the SidecarSet's managed pods run, as their hash
 // annotation records them.
-func RevisionsInUse(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) sets.Set[string] {
+func RevisionsInUse(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) sets.Set[string] {
 	out := sets.New[string]()
 	for _, pod := range pods {
 		if !rollout.Managed(ss, pod) {
 			continue
 		}
-		if _, rev, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashAnnotation], ss.Name); ok && rev != "" {
-			out.Insert(rev)
+		if h, ok := pod.Hash(ss.Name); ok && h.Revision != "" {
+			out.Insert(h.Revision)
 		}
 	}
 	return out

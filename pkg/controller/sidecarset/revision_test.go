@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
@@ -110,7 +111,7 @@ func TestRevisionRunByPodsIsNotPruned(t *testing.T) {
 		sidecar.NewHashEntry(ss.Name, "h2", v2.Name, []string{"c"}, time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	inUse := RevisionsInUse(ss, []*corev1.Pod{pod})
+	inUse := RevisionsInUse(ss, []*rollout.Pod{rollout.NewPod(pod)})
 	if !inUse.Has(v2.Name) || inUse.Len() != 1 {
 		t.Fatalf("in use = %v, want %s", sets.List(inUse), v2.Name)
 	}

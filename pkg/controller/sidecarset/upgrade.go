@@ -26,7 +26,8 @@ import (
 func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]string, error) {
 	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
 	snapshot := pod.DeepCopy() // statuses and images as they were, for the records
-	ready := func(c string) bool { return readyAndUpgraded(snapshot, ss.Name, c) }
+	view := rollout.NewPod(snapshot)
+	ready := func(c string) bool { return readyAndUpgraded(view, ss.Name, c) }
 	var changed []string
 	for _, sc := range upgradableContainers(ss) {
 		if c := sidecar.UpgradeContainer(pod, sc, ss.ResourceVersion, ready); c != "" {
@@ -99,22 +100,17 @@ func upgradableContainers(ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarContainer 
 }
 
 // readyAndUpgraded reports whether pod container c is ready and runs what its spec says.
-func readyAndUpgraded(pod *corev1.Pod, sidecarSetName, c string) bool {
-	st := sidecar.ContainerStatus(pod, c)
-	return st != nil && st.Ready && rollout.ContainerUpgraded(pod, sidecarSetName, c)
+func readyAndUpgraded(pod *rollout.Pod, sidecarSetName, c string) bool {
+	ct := pod.Container(c)
+	return ct != nil && ct.HasStatus && ct.Ready && rollout.ContainerUpgraded(pod, sidecarSetName, c)
 }
 
 // UpgradableCondition returns the pod's SidecarSetUpgradable condition after recording whether
-// the SidecarSet can upgrade it in place, and whether it differs from the current one. The message
-// is OpenKruise's JSON object of SidecarSet name to bool, kept across SidecarSets; the condition is
-// True (reason AllSidecarsetUpgradable) iff every recorded value is true.
-func UpgradableCondition(pod *corev1.Pod, sidecarSetName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
-	var current *corev1.PodCondition
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
-			current = &pod.Status.Conditions[i]
-		}
-	}
+// the SidecarSet can upgrade it in place, and whether it differs from current (the pod's
+// condition, nil when it has none). The message is OpenKruise's JSON object of SidecarSet name to
+// bool, kept across SidecarSets; the condition is True (reason AllSidecarsetUpgradable) iff every
+// recorded value is true.
+func UpgradableCondition(current *corev1.PodCondition, sidecarSetName string, upgradable bool, now time.Time) (corev1.PodCondition, bool) {
 	values := map[string]bool{}
 	if current != nil {
 		_ = json.Unmarshal([]byte(current.Message), &values) // a foreign message starts over
@@ -138,4 +134,14 @@ func UpgradableCondition(pod *corev1.Pod, sidecarSetName string, upgradable bool
 	}
 	same := current.Status == cond.Status && current.Reason == cond.Reason && current.Message == cond.Message
 	return cond, !same
+}
+
+// upgradableCondition returns the pod's SidecarSetUpgradable condition, or nil.
+func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -116,7 +116,7 @@ func TestUpgradePodChangesOnlyImages(t *testing.T) {
 		ss.Spec.InitContainers[0].Image = "init:2" // plain init container: injection only
 		ss.Spec.InitContainers[1].Image = "agent:2"
 	})
-	if got := rollout.Plan(v2, []*corev1.Pod{pod}); len(got.Upgrade) != 1 {
+	if got := rollout.Plan(v2, []*rollout.Pod{rollout.NewPod(pod)}); len(got.Upgrade) != 1 {
 		t.Fatalf("plan upgrades %d pods, want 1: %+v", len(got.Upgrade), got.Pods)
 	}
 	before := pod.DeepCopy()
@@ -176,7 +176,7 @@ func TestUpgradePodChangesOnlyImages(t *testing.T) {
 	// Until the kubelet restarts them, the changed containers are not upgraded.
 	pod.Generation++
 	for _, c := range changed {
-		if rollout.ContainerUpgraded(pod, "ss", c) {
+		if rollout.ContainerUpgraded(rollout.NewPod(pod), "ss", c) {
 			t.Errorf("%s counts as upgraded before the kubelet restarted it", c)
 		}
 	}
@@ -208,36 +208,36 @@ func TestResetPod(t *testing.T) {
 }
 
 func TestUpgradableCondition(t *testing.T) {
-	withCondition := func(status corev1.ConditionStatus, msg string) *corev1.Pod {
+	withCondition := func(status corev1.ConditionStatus, msg string) *corev1.PodCondition {
 		reason := sidecar.UpgradableReason
 		if status == corev1.ConditionFalse {
 			reason = sidecar.NotUpgradableReason
 		}
-		return &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: sidecar.UpgradableCondition,
-			Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0)}}}}
+		return &corev1.PodCondition{Type: sidecar.UpgradableCondition,
+			Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0)}
 	}
 	tests := []struct {
 		name       string
-		pod        *corev1.Pod
+		current    *corev1.PodCondition
 		upgradable bool
 		status     corev1.ConditionStatus
 		message    string
 		changed    bool
 	}{
-		{name: "new true", pod: &corev1.Pod{}, upgradable: true, status: corev1.ConditionTrue, message: `{"ss":true}`, changed: true},
-		{name: "new false", pod: &corev1.Pod{}, upgradable: false, status: corev1.ConditionFalse, message: `{"ss":false}`, changed: true},
-		{name: "unchanged", pod: withCondition(corev1.ConditionTrue, `{"ss":true}`), upgradable: true, status: corev1.ConditionTrue, message: `{"ss":true}`},
-		{name: "other sidecarset false", pod: withCondition(corev1.ConditionFalse, `{"other":false}`), upgradable: true,
+		{name: "new true", upgradable: true, status: corev1.ConditionTrue, message: `{"ss":true}`, changed: true},
+		{name: "new false", upgradable: false, status: corev1.ConditionFalse, message: `{"ss":false}`, changed: true},
+		{name: "unchanged", current: withCondition(corev1.ConditionTrue, `{"ss":true}`), upgradable: true, status: corev1.ConditionTrue, message: `{"ss":true}`},
+		{name: "other sidecarset false", current: withCondition(corev1.ConditionFalse, `{"other":false}`), upgradable: true,
 			status: corev1.ConditionFalse, message: `{"other":false,"ss":true}`, changed: true},
-		{name: "flip to false", pod: withCondition(corev1.ConditionTrue, `{"other":true,"ss":true}`), upgradable: false,
+		{name: "flip to false", current: withCondition(corev1.ConditionTrue, `{"other":true,"ss":true}`), upgradable: false,
 			status: corev1.ConditionFalse, message: `{"other":true,"ss":false}`, changed: true},
-		{name: "foreign message", pod: withCondition(corev1.ConditionTrue, `not json`), upgradable: true,
+		{name: "foreign message", current: withCondition(corev1.ConditionTrue, `not json`), upgradable: true,
 			status: corev1.ConditionTrue, message: `{"ss":true}`, changed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := t0.Add(time.Hour)
-			cond, changed := UpgradableCondition(tt.pod, "ss", tt.upgradable, now)
+			cond, changed := UpgradableCondition(tt.current, "ss", tt.upgradable, now)
 			if cond.Status != tt.status || cond.Message != tt.message || changed != tt.changed {
 				t.Errorf("got %s %s changed=%v, want %s %s changed=%v", cond.Status, cond.Message, changed, tt.status, tt.message, tt.changed)
 			}
@@ -248,7 +248,7 @@ func TestUpgradableCondition(t *testing.T) {
 			if cond.Reason != wantReason {
 				t.Errorf("reason = %s, want %s", cond.Reason, wantReason)
 			}
-			keepsTime := len(tt.pod.Status.Conditions) > 0 && tt.pod.Status.Conditions[0].Status == tt.status
+			keepsTime := tt.current != nil && tt.current.Status == tt.status
 			if keepsTime != cond.LastTransitionTime.Time.Equal(t0) {
 				t.Errorf("lastTransitionTime = %v (status kept: %v)", cond.LastTransitionTime, keepsTime)
 			}
@@ -256,31 +256,34 @@ func TestUpgradableCondition(t *testing.T) {
 	}
 }
 
-func TestStripPodKeepsWhatPlanningReads(t *testing.T) {
+func TestCachePodKeepsWhatPlanningReads(t *testing.T) {
 	ss := newSidecarSet(t, upgradeSidecarSet, nil)
 	pod := injectedPod(t, ss)
 	pod.Status.Conditions = append(pod.Status.Conditions,
 		corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionFalse,
 			Reason: sidecar.NotUpgradableReason, Message: `{"ss":false}`},
 		corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, Message: "dropped"})
-	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "BIG", Value: "dropped"}}
-	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	full := pod.DeepCopy()
-	obj, err := StripPod(pod)
+	obj, err := CachePod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stripped := obj.(*corev1.Pod)
-	if stripped.ManagedFields != nil || stripped.Spec.Containers[0].Env != nil || len(stripped.Status.Conditions) != 2 {
-		t.Errorf("not stripped: %+v", stripped)
+	cached := obj.(*rollout.Pod)
+	if again, _ := CachePod(cached); again != obj {
+		t.Error("CachePod must pass its own output unchanged")
 	}
-	cond, changed := UpgradableCondition(stripped, "ss", false, t0)
+	cond, changed := UpgradableCondition(cached.Upgradable, "ss", false, t0)
 	if changed || cond.Message != `{"ss":false}` {
-		t.Errorf("the SidecarSetUpgradable message must survive stripping: %v %s", changed, cond.Message)
+		t.Errorf("the SidecarSetUpgradable message must be cached: %v %s", changed, cond.Message)
 	}
-	a, b := rollout.Plan(ss, []*corev1.Pod{full}), rollout.Plan(ss, []*corev1.Pod{stripped})
-	if a.Counts != b.Counts || a.Pods[0].State != b.Pods[0].State || a.Pods[0].Reason != b.Pods[0].Reason {
-		t.Errorf("planning differs on the stripped pod: %+v / %+v", a.Pods[0], b.Pods[0])
+	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
+	for _, s := range []*v1alpha1.SidecarSet{ss, v2} {
+		res := rollout.Plan(s, []*rollout.Pod{cached})
+		if res.Counts.Matched != 1 || len(res.Pods) != 1 {
+			t.Fatalf("plan of %s on the cached pod: %+v", s.Spec.Containers[0].Image, res.Counts)
+		}
+	}
+	if res := rollout.Plan(v2, []*rollout.Pod{cached}); len(res.Upgrade) != 1 || res.Counts.Updated != 0 {
+		t.Errorf("the cached pod must be upgradable to v2: %+v %+v", res.Counts, res.Pods[0])
 	}
 }
 
@@ -315,49 +318,4 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func TestPodPatchCarriesOnlyTheUpgrade(t *testing.T) {
-	v1 := newSidecarSet(t, upgradeSidecarSet, nil)
-	full := injectedPod(t, v1)
-	full.ResourceVersion = "42"
-	obj, err := StripPod(full.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cached := obj.(*corev1.Pod)
-	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
-	upgraded := cached.DeepCopy()
-	if _, err := UpgradePod(upgraded, v2, t0); err != nil {
-		t.Fatal(err)
-	}
-	patch, err := podPatch(cached, upgraded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Metadata struct {
-			ResourceVersion string            `json:"resourceVersion"`
-			Annotations     map[string]string `json:"annotations"`
-		} `json:"metadata"`
-		Spec   map[string]json.RawMessage `json:"spec"`
-		Status json.RawMessage            `json:"status"`
-	}
-	if err := json.Unmarshal(patch, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Metadata.ResourceVersion != "42" || got.Status != nil {
-		t.Errorf("patch %s: want resourceVersion 42 and no status", patch)
-	}
-	if string(got.Spec["containers"]) != `[{"image":"log:2","name":"log"}]` || len(got.Spec) != 2 { // containers and $setElementOrder
-		t.Errorf("spec patch %s", patch)
-	}
-	for _, k := range []string{sidecar.HashAnnotation, sidecar.InPlaceUpdateStateAnnotation} {
-		if got.Metadata.Annotations[k] != upgraded.Annotations[k] {
-			t.Errorf("annotation %s not in the patch: %s", k, patch)
-		}
-	}
-	if none, err := podPatch(cached, cached.DeepCopy()); err != nil || none != nil {
-		t.Errorf("no change must mean no patch: %s %v", none, err)
-	}
 }

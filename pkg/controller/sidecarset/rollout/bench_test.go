@@ -71,7 +71,8 @@ func benchPods(n int) (*v1alpha1.SidecarSet, []*corev1.Pod) {
 }
 
 func BenchmarkPlan10000(b *testing.B) {
-	ss, pods := benchPods(10000)
+	ss, full := benchPods(10000)
+	pods := cached(full)
 	res := Plan(ss, pods)
 	if res.Counts.Matched != 10000 || res.Counts.Updated != 5000 || res.Counts.UpdatedReady != 5000 || len(res.Upgrade) != 1000 {
 		b.Fatalf("unexpected plan: counts %+v, %d upgrades", res.Counts, len(res.Upgrade))
@@ -84,7 +85,8 @@ func BenchmarkPlan10000(b *testing.B) {
 }
 
 func BenchmarkPlan10000PriorityScatter(b *testing.B) {
-	ss, pods := benchPods(10000)
+	ss, full := benchPods(10000)
+	pods := cached(full)
 	ss.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{
 		{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"topology.kubernetes.io/zone": "eu-west-1a"}}},
 	}}

@@ -267,7 +267,7 @@ func upgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []strin
 	snapshot := pod.DeepCopy()
 	ready := func(c string) bool {
 		st := sidecar.ContainerStatus(snapshot, c)
-		return st != nil && st.Ready && ContainerUpgraded(snapshot, ss.Name, c)
+		return st != nil && st.Ready && ContainerUpgraded(NewPod(snapshot), ss.Name, c)
 	}
 	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
 	var changed []string
@@ -334,7 +334,38 @@ func planOf(res *Result, name string) PodPlan {
 	panic("no plan for pod " + name)
 }
 
-func names(pods []*corev1.Pod) []string {
+// readyCondition reports whether the pod's Ready condition is True.
+func readyCondition(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// plan plans over what the pod cache keeps of pods.
+func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) *Result { return Plan(ss, cached(pods)) }
+
+func cached(pods []*corev1.Pod) []*Pod {
+	out := make([]*Pod, len(pods))
+	for i, p := range pods {
+		out[i] = NewPod(p)
+	}
+	return out
+}
+
+// source returns the pod of pods that p was made from.
+func source(pods []*corev1.Pod, p *Pod) *corev1.Pod {
+	for _, q := range pods {
+		if q.Namespace == p.Namespace && q.Name == p.Name {
+			return q
+		}
+	}
+	panic("no pod " + p.Name)
+}
+
+func names(pods []*Pod) []string {
 	out := make([]string, len(pods))
 	for i, p := range pods {
 		out[i] = p.Name

@@ -3,6 +3,7 @@ package rollout
 import (
 	"math"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +17,7 @@ import (
 // namespace/name so that a plan is a function of its inputs.
 
 // sortCandidates returns the candidates (indexes into pods) in upgrade order.
-func sortCandidates(st *v1alpha1.SidecarSetUpdateStrategy, pods []*corev1.Pod, candidates []int) []int {
+func sortCandidates(st *v1alpha1.SidecarSetUpdateStrategy, pods []*Pod, candidates []int) []int {
 	sort.SliceStable(candidates, func(i, j int) bool {
 		return activeLess(pods[candidates[i]], pods[candidates[j]])
 	})
@@ -34,27 +35,24 @@ var phaseOrdinal = map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnkno
 // activeLess is Kubernetes' ActivePods order: unscheduled < scheduled; Pending < Unknown <
 // Running; not ready < ready; ready more recently < ready longer; more restarts < fewer; newer or
 // unset creation < older.
-func activeLess(a, b *corev1.Pod) bool {
-	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
-		return a.Spec.NodeName == ""
+func activeLess(a, b *Pod) bool {
+	if a.Scheduled != b.Scheduled {
+		return !a.Scheduled
 	}
-	if pa, pb := phaseOrdinal[a.Status.Phase], phaseOrdinal[b.Status.Phase]; pa != pb {
+	if pa, pb := phaseOrdinal[a.Phase], phaseOrdinal[b.Phase]; pa != pb {
 		return pa < pb
 	}
-	ra, rb := podReady(a), podReady(b)
-	if ra != rb {
-		return !ra
+	if a.Ready != b.Ready {
+		return !a.Ready
 	}
-	if ra {
-		if ta, tb := readyTime(a), readyTime(b); !ta.Equal(tb) {
-			return afterOrZero(ta, tb)
-		}
+	if a.Ready && !a.ReadySince.Equal(b.ReadySince) {
+		return afterOrZero(a.ReadySince, b.ReadySince)
 	}
 	if ca, cb := maxRestarts(a), maxRestarts(b); ca != cb {
 		return ca > cb
 	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return afterOrZero(&a.CreationTimestamp, &b.CreationTimestamp)
+	if !a.Created.Equal(b.Created) {
+		return afterOrZero(a.Created, b.Created)
 	}
 	if a.Namespace != b.Namespace {
 		return a.Namespace < b.Namespace
@@ -62,36 +60,25 @@ func activeLess(a, b *corev1.Pod) bool {
 	return a.Name < b.Name
 }
 
-func readyTime(p *corev1.Pod) *metav1.Time {
-	for i := range p.Status.Conditions {
-		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return &c.LastTransitionTime
-		}
+// afterOrZero orders a zero time first, then later times first.
+func afterOrZero(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero()
 	}
-	return &metav1.Time{}
+	return a.After(b)
 }
 
-// afterOrZero: a zero time sorts first, then the later time.
-func afterOrZero(a, b *metav1.Time) bool {
-	if a.Time.IsZero() || b.Time.IsZero() {
-		return a.Time.IsZero()
-	}
-	return a.After(b.Time)
-}
-
-func maxRestarts(p *corev1.Pod) int32 {
+func maxRestarts(p *Pod) int32 {
 	var n int32
-	for i := range p.Status.ContainerStatuses {
-		n = max(n, p.Status.ContainerStatuses[i].RestartCount)
+	for i := range p.Containers {
+		if c := &p.Containers[i]; !c.Init {
+			n = max(n, c.RestartCount)
+		}
 	}
 	return n
 }
 
-// sortByPriority re-sorts candidates stably by priority: weight mode, the sum of the weights of
-// the terms a pod matches, higher first; order mode, the index of the first ordered key the pod
-// carries (lower first; pods with none of the keys come first, as in OpenKruise), then the
-// integer suffix of its value, higher first.
-func sortByPriority(p *v1alpha1.UpdatePriorityStrategy, pods []*corev1.Pod, candidates []int) {
+func sortByPriority(p *v1alpha1.UpdatePriorityStrategy, pods []*Pod, candidates []int) {
 	type prio struct{ a, b int64 }
 	keys := make(map[int]prio, len(candidates))
 	if len(p.WeightPriority) > 0 {
@@ -106,7 +93,7 @@ func sortByPriority(p *v1alpha1.UpdatePriorityStrategy, pods []*corev1.Pod, cand
 		for _, c := range candidates {
 			var w int64
 			for i, s := range selectors {
-				if s.Matches(labels.Set(pods[c].Labels)) {
+				if s.Matches(pods[c].Labels) {
 					w += int64(p.WeightPriority[i].Weight)
 				}
 			}
@@ -127,9 +114,9 @@ func sortByPriority(p *v1alpha1.UpdatePriorityStrategy, pods []*corev1.Pod, cand
 	})
 }
 
-func orderPriority(terms []v1alpha1.UpdatePriorityOrderTerm, podLabels map[string]string) (level, order int64) {
+func orderPriority(terms []v1alpha1.UpdatePriorityOrderTerm, podLabels Labels) (level, order int64) {
 	for i, t := range terms {
-		if v, ok := podLabels[t.OrderedKey]; ok {
+		if v, ok := podLabels.Lookup(t.OrderedKey); ok {
 			return int64(i), intSuffix(v)
 		}
 	}
@@ -155,7 +142,7 @@ func intSuffix(v string) int64 {
 
 // expandScatterTerms replaces a term with value "*" by one term per distinct value of its key
 // among the pods (sorted), dropping duplicate terms.
-func expandScatterTerms(terms v1alpha1.UpdateScatterStrategy, pods []*corev1.Pod) []v1alpha1.UpdateScatterTerm {
+func expandScatterTerms(terms v1alpha1.UpdateScatterStrategy, pods []*Pod) []v1alpha1.UpdateScatterTerm {
 	seen := map[v1alpha1.UpdateScatterTerm]bool{}
 	var out []v1alpha1.UpdateScatterTerm
 	add := func(t v1alpha1.UpdateScatterTerm) {
@@ -171,7 +158,7 @@ func expandScatterTerms(terms v1alpha1.UpdateScatterStrategy, pods []*corev1.Pod
 		}
 		values := map[string]bool{}
 		for _, p := range pods {
-			if v, ok := p.Labels[t.Key]; ok {
+			if v, ok := p.Labels.Lookup(t.Key); ok {
 				values[v] = true
 			}
 		}

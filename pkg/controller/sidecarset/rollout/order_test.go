@@ -48,16 +48,16 @@ func TestActiveLess(t *testing.T) {
 		{"ties by namespace first", base("z", func(p *corev1.Pod) { p.Namespace = "a" }), base("a")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !activeLess(tc.first, tc.later) {
+			if !activeLess(NewPod(tc.first), NewPod(tc.later)) {
 				t.Errorf("activeLess(%s, %s) = false, want true", tc.first.Name, tc.later.Name)
 			}
-			if activeLess(tc.later, tc.first) {
+			if activeLess(NewPod(tc.later), NewPod(tc.first)) {
 				t.Errorf("activeLess(%s, %s) = true, want false", tc.later.Name, tc.first.Name)
 			}
 		})
 	}
-	if p := base("a"); activeLess(p, p) {
-		t.Error("activeLess(p, p) = true")
+	if p := base("a"); activeLess(NewPod(p), NewPod(p)) {
+		t.Error("activeLess(NewPod(p), NewPod(p)) = true")
 	}
 }
 
@@ -83,7 +83,7 @@ func TestActiveOrderIsTotal(t *testing.T) {
 	var want []string
 	for n := range 5 {
 		idx := rng.Perm(len(pods))
-		got := sortCandidates(&v1alpha1.SidecarSetUpdateStrategy{}, pods, idx)
+		got := sortCandidates(&v1alpha1.SidecarSetUpdateStrategy{}, cached(pods), idx)
 		var order []string
 		for _, i := range got {
 			order = append(order, pods[i].Name)
@@ -126,7 +126,7 @@ func candidateOrder(st *v1alpha1.SidecarSetUpdateStrategy, pods []*corev1.Pod) [
 		idx[i] = i
 	}
 	var out []string
-	for _, i := range sortCandidates(st, pods, idx) {
+	for _, i := range sortCandidates(st, cached(pods), idx) {
 		out = append(out, pods[i].Name)
 	}
 	return out
@@ -300,7 +300,7 @@ func TestScatterByTermGolden(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			pods := scatterPods(tc.labels)
-			if got := scatterByTerm(term, pods, indexes(len(pods))); !reflect.DeepEqual(got, tc.want) {
+			if got := scatterByTerm(term, cached(pods), indexes(len(pods))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("scatterByTerm = %v, want %v", got, tc.want)
 			}
 		})
@@ -357,7 +357,7 @@ func TestScatterGolden(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			pods := scatterPods(tc.labels)
-			if got := scatter(tc.terms, pods, indexes(len(tc.want))); !reflect.DeepEqual(got, tc.want) {
+			if got := scatter(tc.terms, cached(pods), indexes(len(tc.want))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("scatter = %v, want %v", got, tc.want)
 			}
 		})
@@ -370,7 +370,7 @@ func TestExpandScatterTerms(t *testing.T) {
 		{Key: "rack", Value: "r1"}, {Key: "zone", Value: "*"}, {Key: "zone", Value: "b"}, {Key: "rack", Value: "r1"}, {Key: "none", Value: "*"},
 	}
 	want := []v1alpha1.UpdateScatterTerm{{Key: "rack", Value: "r1"}, {Key: "zone", Value: "a"}, {Key: "zone", Value: "b"}, {Key: "zone", Value: "c"}}
-	if got := expandScatterTerms(terms, pods); !reflect.DeepEqual(got, want) {
+	if got := expandScatterTerms(terms, cached(pods)); !reflect.DeepEqual(got, want) {
 		t.Errorf("expandScatterTerms = %v, want %v", got, want)
 	}
 }
@@ -391,7 +391,7 @@ func TestScatterSpreadsZones(t *testing.T) {
 		p.Name = fmt.Sprintf("p%02d", i) // active order = index order
 	}
 	st := &v1alpha1.SidecarSetUpdateStrategy{ScatterStrategy: v1alpha1.UpdateScatterStrategy{{Key: "zone", Value: "z0"}}}
-	order := sortCandidates(st, pods, indexes(len(pods)))
+	order := sortCandidates(st, cached(pods), indexes(len(pods)))
 	if got := len(order); got != 60 {
 		t.Fatalf("order has %d pods", got)
 	}
@@ -438,8 +438,8 @@ func TestScatterKeepsCandidates(t *testing.T) {
 				cands = append(cands, i)
 			}
 		}
-		terms := expandScatterTerms(v1alpha1.UpdateScatterStrategy{{Key: "a", Value: "*"}, {Key: "b", Value: "1"}, {Key: "c", Value: "*"}}, pods)
-		got := scatter(terms, pods, append([]int(nil), cands...))
+		terms := expandScatterTerms(v1alpha1.UpdateScatterStrategy{{Key: "a", Value: "*"}, {Key: "b", Value: "1"}, {Key: "c", Value: "*"}}, cached(pods))
+		got := scatter(terms, cached(pods), append([]int(nil), cands...))
 		sorted := append([]int(nil), got...)
 		sort.Ints(sorted)
 		if !reflect.DeepEqual(sorted, cands) && !(len(sorted) == 0 && len(cands) == 0) {

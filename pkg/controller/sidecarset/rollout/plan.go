@@ -48,7 +48,7 @@ type Counts struct {
 
 // PodPlan is one managed pod's rollout state.
 type PodPlan struct {
-	Pod *corev1.Pod
+	Pod *Pod
 	// Revision is the SidecarSetRevision the pod's sidecars come from, when recorded.
 	Revision string
 	State    v1alpha1.PodRolloutState
@@ -63,11 +63,11 @@ type Result struct {
 	// in upgrade order.
 	Pods []PodPlan
 	// Upgrade are the pods to upgrade now, in order.
-	Upgrade []*corev1.Pod
+	Upgrade []*Pod
 	// Reset are the pods whose idle hot-upgrade twins go back to the empty image now.
-	Reset []*corev1.Pod
+	Reset []*Pod
 	// NotUpgradable are the pods the current spec cannot upgrade in place, to be marked so.
-	NotUpgradable []*corev1.Pod
+	NotUpgradable []*Pod
 	// MaxUnavailable and Partition are the resolved strategy values.
 	MaxUnavailable, Partition int32
 	// Unavailable counts the updated pods that are not available (before this round's upgrades).
@@ -82,9 +82,9 @@ func (r *Result) Done() bool {
 
 // Plan plans a round of the rollout of ss over pods, the pods its selector and namespace rules
 // match (it keeps those ss manages).
-func Plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) *Result {
+func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
 	p := newPlanner(ss)
-	managed := make([]*corev1.Pod, 0, len(pods))
+	managed := make([]*Pod, 0, len(pods))
 	for _, pod := range pods {
 		if Managed(ss, pod) {
 			managed = append(managed, pod)
@@ -146,10 +146,10 @@ func Plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) *Result {
 // choose walks the candidates in order: partition keeps the last ones; a candidate that is not
 // available costs nothing; an available one is taken while fewer than maxUnavailable updated pods
 // are unavailable, and the walk stops at the first that would exceed it (OpenKruise §5.7).
-func (p *planner) choose(res *Result, pods []*corev1.Pod, facts []podFacts, plans []PodPlan, candidates []int) []*corev1.Pod {
+func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int) []*Pod {
 	keep := len(candidates) - int(res.Partition)
 	unavailable := res.Unavailable
-	var out []*corev1.Pod
+	var out []*Pod
 	stopped := false
 	for n, i := range candidates {
 		take := false
@@ -282,7 +282,7 @@ func newPlanner(ss *v1alpha1.SidecarSet) *planner {
 
 // podFacts are the predicates of one managed pod.
 type podFacts struct {
-	pod             *corev1.Pod
+	pod             *Pod
 	revision        string
 	updated         bool // hash entry is the current spec's
 	upgradable      bool // only images differ from the current spec
@@ -296,36 +296,35 @@ type podFacts struct {
 
 func (f *podFacts) available() bool { return f.consistent && f.readyForSidecar }
 
-func (p *planner) facts(pod *corev1.Pod) podFacts {
+func (p *planner) facts(pod *Pod) podFacts {
 	f := podFacts{pod: pod}
-	hash, rev, _ := sidecar.LookupHash(pod.Annotations[sidecar.HashAnnotation], p.ss.Name)
-	f.revision, f.updated = rev, hash == p.hash
+	h, _ := pod.Hash(p.ss.Name)
+	f.revision, f.updated = h.Revision, h.Hash == p.hash
 	if !f.updated { // upgradability matters for pods to upgrade only
-		hashNoImg, _, ok := sidecar.LookupHash(pod.Annotations[sidecar.HashWithoutImageAnnotation], p.ss.Name)
-		f.upgradable = ok && hashNoImg == p.hashNoImg
+		noImg, ok := pod.HashWithoutImage(p.ss.Name)
+		f.upgradable = ok && noImg.Hash == p.hashNoImg
 	}
-	st := newPodState(pod, p.ss.Name)
-	f.consistent = len(pod.Spec.Containers) == len(pod.Status.ContainerStatuses)
+	f.consistent = pod.statusesComplete()
 	for _, n := range p.names {
-		done := st.upgraded(n)
+		done := ContainerUpgraded(pod, p.ss.Name, n)
 		f.consistent = f.consistent && done
 		if !done {
-			if cs := sidecar.ContainerStatus(pod, n); cs != nil && cs.Ready {
+			if ct := pod.Container(n); ct != nil && ct.HasStatus && ct.Ready {
 				f.inFlight = true
 			}
 		}
 	}
-	f.readyForSidecar = pod.Status.Phase == corev1.PodRunning && podReady(pod) && pod.DeletionTimestamp == nil && p.hotIdle(pod)
+	f.readyForSidecar = podRunningAndReady(pod) && p.hotIdle(pod)
 	f.failure, f.failed = waitingFailure(pod, p.names)
-	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(labels.Set(pod.Labels)))
+	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(pod.Labels))
 	return f
 }
 
 // hotIdle reports whether every hot-upgrade sidecar's idle twin runs the empty image.
-func (p *planner) hotIdle(pod *corev1.Pod) bool {
+func (p *planner) hotIdle(pod *Pod) bool {
 	for _, sc := range p.hot {
-		_, idle := sidecar.HotUpgradeContainers(sc.Name, pod.Annotations)
-		if c := sidecar.FindPodContainer(pod, idle); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+		_, idle := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
+		if c := pod.Container(idle); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 			return false
 		}
 	}
@@ -369,18 +368,18 @@ func (p *planner) classify(f *podFacts) PodPlan {
 // resets returns the pods whose hot-upgrade sidecars' idle twins should go back to the empty
 // image (OpenKruise §5.9): an idle twin runs a real image, every other sidecar runs its spec
 // image, and the pod is ready (or all its containers but the idle twins are).
-func (p *planner) resets(pods []*corev1.Pod) []*corev1.Pod {
+func (p *planner) resets(pods []*Pod) []*Pod {
 	if len(p.hot) == 0 {
 		return nil
 	}
-	var out []*corev1.Pod
+	var out []*Pod
 	for _, pod := range pods {
 		idle := map[string]bool{}
 		due := false
 		for _, sc := range p.hot {
-			_, twin := sidecar.HotUpgradeContainers(sc.Name, pod.Annotations)
+			_, twin := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
 			idle[twin] = true
-			if c := sidecar.FindPodContainer(pod, twin); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			if c := pod.Container(twin); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 				due = true
 			}
 		}
@@ -391,26 +390,25 @@ func (p *planner) resets(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-func (p *planner) settledExcept(pod *corev1.Pod, skip map[string]bool) bool {
-	if len(pod.Spec.Containers) != len(pod.Status.ContainerStatuses) {
+func (p *planner) settledExcept(pod *Pod, skip map[string]bool) bool {
+	if !pod.statusesComplete() {
 		return false
 	}
-	st := newPodState(pod, p.ss.Name)
 	for _, n := range p.names {
-		if !skip[n] && !st.upgraded(n) {
+		if !skip[n] && !ContainerUpgraded(pod, p.ss.Name, n) {
 			return false
 		}
 	}
 	return true
 }
 
-func podRunningAndReady(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && podReady(pod) && pod.DeletionTimestamp == nil
+func podRunningAndReady(pod *Pod) bool {
+	return pod.Phase == corev1.PodRunning && pod.Ready && !pod.Deleting
 }
 
-func readyExcept(pod *corev1.Pod, skip map[string]bool) bool {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if !skip[cs.Name] && !cs.Ready {
+func readyExcept(pod *Pod, skip map[string]bool) bool {
+	for i := range pod.Containers {
+		if c := &pod.Containers[i]; !c.Init && c.HasStatus && !skip[c.Name] && !c.Ready {
 			return false
 		}
 	}

@@ -259,7 +259,7 @@ func TestPlanStates(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Plan(tc.ss, tc.pods)
+			res := plan(tc.ss, tc.pods)
 			if got := states(res); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("states:\n got %v\nwant %v", got, tc.want)
 			}
@@ -291,7 +291,7 @@ func TestPlanMessagesAndRevision(t *testing.T) {
 	ss := strategy(func(s *v1alpha1.SidecarSetUpdateStrategy) {
 		s.Partition, s.MaxUnavailable = intOrStr("1"), intOrStr("2")
 	})
-	res := Plan(ss, []*corev1.Pod{old("a"), old("b"), old("c"), updatedPod("u"), updatedPod("f", waiting("CrashLoopBackOff"))})
+	res := plan(ss, []*corev1.Pod{old("a"), old("b"), old("c"), updatedPod("u"), updatedPod("f", waiting("CrashLoopBackOff"))})
 	for name, want := range map[string]string{
 		"a": "upgrading in this round",
 		"b": "maxUnavailable is 2 and as many updated pods are unavailable",
@@ -324,7 +324,7 @@ func TestPlanPodsOrder(t *testing.T) {
 		old("c1", labelled("idx", "1")), updatedPod("z", inNS("a")), old("c3", labelled("idx", "3")),
 		updatedPod("m"), old("x", injectedFrom("h0", "nh0")), old("c2", labelled("idx", "2")),
 	}
-	res := Plan(ss, pods)
+	res := plan(ss, pods)
 	var got []string
 	for _, pp := range res.Pods {
 		got = append(got, pp.Pod.Namespace+"/"+pp.Pod.Name)
@@ -348,8 +348,8 @@ func TestPlanIsPure(t *testing.T) {
 		s.ScatterStrategy = v1alpha1.UpdateScatterStrategy{{Key: "app", Value: "*"}}
 	})
 	ssBefore := ss.DeepCopy()
-	first := Plan(ss, pods)
-	second := Plan(ss, pods)
+	first := plan(ss, pods)
+	second := plan(ss, pods)
 	if !reflect.DeepEqual(states(first), states(second)) || !reflect.DeepEqual(names(first.Upgrade), names(second.Upgrade)) {
 		t.Error("two plans of the same input differ")
 	}
@@ -361,26 +361,26 @@ func TestPlanIsPure(t *testing.T) {
 	if !reflect.DeepEqual(ss, ssBefore) {
 		t.Error("Plan modified the SidecarSet")
 	}
-	if got := names(pods); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
+	if got := names(cached(pods)); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("Plan reordered its input: %v", got)
 	}
 }
 
 func TestPlanNoPods(t *testing.T) {
-	res := Plan(ssV2, nil)
+	res := plan(ssV2, nil)
 	if res.Counts != (Counts{}) || len(res.Pods) != 0 || len(res.Upgrade) != 0 || !res.Done() {
 		t.Errorf("plan of no pods: %+v", res)
 	}
 }
 
 func TestDone(t *testing.T) {
-	if res := Plan(ssV2, []*corev1.Pod{updatedPod("a"), updatedPod("b")}); !res.Done() {
+	if res := plan(ssV2, []*corev1.Pod{updatedPod("a"), updatedPod("b")}); !res.Done() {
 		t.Error("all updated and available: not done")
 	}
-	if res := Plan(ssV2, []*corev1.Pod{updatedPod("a"), updatedPod("b", notReady)}); res.Done() {
+	if res := plan(ssV2, []*corev1.Pod{updatedPod("a"), updatedPod("b", notReady)}); res.Done() {
 		t.Error("an updated pod is unavailable: done")
 	}
-	if res := Plan(ssV2, []*corev1.Pod{updatedPod("a"), old("b")}); res.Done() {
+	if res := plan(ssV2, []*corev1.Pod{updatedPod("a"), old("b")}); res.Done() {
 		t.Error("a pod is not updated: done")
 	}
 }
@@ -397,29 +397,29 @@ func TestWorkedExample(t *testing.T) {
 	}
 	var rounds []string
 	for round := 0; round < 20; round++ {
-		res := Plan(ss, pods)
+		res := plan(ss, pods)
 		if res.Partition != 3 || res.MaxUnavailable != 2 {
 			t.Fatalf("resolved partition %d, maxUnavailable %d; want 3, 2", res.Partition, res.MaxUnavailable)
 		}
 		rounds = append(rounds, fmt.Sprintf("%d+%d", res.Counts.Updated, len(res.Upgrade)))
 		for _, p := range res.Upgrade {
-			upgradePod(p, ss, t0)
+			upgradePod(source(pods, p), ss, t0)
 		}
 		if len(res.Upgrade) == 0 && res.Unavailable == 0 {
 			break
 		}
 		// Next round: nothing changed yet (the kubelet is slow), plan again.
-		if again := Plan(ss, pods); len(again.Upgrade) != 0 {
+		if again := plan(ss, pods); len(again.Upgrade) != 0 {
 			t.Fatalf("round %d: %d more pods while %d restart", round, len(again.Upgrade), again.Unavailable)
 		}
 		for _, p := range res.Upgrade {
-			restart(p, "sidecar")
+			restart(source(pods, p), "sidecar")
 		}
 	}
 	if got, want := strings.Join(rounds, " "), "0+2 2+2 4+2 6+1 7+0"; got != want {
 		t.Errorf("rounds (updated+upgraded) %s, want %s", got, want)
 	}
-	final := Plan(ss, pods)
+	final := plan(ss, pods)
 	if final.Counts.Updated != 7 || final.Counts.UpdatedReady != 7 {
 		t.Errorf("final counts %+v, want 7 updated and ready", final.Counts)
 	}
@@ -439,17 +439,17 @@ func TestWorkedExampleStuckPod(t *testing.T) {
 		pods = append(pods, old(n))
 	}
 	for round := 0; round < 9; round++ {
-		res := Plan(ss, pods)
+		res := plan(ss, pods)
 		if len(res.Upgrade) != 1 {
 			t.Fatalf("round %d: %d upgrades, want 1 (%s)", round, len(res.Upgrade), stateOf(res))
 		}
-		upgradePod(res.Upgrade[0], ss, t0)
-		if again := Plan(ss, pods); len(again.Upgrade) != 0 {
+		upgradePod(source(pods, res.Upgrade[0]), ss, t0)
+		if again := plan(ss, pods); len(again.Upgrade) != 0 {
 			t.Fatalf("round %d: upgrades %v while at the budget", round, names(again.Upgrade))
 		}
-		restart(res.Upgrade[0], "sidecar")
+		restart(source(pods, res.Upgrade[0]), "sidecar")
 	}
-	if res := Plan(ss, pods); res.Counts.Updated != 10 || res.Unavailable != 1 {
+	if res := plan(ss, pods); res.Counts.Updated != 10 || res.Unavailable != 1 {
 		t.Errorf("final counts %+v, unavailable %d", res.Counts, res.Unavailable)
 	}
 }
@@ -465,14 +465,14 @@ func TestPlanNativeSidecar(t *testing.T) {
 	v2.Spec.InitContainers[0].Image = "agent:v2"
 	v2.Annotations[sidecar.HashAnnotation] = "h2"
 	pods := []*corev1.Pod{newPod("a", v1), newPod("b", v1)}
-	res := Plan(v2, pods)
+	res := plan(v2, pods)
 	if got := names(res.Upgrade); !reflect.DeepEqual(got, []string{"a"}) {
 		t.Fatalf("upgrade %v, want [a]", got)
 	}
 	if changed := upgradePod(pods[0], v2, t0); !reflect.DeepEqual(changed, []string{"agent"}) {
 		t.Fatalf("changed %v, want [agent]", changed)
 	}
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpgrading || got.Reason != ReasonRestarting {
 		t.Errorf("pod a: %s/%s, want Upgrading/Restarting (native sidecar restarting)", got.State, got.Reason)
 	}
@@ -484,11 +484,11 @@ func TestPlanNativeSidecar(t *testing.T) {
 	v3 := v2.DeepCopy()
 	v3.Spec.InitContainers[0].Image = "agent:v3"
 	v3.Annotations[sidecar.HashAnnotation] = "h3"
-	if got := planOf(Plan(v3, pods), "a"); got.Reason != ReasonPreviousUpgrade {
+	if got := planOf(plan(v3, pods), "a"); got.Reason != ReasonPreviousUpgrade {
 		t.Errorf("pod a under v3: %s/%s, want PreviousUpgradeInProgress", got.State, got.Reason)
 	}
 	restart(pods[0], "agent")
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpdated {
 		t.Errorf("pod a: %s/%s after the restart, want Updated", got.State, got.Reason)
 	}
@@ -499,7 +499,7 @@ func TestPlanNativeSidecar(t *testing.T) {
 	upgradePod(pods[1], v2, t0)
 	st := &pods[1].Status.InitContainerStatuses[0]
 	st.Ready, st.State = false, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}
-	if got := planOf(Plan(v2, pods), "b"); got.State != v1alpha1.PodRolloutFailed || got.Reason != "ErrImagePull" {
+	if got := planOf(plan(v2, pods), "b"); got.State != v1alpha1.PodRolloutFailed || got.Reason != "ErrImagePull" {
 		t.Errorf("pod b: %s/%s, want Failed/ErrImagePull", got.State, got.Reason)
 	}
 }
@@ -516,7 +516,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 	pods := []*corev1.Pod{newPod("a", v1), newPod("b", v1)}
 	a := pods[0]
 
-	res := Plan(v2, pods)
+	res := plan(v2, pods)
 	if got := names(res.Upgrade); !reflect.DeepEqual(got, []string{"a"}) {
 		t.Fatalf("upgrade %v, want [a]", got)
 	}
@@ -525,7 +525,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 	}
 
 	// proxy-2 restarts on proxy:v2; proxy-1 (now idle) still runs proxy:v1.
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpgrading || got.Reason != ReasonRestarting {
 		t.Errorf("a: %s/%s, want Upgrading/Restarting", got.State, got.Reason)
 	}
@@ -535,7 +535,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 	restart(a, "proxy-2")
 
 	// The new twin serves: the idle one must go back to the empty image before anything else.
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpgrading || got.Reason != ReasonHotUpgradeReset {
 		t.Errorf("a: %s/%s, want Upgrading/HotUpgradeReset", got.State, got.Reason)
 	}
@@ -554,7 +554,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 	// Paused: no reset either.
 	paused := v2.DeepCopy()
 	paused.Spec.UpdateStrategy.Paused = true
-	if res := Plan(paused, pods); len(res.Reset) != 0 || len(res.Upgrade) != 0 {
+	if res := plan(paused, pods); len(res.Reset) != 0 || len(res.Upgrade) != 0 {
 		t.Errorf("paused: reset %v, upgrade %v", names(res.Reset), names(res.Upgrade))
 	}
 
@@ -562,7 +562,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 		t.Fatalf("reset %v, want [proxy-1]", got)
 	}
 	// proxy-1 restarts on the empty image; until then the pod is inconsistent.
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpgrading || got.Reason != ReasonRestarting {
 		t.Errorf("a: %s/%s after the reset, want Upgrading/Restarting", got.State, got.Reason)
 	}
@@ -570,7 +570,7 @@ func TestPlanHotUpgrade(t *testing.T) {
 		t.Errorf("reset %v, upgrade %v while proxy-1 restarts", names(res.Reset), names(res.Upgrade))
 	}
 	restart(a, "proxy-1")
-	res = Plan(v2, pods)
+	res = plan(v2, pods)
 	if got := planOf(res, "a"); got.State != v1alpha1.PodRolloutUpdated || got.Reason != "" {
 		t.Errorf("a: %s/%s, want Updated", got.State, got.Reason)
 	}
@@ -622,7 +622,7 @@ func TestPlanHotUpgradeResetConditions(t *testing.T) {
 		{"old pod, idle twin empty", newPod("p", v1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Plan(v2, []*corev1.Pod{tc.pod})
+			res := plan(v2, []*corev1.Pod{tc.pod})
 			if due := len(res.Reset) == 1; due != tc.due {
 				t.Errorf("reset due = %v, want %v (%s)", due, tc.due, stateOf(res))
 			}
@@ -641,7 +641,7 @@ func TestPlanHotUpgradeEmptyImageUnset(t *testing.T) {
 		ss.Spec.Containers = append(ss.Spec.Containers, c)
 	})
 	pod := newPod("p", ss)
-	res := Plan(ss, []*corev1.Pod{pod})
+	res := plan(ss, []*corev1.Pod{pod})
 	if res.Counts.Ready != 1 || len(res.Reset) != 0 {
 		t.Errorf("counts %+v, reset %v", res.Counts, names(res.Reset))
 	}

@@ -16,56 +16,45 @@ import (
 // Managed reports whether the SidecarSet manages pod: the pod is active, lists the SidecarSet in
 // its injected-list annotation, and has every container of the current spec (both twins and a
 // working-container entry for a hot-upgrade sidecar).
-func Managed(ss *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
+	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
 		return false
 	}
-	if !injectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], ss.Name) {
+	if !injectedListHas(pod.InjectedList, ss.Name) {
 		return false
 	}
-	var working map[string]string
 	for i := range ss.Spec.Containers {
 		sc := &ss.Spec.Containers[i]
 		if !sidecar.IsHotUpgrade(sc) {
-			if podContainer(pod.Spec.Containers, sc.Name) == nil {
+			if pod.regular(sc.Name) == nil {
 				return false
 			}
 			continue
 		}
-		if working == nil {
-			working = sidecar.WorkingContainers(pod.Annotations)
-		}
 		n1, n2 := sidecar.HotUpgradeNames(sc.Name)
-		if _, ok := working[sc.Name]; !ok || podContainer(pod.Spec.Containers, n1) == nil || podContainer(pod.Spec.Containers, n2) == nil {
+		if _, ok := pod.Working[sc.Name]; !ok || pod.regular(n1) == nil || pod.regular(n2) == nil {
 			return false
 		}
 	}
 	return true
 }
 
-// injectedListHas is sidecar.InjectedListHas without allocating: whether the comma-separated
-// list names sidecarSetName.
-func injectedListHas(list, sidecarSetName string) bool {
-	if sidecarSetName == "" {
-		return false
-	}
-	for list != "" {
-		var n string
-		n, list, _ = strings.Cut(list, ",")
-		if n == sidecarSetName {
-			return true
-		}
-	}
-	return false
-}
-
-func podContainer(list []corev1.Container, name string) *corev1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
+// regular returns the regular container named name, or nil.
+func (p *Pod) regular(name string) *Container {
+	if c := p.Container(name); c != nil && !c.Init {
+		return c
 	}
 	return nil
+}
+
+// statusesComplete reports whether every regular container has a status.
+func (p *Pod) statusesComplete() bool {
+	for i := range p.Containers {
+		if c := &p.Containers[i]; !c.Init && !c.HasStatus {
+			return false
+		}
+	}
+	return true
 }
 
 // ContainerUpgraded reports whether pod container c runs what its spec says after the in-place
@@ -78,76 +67,41 @@ func podContainer(list []corev1.Container, name string) *corev1.Container {
 //     generation recorded before the upgrade;
 //   - without a record: done (nothing of ours is pending; OpenKruise's rule).
 //
-// A container without a status is not done.
-func ContainerUpgraded(pod *corev1.Pod, sidecarSetName, c string) bool {
-	return newPodState(pod, sidecarSetName).upgraded(c)
-}
-
-// podState evaluates one pod's containers, decoding its in-place update record at most once.
-type podState struct {
-	pod     *corev1.Pod
-	ssName  string
-	decoded bool
-	record  []sidecar.RecordedContainer
-	bad     bool // the record annotation is malformed
-}
-
-func newPodState(pod *corev1.Pod, sidecarSetName string) *podState {
-	return &podState{pod: pod, ssName: sidecarSetName}
-}
-
-func (s *podState) upgraded(c string) bool {
-	spec := sidecar.FindPodContainer(s.pod, c)
-	if spec == nil {
+// A container without a status is not done, nor one of a pod whose record does not decode.
+func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
+	ct := pod.Container(c)
+	if ct == nil {
 		return true
 	}
-	st := sidecar.ContainerStatus(s.pod, c)
-	if st == nil {
+	if !ct.HasStatus {
 		return false
 	}
-	if SameImage(spec.Image, st.Image) || digestMatches(spec.Image, st.ImageID) {
+	if SameImage(ct.Image, ct.StatusImage) || digestMatches(ct.Image, ct.ImageID) {
 		return true
 	}
-	rec, ok := s.recorded(c)
-	if s.bad {
+	if pod.RecordsMalformed {
 		return false // OpenKruise: an unparsable record is inconsistent
 	}
+	rec, ok := pod.Record(sidecarSetName, c)
 	if !ok {
 		return true
 	}
-	return restarted(rec, st) && s.generationCovers(rec)
+	return restarted(rec, ct) && generationCovers(pod, rec)
 }
 
-func (s *podState) recorded(c string) (sidecar.InPlaceUpdateContainerStatus, bool) {
-	if !s.decoded {
-		s.decoded = true
-		if v := s.pod.Annotations[sidecar.InPlaceUpdateStateAnnotation]; v != "" {
-			var err error
-			s.record, err = sidecar.LookupInPlaceUpdate(v, s.ssName)
-			s.bad = err != nil
-		}
+// restarted reports whether the container shows an instance started after rec was taken.
+func restarted(rec Record, ct *Container) bool {
+	if rec.ImageIDOnly {
+		return rec.ImageID != ct.ImageID // an OpenKruise record
 	}
-	for i := range s.record {
-		if s.record[i].Name == c {
-			return s.record[i].Status, true
-		}
-	}
-	return sidecar.InPlaceUpdateContainerStatus{}, false
-}
-
-// restarted reports whether the container status shows a container started after rec was taken.
-func restarted(rec sidecar.InPlaceUpdateContainerStatus, st *corev1.ContainerStatus) bool {
-	if rec.ContainerID == "" && rec.RestartCount == 0 && rec.PodGeneration == 0 {
-		return rec.ImageID != st.ImageID // an OpenKruise record
-	}
-	return st.RestartCount > rec.RestartCount || (st.ContainerID != "" && st.ContainerID != rec.ContainerID)
+	return ct.RestartCount > rec.RestartCount || (ct.ContainerID != 0 && ct.ContainerID != rec.ContainerID)
 }
 
 // generationCovers reports whether the kubelet has seen the pod spec written after rec: its
 // status.observedGeneration is past the recorded generation. Kubelets that do not report it
 // (observedGeneration 0) are trusted on the restart alone.
-func (s *podState) generationCovers(rec sidecar.InPlaceUpdateContainerStatus) bool {
-	observed := s.pod.Status.ObservedGeneration
+func generationCovers(pod *Pod, rec Record) bool {
+	observed := pod.ObservedGeneration
 	return observed == 0 || rec.PodGeneration == 0 || observed > rec.PodGeneration
 }
 
@@ -185,27 +139,17 @@ func digestMatches(spec, imageID string) bool {
 
 // waitingFailure returns the reason and container of a sidecar container that waits on a failure
 // (image pull, crash loop, container creation), or "".
-func waitingFailure(pod *corev1.Pod, names []string) (reason, container string) {
+func waitingFailure(pod *Pod, names []string) (reason, container string) {
 	for _, n := range names {
-		st := sidecar.ContainerStatus(pod, n)
-		if st == nil || st.State.Waiting == nil {
+		ct := pod.Container(n)
+		if ct == nil {
 			continue
 		}
-		switch r := st.State.Waiting.Reason; r {
+		switch r := ct.Waiting; r {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
 			"CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError", "RunContainerError":
 			return r, n
 		}
 	}
 	return "", ""
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return pod.Status.Conditions[i].Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -304,7 +304,7 @@ func TestContainerUpgraded(t *testing.T) {
 			if c == "" {
 				c = "sidecar"
 			}
-			if got := ContainerUpgraded(tc.pod(t), ssName, c); got != tc.want {
+			if got := ContainerUpgraded(NewPod(tc.pod(t)), ssName, c); got != tc.want {
 				t.Errorf("ContainerUpgraded = %v, want %v", got, tc.want)
 			}
 		})
@@ -322,11 +322,11 @@ func TestContainerUpgradedNativeSidecar(t *testing.T) {
 	if changed := upgradePod(pod, v2, t0); len(changed) != 1 || changed[0] != "agent" {
 		t.Fatalf("upgrade changed %v, want [agent]", changed)
 	}
-	if ContainerUpgraded(pod, ssName, "agent") {
+	if ContainerUpgraded(NewPod(pod), ssName, "agent") {
 		t.Error("native sidecar upgraded before its restart")
 	}
 	restart(pod, "agent")
-	if !ContainerUpgraded(pod, ssName, "agent") {
+	if !ContainerUpgraded(NewPod(pod), ssName, "agent") {
 		t.Error("native sidecar not upgraded after its restart")
 	}
 }
@@ -386,7 +386,7 @@ func TestManaged(t *testing.T) {
 		}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Managed(tc.ss, tc.pod); got != tc.want {
+			if got := Managed(tc.ss, NewPod(tc.pod)); got != tc.want {
 				t.Errorf("Managed = %v, want %v", got, tc.want)
 			}
 		})
@@ -399,7 +399,7 @@ func TestWaitingFailure(t *testing.T) {
 		pod := newPod("p", newSidecarSet("sidecar:v1", "h1", "nh1"), func(p *corev1.Pod) {
 			statusOf(p, "sidecar").State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
 		})
-		if r, c := waitingFailure(pod, []string{"sidecar"}); r != reason || c != "sidecar" {
+		if r, c := waitingFailure(NewPod(pod), []string{"sidecar"}); r != reason || c != "sidecar" {
 			t.Errorf("waitingFailure = %q, %q; want %q, sidecar", r, c, reason)
 		}
 	}
@@ -407,7 +407,7 @@ func TestWaitingFailure(t *testing.T) {
 		statusOf(p, "sidecar").State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 		statusOf(p, "app").State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}
 	})
-	if r, c := waitingFailure(pod, []string{"sidecar"}); r != "" || c != "" {
+	if r, c := waitingFailure(NewPod(pod), []string{"sidecar"}); r != "" || c != "" {
 		t.Errorf("waitingFailure = %q, %q; want none (ContainerCreating is no failure, app containers are not ours)", r, c)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"math"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -13,7 +11,7 @@ import (
 // (OpenKruise's CloneSet scatter order): terms are applied from the one most candidates match;
 // for each, matching and non-matching candidates are interleaved in groups sized by their
 // densities over all managed pods, and the last matching candidate goes to the end.
-func scatter(terms []v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, candidates []int) []int {
+func scatter(terms []v1alpha1.UpdateScatterTerm, pods []*Pod, candidates []int) []int {
 	if len(terms) == 0 || len(candidates) <= 1 {
 		return candidates
 	}
@@ -25,7 +23,7 @@ func scatter(terms []v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, candidates 
 
 // orderScatterTerms keeps the terms some candidate matches, most matched first (stable). A single
 // term is kept as is.
-func orderScatterTerms(terms []v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, candidates []int) []v1alpha1.UpdateScatterTerm {
+func orderScatterTerms(terms []v1alpha1.UpdateScatterTerm, pods []*Pod, candidates []int) []v1alpha1.UpdateScatterTerm {
 	if len(terms) == 1 {
 		return terms
 	}
@@ -33,7 +31,7 @@ func orderScatterTerms(terms []v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, c
 	var out []v1alpha1.UpdateScatterTerm
 	for _, t := range terms {
 		for _, c := range candidates {
-			if v, ok := pods[c].Labels[t.Key]; ok && v == t.Value {
+			if v, ok := pods[c].Labels.Lookup(t.Key); ok && v == t.Value {
 				if count[t] == 0 {
 					out = append(out, t)
 				}
@@ -45,10 +43,10 @@ func orderScatterTerms(terms []v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, c
 	return out
 }
 
-func scatterByTerm(t v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, candidates []int) []int {
+func scatterByTerm(t v1alpha1.UpdateScatterTerm, pods []*Pod, candidates []int) []int {
 	var matched, unmatched []int
 	for _, c := range candidates {
-		if pods[c].Labels[t.Key] == t.Value {
+		if pods[c].Labels.Get(t.Key) == t.Value {
 			matched = append(matched, c)
 		} else {
 			unmatched = append(unmatched, c)
@@ -59,7 +57,7 @@ func scatterByTerm(t v1alpha1.UpdateScatterTerm, pods []*corev1.Pod, candidates 
 	}
 	var totalMatched, totalUnmatched int
 	for _, p := range pods {
-		if p.Labels[t.Key] == t.Value {
+		if p.Labels.Get(t.Key) == t.Value {
 			totalMatched++
 		} else {
 			totalUnmatched++

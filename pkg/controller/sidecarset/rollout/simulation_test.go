@@ -234,7 +234,7 @@ func (w *world) truth(i int) truth {
 	for _, c := range allContainers(p) {
 		tr.consistent = tr.consistent && k.running[c.Name] == c.Image
 	}
-	tr.ready = p.Status.Phase == corev1.PodRunning && podReady(p)
+	tr.ready = p.Status.Phase == corev1.PodRunning && readyCondition(p)
 	for _, sc := range w.ss.Spec.Containers {
 		if sidecar.IsHotUpgrade(&sc) {
 			_, idle := sidecar.HotUpgradeContainers(sc.Name, p.Annotations)
@@ -250,7 +250,11 @@ func (w *world) paused() bool { return w.step >= w.cfg.pause[0] && w.step < w.cf
 func (w *world) round() *Result {
 	t := w.t
 	w.ss.Spec.UpdateStrategy.Paused = w.paused()
-	res := Plan(w.ss, w.pods)
+	res := plan(w.ss, w.pods)
+	src := make(map[string]*corev1.Pod, len(w.pods)) // the pods the plan's pods were made from
+	for _, p := range w.pods {
+		src[p.Name] = p
+	}
 
 	var want Counts
 	var unavailable, eligible int32
@@ -303,7 +307,7 @@ func (w *world) round() *Result {
 	var readySelected int32
 	selectedRank := int64(1 << 62)
 	for _, p := range res.Upgrade {
-		tr := truths[p]
+		tr := truths[src[p.Name]]
 		if tr.updated || !tr.upgradable || !tr.selected {
 			fail("pod %s selected: %+v", p.Name, tr)
 		}
@@ -311,7 +315,7 @@ func (w *world) round() *Result {
 			readySelected++
 		}
 		if w.cfg.rank != nil {
-			selectedRank = min(selectedRank, w.cfg.rank(p))
+			selectedRank = min(selectedRank, w.cfg.rank(src[p.Name]))
 		}
 	}
 	if unavailable >= maxUnavailable && readySelected > 0 {
@@ -326,15 +330,15 @@ func (w *world) round() *Result {
 	}
 
 	// Result.Upgrade is the Selected pods of Result.Pods, in order; candidates are ranked.
-	var selectedInPods []*corev1.Pod
+	var selectedInPods []*Pod
 	for _, pp := range res.Pods {
 		w.seen[pp.Reason] = true
 		if pp.State == v1alpha1.PodRolloutUpgrading && pp.Reason == ReasonSelected {
 			selectedInPods = append(selectedInPods, pp.Pod)
 		}
 		if w.cfg.rank != nil && len(res.Upgrade) > 0 && pp.State == v1alpha1.PodRolloutWaiting &&
-			(pp.Reason == ReasonMaxUnavailable || pp.Reason == ReasonPartition) && w.cfg.rank(pp.Pod) > selectedRank {
-			fail("pod %s (rank %d) waits while a pod of rank %d is upgraded", pp.Pod.Name, w.cfg.rank(pp.Pod), selectedRank)
+			(pp.Reason == ReasonMaxUnavailable || pp.Reason == ReasonPartition) && w.cfg.rank(src[pp.Pod.Name]) > selectedRank {
+			fail("pod %s (rank %d) waits while a pod of rank %d is upgraded", pp.Pod.Name, w.cfg.rank(src[pp.Pod.Name]), selectedRank)
 		}
 	}
 	if fmt.Sprint(names(selectedInPods)) != fmt.Sprint(names(res.Upgrade)) {
@@ -352,19 +356,19 @@ func (w *world) round() *Result {
 	}
 
 	for _, p := range res.Reset {
-		if len(resetPod(p, w.ss, w.now)) == 0 {
+		if len(resetPod(src[p.Name], w.ss, w.now)) == 0 {
 			fail("reset of pod %s changes nothing", p.Name)
 		}
 		w.stats.resets++
 	}
 	for _, p := range res.Upgrade {
-		upgradePod(p, w.ss, w.now)
+		upgradePod(src[p.Name], w.ss, w.now)
 		w.stats.upgrades++
 	}
 	w.stats.readySelected += int(readySelected)
 	for _, p := range res.Upgrade {
 		for i := range w.pods {
-			if w.pods[i] == p && !w.truth(i).updated {
+			if w.pods[i] == src[p.Name] && !w.truth(i).updated {
 				fail("pod %s not updated after its upgrade", p.Name)
 			}
 		}

@@ -1,0 +1,282 @@
+package rollout
+
+import (
+	"hash/maphash"
+	"sort"
+	"strings"
+	"time"
+	"unique"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// Pod is what planning reads of a pod, and all the controller's pod cache keeps of one: tens of
+// thousands of pods must stay small. The SidecarSet annotations are decoded once, when the pod
+// enters the cache, for the SidecarSets it lists as injected; strings many pods repeat (names of
+// namespaces and containers, images, image IDs, label keys and values, hashes, revisions) are
+// shared; container IDs are kept as hashes, since planning only compares them.
+type Pod struct {
+	Namespace, Name string
+	UID             types.UID
+	ResourceVersion string
+	Created         time.Time
+	// Deleting is set once the pod has a deletionTimestamp.
+	Deleting  bool
+	Scheduled bool // spec.nodeName is set
+	// Ready is the Ready condition; ReadySince its last transition when True.
+	Ready      bool
+	ReadySince time.Time
+	Phase      corev1.PodPhase
+	// ObservedGeneration is status.observedGeneration.
+	ObservedGeneration int64
+	Labels             Labels
+	// InjectedList is the injected-list annotation as written.
+	InjectedList string
+	// Hashes and HashesWithoutImage are the entries of the injected SidecarSets in the hash
+	// annotations.
+	Hashes, HashesWithoutImage []HashRef
+	// Working is the working hot-upgrade container annotation, decoded; nil when absent.
+	Working map[string]string
+	// Records are the in-place update records of the injected SidecarSets; RecordsMalformed
+	// says the record annotation does not decode (nothing recorded in it can be trusted).
+	Records          []Record
+	RecordsMalformed bool
+	// Containers are the regular containers, then the init containers, with their statuses.
+	Containers []Container
+	// Upgradable is the SidecarSetUpgradable condition, nil when the pod has none.
+	Upgradable *corev1.PodCondition
+}
+
+// Container is a pod container (regular or init) and its status.
+type Container struct {
+	Name, Image string
+	Init        bool
+	// Native is set for an init container with restartPolicy Always (a native sidecar).
+	Native bool
+	// HasStatus says whether the pod status reports the container; the fields below are its.
+	HasStatus    bool
+	Ready        bool
+	RestartCount int32
+	StatusImage  string
+	ImageID      string
+	ContainerID  ContainerID
+	// Waiting is the reason of a waiting state, "" when not waiting.
+	Waiting string
+}
+
+// ContainerID identifies a container instance (a hash of its containerID, 0 for none).
+type ContainerID uint64
+
+var containerIDSeed = maphash.MakeSeed()
+
+// ContainerIDOf returns the ContainerID of a containerID string.
+func ContainerIDOf(id string) ContainerID {
+	if id == "" {
+		return 0
+	}
+	return ContainerID(maphash.String(containerIDSeed, id) | 1)
+}
+
+// HashRef is one SidecarSet's entry in a hash annotation.
+type HashRef struct {
+	SidecarSet, Hash, Revision string
+}
+
+// Record is one container's state recorded before an in-place upgrade by a SidecarSet.
+type Record struct {
+	SidecarSet, Container string
+	ImageID               string
+	ContainerID           ContainerID
+	RestartCount          int32
+	PodGeneration         int64
+	// ImageIDOnly marks a record holding only an imageID, as OpenKruise writes.
+	ImageIDOnly bool
+}
+
+// Labels are a pod's labels as sorted key, value pairs; they implement labels.Labels.
+type Labels []string
+
+// Lookup returns the value of key and whether it is set.
+func (l Labels) Lookup(key string) (string, bool) {
+	i := sort.Search(len(l)/2, func(i int) bool { return l[2*i] >= key })
+	if i < len(l)/2 && l[2*i] == key {
+		return l[2*i+1], true
+	}
+	return "", false
+}
+
+// Has reports whether key is set.
+func (l Labels) Has(key string) bool { _, ok := l.Lookup(key); return ok }
+
+// Get returns the value of key, "" when unset.
+func (l Labels) Get(key string) string { v, _ := l.Lookup(key); return v }
+
+// NewLabels returns the pairs of m.
+func NewLabels(m map[string]string) Labels {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(Labels, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, intern(k), intern(m[k]))
+	}
+	return out
+}
+
+// GetObjectMeta returns the pod's identity, for the cache's keys and namespace index.
+func (p *Pod) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion}
+}
+
+// Ref returns a reference to the pod, to record events on.
+func (p *Pod) Ref() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name,
+		UID: p.UID, ResourceVersion: p.ResourceVersion}
+}
+
+// Container returns the container (regular first, then init) named name, or nil.
+func (p *Pod) Container(name string) *Container {
+	for i := range p.Containers {
+		if p.Containers[i].Name == name {
+			return &p.Containers[i]
+		}
+	}
+	return nil
+}
+
+// Hash returns the SidecarSet's entry in the hash annotation.
+func (p *Pod) Hash(sidecarSet string) (HashRef, bool) { return findHash(p.Hashes, sidecarSet) }
+
+// HashWithoutImage returns the SidecarSet's entry in the hash-without-image annotation.
+func (p *Pod) HashWithoutImage(sidecarSet string) (HashRef, bool) {
+	return findHash(p.HashesWithoutImage, sidecarSet)
+}
+
+func findHash(refs []HashRef, sidecarSet string) (HashRef, bool) {
+	for _, r := range refs {
+		if r.SidecarSet == sidecarSet {
+			return r, true
+		}
+	}
+	return HashRef{}, false
+}
+
+// Record returns the SidecarSet's record of container c.
+func (p *Pod) Record(sidecarSet, c string) (Record, bool) {
+	for _, r := range p.Records {
+		if r.SidecarSet == sidecarSet && r.Container == c {
+			return r, true
+		}
+	}
+	return Record{}, false
+}
+
+// NewPod returns what planning reads of pod.
+func NewPod(pod *corev1.Pod) *Pod {
+	p := &Pod{
+		Namespace: intern(pod.Namespace), Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		Created: pod.CreationTimestamp.Time, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
+		Phase: corev1.PodPhase(intern(string(pod.Status.Phase))), ObservedGeneration: pod.Status.ObservedGeneration,
+		Labels: NewLabels(pod.Labels),
+	}
+	for i := range pod.Status.Conditions {
+		switch c := &pod.Status.Conditions[i]; c.Type {
+		case corev1.PodReady:
+			if p.Ready = c.Status == corev1.ConditionTrue; p.Ready {
+				p.ReadySince = c.LastTransitionTime.Time
+			}
+		case sidecar.UpgradableCondition:
+			p.Upgradable = &corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: intern(c.Reason),
+				Message: intern(c.Message), LastTransitionTime: c.LastTransitionTime}
+		}
+	}
+	p.Containers = make([]Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+	p.Containers = appendContainers(p.Containers, pod.Spec.Containers, pod.Status.ContainerStatuses, false)
+	p.Containers = appendContainers(p.Containers, pod.Spec.InitContainers, pod.Status.InitContainerStatuses, true)
+	p.decodeAnnotations(pod.Annotations)
+	return p
+}
+
+func appendContainers(out []Container, spec []corev1.Container, statuses []corev1.ContainerStatus, init bool) []Container {
+	for i := range spec {
+		c := Container{Name: intern(spec[i].Name), Image: intern(spec[i].Image), Init: init,
+			Native: init && sidecar.IsNativeSidecar(&spec[i])}
+		for j := range statuses {
+			if st := &statuses[j]; st.Name == spec[i].Name {
+				c.HasStatus, c.Ready, c.RestartCount = true, st.Ready, st.RestartCount
+				c.StatusImage, c.ImageID, c.ContainerID = intern(st.Image), intern(st.ImageID), ContainerIDOf(st.ContainerID)
+				if st.State.Waiting != nil {
+					c.Waiting = intern(st.State.Waiting.Reason)
+				}
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// decodeAnnotations keeps the SidecarSet annotations: the injected list, and the entries of the
+// SidecarSets it names in the hash annotations and the in-place update record.
+func (p *Pod) decodeAnnotations(a map[string]string) {
+	p.InjectedList = intern(a[sidecar.InjectedListAnnotation])
+	if v, ok := a[sidecar.WorkingHotUpgradeContainerAnnotation]; ok {
+		p.Working = map[string]string{}
+		for k, v := range sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v}) {
+			p.Working[intern(k)] = intern(v)
+		}
+	}
+	names := sidecar.ParseInjectedList(p.InjectedList)
+	record := a[sidecar.InPlaceUpdateStateAnnotation]
+	for _, name := range names {
+		name = intern(name)
+		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashAnnotation], name); ok {
+			p.Hashes = append(p.Hashes, HashRef{SidecarSet: name, Hash: intern(hash), Revision: intern(rev)})
+		}
+		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashWithoutImageAnnotation], name); ok {
+			p.HashesWithoutImage = append(p.HashesWithoutImage, HashRef{SidecarSet: name, Hash: intern(hash), Revision: intern(rev)})
+		}
+		if record == "" || p.RecordsMalformed {
+			continue
+		}
+		recs, err := sidecar.LookupInPlaceUpdate(record, name)
+		if err != nil {
+			p.RecordsMalformed, p.Records = true, nil
+			continue
+		}
+		for _, r := range recs {
+			st := r.Status
+			p.Records = append(p.Records, Record{SidecarSet: name, Container: intern(r.Name), ImageID: intern(st.ImageID),
+				ContainerID: ContainerIDOf(st.ContainerID), RestartCount: st.RestartCount, PodGeneration: st.PodGeneration,
+				ImageIDOnly: st.ContainerID == "" && st.RestartCount == 0 && st.PodGeneration == 0})
+		}
+	}
+}
+
+// injectedListHas reports, without allocating, whether the comma-separated list names
+// sidecarSetName.
+func injectedListHas(list, sidecarSetName string) bool {
+	if sidecarSetName == "" {
+		return false
+	}
+	for list != "" {
+		var n string
+		n, list, _ = strings.Cut(list, ",")
+		if n == sidecarSetName {
+			return true
+		}
+	}
+	return false
+}
+
+// intern returns the canonical copy of s.
+func intern(s string) string { return unique.Make(s).Value() }
