@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
 	"k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/cmd/apiserver/app"
