@@ -124,7 +124,7 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 		if !ok {
 			return
 		}
-		for _, name := range sidecar.ParseInjectedList(pod.InjectedList) {
+		for _, name := range sidecar.ParseInjectedList(pod.InjectedList()) {
 			enqueue(name)
 		}
 	}

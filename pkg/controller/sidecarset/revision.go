@@ -181,8 +181,8 @@ func RevisionsInUse(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) sets.Set[strin
 		if !rollout.Managed(ss, pod) {
 			continue
 		}
-		if h, ok := pod.Hash(ss.Name); ok && h.Revision != "" {
-			out.Insert(h.Revision)
+		if h, ok := pod.Hash(ss.Name); ok && h.Revision() != "" {
+			out.Insert(h.Revision())
 		}
 	}
 	return out

@@ -299,10 +299,10 @@ func (f *podFacts) available() bool { return f.consistent && f.readyForSidecar }
 func (p *planner) facts(pod *Pod) podFacts {
 	f := podFacts{pod: pod}
 	h, _ := pod.Hash(p.ss.Name)
-	f.revision, f.updated = h.Revision, h.Hash == p.hash
+	f.revision, f.updated = h.Revision(), h.Hash() == p.hash
 	if !f.updated { // upgradability matters for pods to upgrade only
 		noImg, ok := pod.HashWithoutImage(p.ss.Name)
-		f.upgradable = ok && noImg.Hash == p.hashNoImg
+		f.upgradable = ok && noImg.Hash() == p.hashNoImg
 	}
 	f.consistent = pod.statusesComplete()
 	for _, n := range p.names {
@@ -324,7 +324,7 @@ func (p *planner) facts(pod *Pod) podFacts {
 func (p *planner) hotIdle(pod *Pod) bool {
 	for _, sc := range p.hot {
 		_, idle := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
-		if c := pod.Container(idle); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+		if c := pod.Container(idle); c != nil && c.Image() != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 			return false
 		}
 	}
@@ -379,7 +379,7 @@ func (p *planner) resets(pods []*Pod) []*Pod {
 		for _, sc := range p.hot {
 			_, twin := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
 			idle[twin] = true
-			if c := pod.Container(twin); c != nil && c.Image != sc.UpgradeStrategy.HotUpgradeEmptyImage {
+			if c := pod.Container(twin); c != nil && c.Image() != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 				due = true
 			}
 		}
@@ -408,7 +408,7 @@ func podRunningAndReady(pod *Pod) bool {
 
 func readyExcept(pod *Pod, skip map[string]bool) bool {
 	for i := range pod.Containers {
-		if c := &pod.Containers[i]; !c.Init && c.HasStatus && !skip[c.Name] && !c.Ready {
+		if c := &pod.Containers[i]; !c.Init && c.HasStatus && !skip[c.Name()] && !c.Ready {
 			return false
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // thousands of pods must stay small. The SidecarSet annotations are decoded once, when the pod
 // enters the cache, for the SidecarSets it lists as injected; strings many pods repeat (names of
 // namespaces and containers, images, image IDs, label keys and values, hashes, revisions) are
-// shared; container IDs are kept as hashes, since planning only compares them.
+// stored once (see text); container IDs are kept as hashes, since planning only compares them.
 type Pod struct {
 	Namespace, Name string
 	UID             types.UID
@@ -34,8 +34,6 @@ type Pod struct {
 	// ObservedGeneration is status.observedGeneration.
 	ObservedGeneration int64
 	Labels             Labels
-	// InjectedList is the injected-list annotation as written.
-	InjectedList string
 	// Hashes and HashesWithoutImage are the entries of the injected SidecarSets in the hash
 	// annotations.
 	Hashes, HashesWithoutImage []HashRef
@@ -49,11 +47,27 @@ type Pod struct {
 	Containers []Container
 	// Upgradable is the SidecarSetUpgradable condition, nil when the pod has none.
 	Upgradable *corev1.PodCondition
+
+	namespace text // holds Namespace's shared copy
+	injected  text // the injected-list annotation
+}
+
+// text is a string many pods share, stored once for as long as a pod holds it. Two texts are
+// equal iff their strings are.
+type text struct{ h unique.Handle[string] }
+
+func newText(s string) text { return text{unique.Make(s)} }
+
+func (t text) String() string {
+	if t == (text{}) {
+		return ""
+	}
+	return t.h.Value()
 }
 
 // Container is a pod container (regular or init) and its status.
 type Container struct {
-	Name, Image string
+	name, image text
 	Init        bool
 	// Native is set for an init container with restartPolicy Always (a native sidecar).
 	Native bool
@@ -61,12 +75,26 @@ type Container struct {
 	HasStatus    bool
 	Ready        bool
 	RestartCount int32
-	StatusImage  string
-	ImageID      string
+	statusImage  text
+	imageID      text
 	ContainerID  ContainerID
-	// Waiting is the reason of a waiting state, "" when not waiting.
-	Waiting string
+	waiting      text
 }
+
+// Name is the container's name.
+func (c *Container) Name() string { return c.name.String() }
+
+// Image is the spec image.
+func (c *Container) Image() string { return c.image.String() }
+
+// StatusImage is the image the status reports.
+func (c *Container) StatusImage() string { return c.statusImage.String() }
+
+// ImageID is the status imageID.
+func (c *Container) ImageID() string { return c.imageID.String() }
+
+// Waiting is the reason of a waiting state, "" when not waiting.
+func (c *Container) Waiting() string { return c.waiting.String() }
 
 // ContainerID identifies a container instance (a hash of its containerID, 0 for none).
 type ContainerID uint64
@@ -82,14 +110,18 @@ func ContainerIDOf(id string) ContainerID {
 }
 
 // HashRef is one SidecarSet's entry in a hash annotation.
-type HashRef struct {
-	SidecarSet, Hash, Revision string
-}
+type HashRef struct{ sidecarSet, hash, revision text }
+
+// Hash is the entry's hash.
+func (r HashRef) Hash() string { return r.hash.String() }
+
+// Revision is the entry's controllerRevision.
+func (r HashRef) Revision() string { return r.revision.String() }
 
 // Record is one container's state recorded before an in-place upgrade by a SidecarSet.
 type Record struct {
-	SidecarSet, Container string
-	ImageID               string
+	sidecarSet, container text
+	imageID               text
 	ContainerID           ContainerID
 	RestartCount          int32
 	PodGeneration         int64
@@ -97,14 +129,14 @@ type Record struct {
 	ImageIDOnly bool
 }
 
-// Labels are a pod's labels as sorted key, value pairs; they implement labels.Labels.
-type Labels []string
+// Labels are a pod's labels as key, value pairs sorted by key; they implement labels.Labels.
+type Labels []text
 
 // Lookup returns the value of key and whether it is set.
 func (l Labels) Lookup(key string) (string, bool) {
-	i := sort.Search(len(l)/2, func(i int) bool { return l[2*i] >= key })
-	if i < len(l)/2 && l[2*i] == key {
-		return l[2*i+1], true
+	i := sort.Search(len(l)/2, func(i int) bool { return l[2*i].String() >= key })
+	if i < len(l)/2 && l[2*i].String() == key {
+		return l[2*i+1].String(), true
 	}
 	return "", false
 }
@@ -127,7 +159,7 @@ func NewLabels(m map[string]string) Labels {
 	sort.Strings(keys)
 	out := make(Labels, 0, 2*len(keys))
 	for _, k := range keys {
-		out = append(out, intern(k), intern(m[k]))
+		out = append(out, newText(k), newText(m[k]))
 	}
 	return out
 }
@@ -146,12 +178,15 @@ func (p *Pod) Ref() *corev1.ObjectReference {
 // Container returns the container (regular first, then init) named name, or nil.
 func (p *Pod) Container(name string) *Container {
 	for i := range p.Containers {
-		if p.Containers[i].Name == name {
+		if p.Containers[i].name.String() == name {
 			return &p.Containers[i]
 		}
 	}
 	return nil
 }
+
+// InjectedList is the injected-list annotation as written.
+func (p *Pod) InjectedList() string { return p.injected.String() }
 
 // Hash returns the SidecarSet's entry in the hash annotation.
 func (p *Pod) Hash(sidecarSet string) (HashRef, bool) { return findHash(p.Hashes, sidecarSet) }
@@ -163,7 +198,7 @@ func (p *Pod) HashWithoutImage(sidecarSet string) (HashRef, bool) {
 
 func findHash(refs []HashRef, sidecarSet string) (HashRef, bool) {
 	for _, r := range refs {
-		if r.SidecarSet == sidecarSet {
+		if r.sidecarSet.String() == sidecarSet {
 			return r, true
 		}
 	}
@@ -173,7 +208,7 @@ func findHash(refs []HashRef, sidecarSet string) (HashRef, bool) {
 // Record returns the SidecarSet's record of container c.
 func (p *Pod) Record(sidecarSet, c string) (Record, bool) {
 	for _, r := range p.Records {
-		if r.SidecarSet == sidecarSet && r.Container == c {
+		if r.sidecarSet.String() == sidecarSet && r.container.String() == c {
 			return r, true
 		}
 	}
@@ -183,11 +218,11 @@ func (p *Pod) Record(sidecarSet, c string) (Record, bool) {
 // NewPod returns what planning reads of pod.
 func NewPod(pod *corev1.Pod) *Pod {
 	p := &Pod{
-		Namespace: intern(pod.Namespace), Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion, namespace: newText(pod.Namespace),
 		Created: pod.CreationTimestamp.Time, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
-		Phase: corev1.PodPhase(intern(string(pod.Status.Phase))), ObservedGeneration: pod.Status.ObservedGeneration,
-		Labels: NewLabels(pod.Labels),
+		Phase: phase(pod.Status.Phase), ObservedGeneration: pod.Status.ObservedGeneration, Labels: NewLabels(pod.Labels),
 	}
+	p.Namespace = p.namespace.String()
 	for i := range pod.Status.Conditions {
 		switch c := &pod.Status.Conditions[i]; c.Type {
 		case corev1.PodReady:
@@ -195,8 +230,8 @@ func NewPod(pod *corev1.Pod) *Pod {
 				p.ReadySince = c.LastTransitionTime.Time
 			}
 		case sidecar.UpgradableCondition:
-			p.Upgradable = &corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: intern(c.Reason),
-				Message: intern(c.Message), LastTransitionTime: c.LastTransitionTime}
+			p.Upgradable = &corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason,
+				Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
 	}
 	p.Containers = make([]Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
@@ -206,16 +241,26 @@ func NewPod(pod *corev1.Pod) *Pod {
 	return p
 }
 
+// phase returns the constant of a known phase, so that pods do not each hold a copy.
+func phase(ph corev1.PodPhase) corev1.PodPhase {
+	for _, known := range []corev1.PodPhase{corev1.PodRunning, corev1.PodPending, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
+		if ph == known {
+			return known
+		}
+	}
+	return ph
+}
+
 func appendContainers(out []Container, spec []corev1.Container, statuses []corev1.ContainerStatus, init bool) []Container {
 	for i := range spec {
-		c := Container{Name: intern(spec[i].Name), Image: intern(spec[i].Image), Init: init,
+		c := Container{name: newText(spec[i].Name), image: newText(spec[i].Image), Init: init,
 			Native: init && sidecar.IsNativeSidecar(&spec[i])}
 		for j := range statuses {
 			if st := &statuses[j]; st.Name == spec[i].Name {
 				c.HasStatus, c.Ready, c.RestartCount = true, st.Ready, st.RestartCount
-				c.StatusImage, c.ImageID, c.ContainerID = intern(st.Image), intern(st.ImageID), ContainerIDOf(st.ContainerID)
+				c.statusImage, c.imageID, c.ContainerID = newText(st.Image), newText(st.ImageID), ContainerIDOf(st.ContainerID)
 				if st.State.Waiting != nil {
-					c.Waiting = intern(st.State.Waiting.Reason)
+					c.waiting = newText(st.State.Waiting.Reason)
 				}
 				break
 			}
@@ -228,22 +273,18 @@ func appendContainers(out []Container, spec []corev1.Container, statuses []corev
 // decodeAnnotations keeps the SidecarSet annotations: the injected list, and the entries of the
 // SidecarSets it names in the hash annotations and the in-place update record.
 func (p *Pod) decodeAnnotations(a map[string]string) {
-	p.InjectedList = intern(a[sidecar.InjectedListAnnotation])
+	p.injected = newText(a[sidecar.InjectedListAnnotation])
 	if v, ok := a[sidecar.WorkingHotUpgradeContainerAnnotation]; ok {
-		p.Working = map[string]string{}
-		for k, v := range sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v}) {
-			p.Working[intern(k)] = intern(v)
-		}
+		p.Working = sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v})
 	}
-	names := sidecar.ParseInjectedList(p.InjectedList)
 	record := a[sidecar.InPlaceUpdateStateAnnotation]
-	for _, name := range names {
-		name = intern(name)
+	for _, name := range sidecar.ParseInjectedList(p.InjectedList()) {
+		ss := newText(name)
 		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashAnnotation], name); ok {
-			p.Hashes = append(p.Hashes, HashRef{SidecarSet: name, Hash: intern(hash), Revision: intern(rev)})
+			p.Hashes = append(p.Hashes, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})
 		}
 		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashWithoutImageAnnotation], name); ok {
-			p.HashesWithoutImage = append(p.HashesWithoutImage, HashRef{SidecarSet: name, Hash: intern(hash), Revision: intern(rev)})
+			p.HashesWithoutImage = append(p.HashesWithoutImage, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})
 		}
 		if record == "" || p.RecordsMalformed {
 			continue
@@ -255,7 +296,7 @@ func (p *Pod) decodeAnnotations(a map[string]string) {
 		}
 		for _, r := range recs {
 			st := r.Status
-			p.Records = append(p.Records, Record{SidecarSet: name, Container: intern(r.Name), ImageID: intern(st.ImageID),
+			p.Records = append(p.Records, Record{sidecarSet: ss, container: newText(r.Name), imageID: newText(st.ImageID),
 				ContainerID: ContainerIDOf(st.ContainerID), RestartCount: st.RestartCount, PodGeneration: st.PodGeneration,
 				ImageIDOnly: st.ContainerID == "" && st.RestartCount == 0 && st.PodGeneration == 0})
 		}
@@ -277,6 +318,3 @@ func injectedListHas(list, sidecarSetName string) bool {
 	}
 	return false
 }
-
-// intern returns the canonical copy of s.
-func intern(s string) string { return unique.Make(s).Value() }

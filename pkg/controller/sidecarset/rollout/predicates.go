@@ -20,7 +20,7 @@ func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
 		return false
 	}
-	if !injectedListHas(pod.InjectedList, ss.Name) {
+	if !injectedListHas(pod.InjectedList(), ss.Name) {
 		return false
 	}
 	for i := range ss.Spec.Containers {
@@ -76,7 +76,7 @@ func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 	if !ct.HasStatus {
 		return false
 	}
-	if SameImage(ct.Image, ct.StatusImage) || digestMatches(ct.Image, ct.ImageID) {
+	if SameImage(ct.Image(), ct.StatusImage()) || digestMatches(ct.Image(), ct.ImageID()) {
 		return true
 	}
 	if pod.RecordsMalformed {
@@ -92,7 +92,7 @@ func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 // restarted reports whether the container shows an instance started after rec was taken.
 func restarted(rec Record, ct *Container) bool {
 	if rec.ImageIDOnly {
-		return rec.ImageID != ct.ImageID // an OpenKruise record
+		return rec.imageID != ct.imageID // an OpenKruise record
 	}
 	return ct.RestartCount > rec.RestartCount || (ct.ContainerID != 0 && ct.ContainerID != rec.ContainerID)
 }
@@ -145,7 +145,7 @@ func waitingFailure(pod *Pod, names []string) (reason, container string) {
 		if ct == nil {
 			continue
 		}
-		switch r := ct.Waiting; r {
+		switch r := ct.Waiting(); r {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
 			"CrashLoopBackOff", "CreateContainerError", "CreateContainerConfigError", "RunContainerError":
 			return r, n
