@@ -577,7 +577,7 @@ func cleanNamespace(t *testing.T, ns string) {
 	if err := kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_ = kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		rs, err2 := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
