@@ -12,6 +12,12 @@
 #   hack/local-up.sh up           start what is not running in the background and wait until ready
 #   hack/local-up.sh down [--purge]
 #   hack/local-up.sh restart-server | restart-server-etcd
+#   hack/local-up.sh start-replica | stop-replica
+#                                 a second server process (sidecarset-apiserver-2) on the same
+#                                 server etcd, kubeconfig and --namespace, listening on
+#                                 SERVER_REPLICA_PORT (default SERVER_PORT+1) with its own cert dir;
+#                                 not registered in the APIServices (kube-apiserver keeps routing to
+#                                 the first), it competes for the controller Lease. down stops it too.
 #   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
 #   hack/local-up.sh env          print the export line
 #
@@ -29,6 +35,7 @@ ETCD_PORT=${ETCD_PORT:-32379}
 SERVER_ETCD_PORT=${SERVER_ETCD_PORT:-32381}
 KUBE_PORT=${KUBE_PORT:-36443}
 SERVER_PORT=${SERVER_PORT:-38443}
+SERVER_REPLICA_PORT=${SERVER_REPLICA_PORT:-$((SERVER_PORT + 1))}
 KWOK_IMAGE_CHANGE_DELAY_MS=${KWOK_IMAGE_CHANGE_DELAY_MS:-1000}
 NAMESPACE=kruise-system
 
@@ -177,6 +184,22 @@ start_server() {
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
 }
 
+# start_replica runs the second server process with the first one's flags but its own port and
+# cert dir, and waits until it is ready.
+start_replica() {
+  [[ -f "${RUN}/server-etcd.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
+  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" \
+    --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_REPLICA_PORT}" --bind-address=127.0.0.1 \
+    --cert-dir="${STATE}/server-2-certs" --kubeconfig="${KUBECONFIG_FILE}" \
+    --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
+    --namespace="${NAMESPACE}"
+  wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"
+  wait_for "the replica's /readyz" "${LOGS}/sidecarset-apiserver-2.log" \
+    kc --server="https://127.0.0.1:${SERVER_REPLICA_PORT}" --certificate-authority="${STATE}/server-2-certs/apiserver.crt" \
+    get --raw /readyz
+}
+
 register() {
   local ca
   ca=$(base64 -w0 <"${STATE}/server-certs/apiserver.crt")
@@ -204,7 +227,7 @@ up() {
 }
 
 down() {
-  for p in sidecarset-apiserver server-etcd kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  for p in sidecarset-apiserver-2 sidecarset-apiserver server-etcd kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop "$p"
   done
   if [[ "${1:-}" == "--purge" ]]; then rm -rf "${STATE}"; fi
@@ -226,6 +249,8 @@ case "${1:-run}" in
   restart-server) tools; stop sidecarset-apiserver; start_server; register ;;
   restart-server-etcd) tools; stop server-etcd; start_server; register ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
+  start-replica) tools; start_replica ;;
+  stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|restart-kwok|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
 esac

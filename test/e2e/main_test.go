@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,6 +81,35 @@ func localUp(args ...string) (string, error) {
 		err = fmt.Errorf("hack/local-up.sh %s: %w", strings.Join(args, " "), err)
 	}
 	return stdout.String(), err
+}
+
+// serverPort returns the port server replica n listens on, as hack/local-up.sh sets it: replica 1
+// (up, restart-server; the one the APIServices route to) on SERVER_PORT (default 38443), replica 2
+// (start-replica) on SERVER_REPLICA_PORT (default SERVER_PORT+1).
+func serverPort(replica int) int {
+	port := envInt("SERVER_PORT", 38443)
+	if replica == 1 {
+		return port
+	}
+	return envInt("SERVER_REPLICA_PORT", port+1)
+}
+
+// serverProcess returns hack/local-up.sh's name for server replica n: its pid file is
+// _output/local/run/<name>.pid and its log _output/local/logs/<name>.log.
+func serverProcess(replica int) string {
+	if replica == 1 {
+		return "sidecarset-apiserver"
+	}
+	return "sidecarset-apiserver-" + strconv.Itoa(replica)
+}
+
+// serverConfig returns a client configuration that reaches server replica n directly, not through
+// kube-apiserver, as cluster admin (the server delegates authentication to kube-apiserver).
+func serverConfig(replica int) *rest.Config {
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", serverPort(replica))
+	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.Insecure = nil, "", true
+	return cfg
 }
 
 // runKubectl runs the cluster's kubectl and returns its combined output.

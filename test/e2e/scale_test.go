@@ -150,7 +150,7 @@ func bigNode() corev1.ResourceList {
 // serverMemory returns the server process's resident set size and its Go heap in use.
 func serverMemory(t *testing.T) (rss, heap int64) {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run/sidecarset-apiserver.pid"))
+	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(1)+".pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
@@ -275,7 +276,13 @@ func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*c
 
 func patchImage(t *testing.T, name, patch string) {
 	t.Helper()
-	if _, err := sidecars.AppsV1alpha1().SidecarSets().Patch(context.Background(), name, types.StrategicMergePatchType,
+	patchImageOn(t, sidecars, name, patch)
+}
+
+// patchImageOn is patchImage through the given client (e.g. one server replica directly).
+func patchImageOn(t *testing.T, client clientset.Interface, name, patch string) {
+	t.Helper()
+	if _, err := client.AppsV1alpha1().SidecarSets().Patch(context.Background(), name, types.StrategicMergePatchType,
 		[]byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("patch %s: %v", name, err)
 	}
@@ -289,9 +296,15 @@ func waitStatus(t *testing.T, name string, want v1alpha1.SidecarSetStatus) {
 
 func waitStatusWithin(t *testing.T, name string, want v1alpha1.SidecarSetStatus, timeout time.Duration) {
 	t.Helper()
+	waitStatusOn(t, sidecars, name, want, timeout)
+}
+
+// waitStatusOn is waitStatusWithin through the given client (e.g. one server replica directly).
+func waitStatusOn(t *testing.T, client clientset.Interface, name string, want v1alpha1.SidecarSetStatus, timeout time.Duration) {
+	t.Helper()
 	var got v1alpha1.SidecarSetStatus
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		ss, err := client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -373,12 +386,16 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 	return nil
 }
 
-// serverMetrics scrapes the server's /metrics directly (as cluster admin).
+// serverMetrics scrapes the /metrics of server replica 1 (the registered one).
 func serverMetrics(t *testing.T) string {
 	t.Helper()
-	cfg := rest.CopyConfig(restConfig)
-	cfg.Host = "https://127.0.0.1:38443"
-	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.Insecure = nil, "", true
+	return replicaMetrics(t, 1)
+}
+
+// replicaMetrics scrapes server replica n's /metrics directly (as cluster admin).
+func replicaMetrics(t *testing.T, replica int) string {
+	t.Helper()
+	cfg := serverConfig(replica)
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	client, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
@@ -386,7 +403,7 @@ func serverMetrics(t *testing.T) string {
 	}
 	data, err := client.Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+		t.Fatalf("GET /metrics of replica %d: %v", replica, err)
 	}
 	return string(data)
 }

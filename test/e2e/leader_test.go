@@ -1,0 +1,339 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// The controller Lease of cmd/apiserver/app/server.go (runElected) in hack/local-up.sh's --namespace.
+const (
+	leaseNamespace = "kruise-system"
+	leaseName      = "sidecarset-controller"
+	leaseDuration  = 15 * time.Second
+	retryPeriod    = 2 * time.Second
+)
+
+// What client-go's leader election and the controller log (klog text format) on each replica.
+var (
+	logAttempting = `"Attempting to acquire leader lease..." lock="` + leaseNamespace + "/" + leaseName + `"`
+	logAcquired   = `"Successfully acquired lease" lock="` + leaseNamespace + "/" + leaseName + `"`
+	logStarted    = `"starting sidecarset controller"`
+)
+
+// TestLeaderElection runs two server replicas against the same etcd and cluster: exactly one holds
+// the controller Lease and rolls SidecarSets out while both serve the API; killed with SIGKILL (no
+// release), the leader's Lease expires, the other replica takes it over and finishes the next
+// in-place upgrade, which nobody starts before the takeover. The cluster is left as found: replica 1
+// running, registered and leading, replica 2 stopped.
+func TestLeaderElection(t *testing.T) {
+	ctx := context.Background()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localUp("start-replica"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restoreReplicas(t) })
+	waitLog(t, 2, logAttempting, 30*time.Second)
+
+	leader, holder := waitLeader(t, []int{1, 2}, 2*leaseDuration)
+	follower := 3 - leader
+	if !strings.HasPrefix(holder, host+"_") {
+		t.Errorf("holderIdentity %q is not <hostname>_<uuid> of this host %q", holder, host)
+	}
+	t.Logf("replica %d holds the Lease as %s; replica %d follows", leader, holder, follower)
+
+	// The leader rolls a SidecarSet out; the follower serves the same objects but does not act.
+	pods := setupUpgrade(t, simpleSidecarSet("leader", "busybox:1.36", nil), "leader", 3)
+	upgradedBefore := map[int]int{leader: upgradedPods(t, leader, "leader"), follower: upgradedPods(t, follower, "leader")}
+	patchImage(t, "leader", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitSidecarImage(t, "leader", "busybox:1.37")
+	waitStatus(t, "leader", v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 3, ReadyPods: 3, UpdatedReadyPods: 3})
+	for _, n := range []int{leader, follower} {
+		checkServes(t, n, "leader", 3)
+	}
+	if got := upgradedPods(t, leader, "leader") - upgradedBefore[leader]; got != 3 {
+		t.Errorf("the leader (replica %d) upgraded %d pods, want 3", leader, got)
+	}
+	if got := upgradedPods(t, follower, "leader") - upgradedBefore[follower]; got != 0 {
+		t.Errorf("the follower (replica %d) upgraded %d pods", follower, got)
+	}
+	if strings.Contains(serverLog(t, follower), logStarted) {
+		t.Errorf("the follower (replica %d) started its controller", follower)
+	}
+
+	// Kill the leader without letting it release the Lease, then change the image through the
+	// survivor (kube-apiserver routes to replica 1 only).
+	pid := serverPID(t, leader)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill replica %d (pid %d): %v", leader, pid, err)
+	}
+	survivor := follower
+	direct := clientset.NewForConfigOrDie(serverConfig(survivor))
+	upgradedBefore[survivor] = upgradedPods(t, survivor, "leader")
+	lease, err := kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transitions := ptr.Deref(lease.Spec.LeaseTransitions, 0)
+	patchImageOn(t, direct, "leader", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.38"}]}}`)
+
+	// Until the survivor holds the Lease nobody touches the pods; it may only take the Lease once
+	// the killed leader's last renewal has expired.
+	var newHolder string
+	var takeover time.Duration
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*leaseDuration, true, func(ctx context.Context) (bool, error) {
+		started := countImage(listPods(t, "leader"), "busybox:1.38") // pods first, then the Lease
+		lease, err := kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != holder {
+			newHolder, takeover = h, time.Since(killed)
+			return true, nil
+		}
+		if started > 0 {
+			t.Errorf("%d pods were upgraded while the killed leader still held the Lease", started)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the Lease is still held by the killed replica %d (%s) %s after the kill", leader, holder, time.Since(killed).Round(time.Second))
+	}
+	t.Logf("replica %d took the Lease over as %s %s after replica %d was killed", survivor, newHolder,
+		takeover.Round(100*time.Millisecond), leader)
+	if !strings.HasPrefix(newHolder, host+"_") {
+		t.Errorf("new holderIdentity %q is not <hostname>_<uuid> of this host", newHolder)
+	}
+	// The leader renews every RetryPeriod; the survivor looks every RetryPeriod to 2.2 RetryPeriods
+	// (jitter) and takes the Lease a full LeaseDuration after it saw the last renewal: at least
+	// LeaseDuration - RetryPeriod after the kill, at most LeaseDuration + 2 x 2.2 RetryPeriods.
+	if low, high := leaseDuration-2*retryPeriod, leaseDuration+15*time.Second; takeover < low || takeover > high {
+		t.Errorf("takeover after %s, want between %s and %s", takeover, low, high)
+	}
+	waitLog(t, survivor, logAcquired, 10*time.Second)
+	waitLog(t, survivor, logStarted, 10*time.Second)
+	lease, err = kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(lease.Spec.LeaseTransitions, 0); got != transitions+1 {
+		t.Errorf("leaseTransitions %d, want %d", got, transitions+1)
+	}
+
+	// The new leader completes the in-place upgrade.
+	after := waitSidecarImage(t, "leader", "busybox:1.38")
+	waitStatusOn(t, direct, "leader", v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 3, ReadyPods: 3, UpdatedReadyPods: 3}, rolloutTimeout)
+	for i, p := range after {
+		if p.UID != pods[i].UID {
+			t.Errorf("pod %s was recreated", p.Name)
+		}
+		if c := sidecar.ContainerStatus(p, "sidecar1"); c.RestartCount != sidecar.ContainerStatus(pods[i], "sidecar1").RestartCount+2 {
+			t.Errorf("pod %s: sidecar1 restartCount %d, want two in-place restarts since %d", p.Name, c.RestartCount,
+				sidecar.ContainerStatus(pods[i], "sidecar1").RestartCount)
+		}
+	}
+	if got := upgradedPods(t, survivor, "leader") - upgradedBefore[survivor]; got != 3 {
+		t.Errorf("the new leader (replica %d) upgraded %d pods, want 3", survivor, got)
+	}
+
+	if leader != 1 {
+		return // restoreReplicas stops replica 2
+	}
+	// Replica 1 comes back, registered, as a follower: the survivor keeps the Lease.
+	if _, err := localUp("restart-server"); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, 1, logAttempting, 30*time.Second)
+	time.Sleep(2*retryPeriod + time.Second)
+	if got, _ := waitLeader(t, []int{1, 2}, leaseDuration); got != survivor {
+		t.Errorf("the restarted replica 1 took the Lease from replica %d", survivor)
+	}
+	checkServes(t, 1, "leader", 3)
+	if ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "leader", metav1.GetOptions{}); err != nil || ss.Status.UpdatedPods != 3 {
+		t.Errorf("through kube-apiserver after the restart: %v", err)
+	}
+}
+
+// restoreReplicas leaves the local cluster as TestLeaderElection found it: replica 2 stopped (it
+// releases the Lease on its way out), replica 1 running, registered and holding the Lease.
+func restoreReplicas(t *testing.T) {
+	t.Helper()
+	if _, err := localUp("stop-replica"); err != nil {
+		t.Error(err)
+	}
+	if !replicaRunning(1) {
+		if _, err := localUp("restart-server"); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	if n, _ := waitLeader(t, []int{1}, 2*leaseDuration); n != 1 {
+		t.Errorf("replica 1 does not lead after replica 2 stopped")
+	}
+}
+
+// waitLeader waits until the controller Lease has an unexpired holder and exactly one of the given
+// live replicas says in its log that it leads, and returns that replica and the holder identity.
+func waitLeader(t *testing.T, replicas []int, timeout time.Duration) (int, string) {
+	t.Helper()
+	var leaders []int
+	var holder string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		lease, err := kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil || lease.Spec.RenewTime == nil {
+			return false, nil
+		}
+		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
+		expires := lease.Spec.RenewTime.Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
+		leaders = leaders[:0]
+		for _, n := range replicas {
+			if leadsByLog(t, n) {
+				leaders = append(leaders, n)
+			}
+		}
+		return holder != "" && time.Now().Before(expires) && len(leaders) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("no single leader among replicas %v: holder %q, replicas whose log says they lead: %v", replicas, holder, leaders)
+	}
+	return leaders[0], holder
+}
+
+// leadsByLog tells whether replica n's current process (its log starts over with each start)
+// acquired the controller Lease and has not lost it since.
+func leadsByLog(t *testing.T, replica int) bool {
+	log := serverLog(t, replica)
+	acquired := strings.LastIndex(log, logAcquired)
+	lost := max(strings.LastIndex(log, `"Failed to renew lease"`), strings.LastIndex(log, `"stopped leading"`))
+	return acquired >= 0 && acquired > lost
+}
+
+func serverLog(t *testing.T, replica int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "_output/local/logs", serverProcess(replica)+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func waitLog(t *testing.T, replica int, line string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return strings.Contains(serverLog(t, replica), line), nil
+	})
+	if err != nil {
+		t.Fatalf("replica %d never logged %s", replica, line)
+	}
+}
+
+func serverPID(t *testing.T, replica int) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(replica)+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// replicaRunning tells whether replica n's process (after its pid file) exists and is not a zombie.
+func replicaRunning(replica int) bool {
+	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(replica)+".pid"))
+	if err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "stat"))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may contain spaces and parentheses, the state follows the last ')'.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// checkServes asserts that replica n serves the SidecarSet and its rollout view directly, with
+// every one of its pods matched and updated.
+func checkServes(t *testing.T, replica int, name string, pods int) {
+	t.Helper()
+	client := clientset.NewForConfigOrDie(serverConfig(replica))
+	var summary string
+	// A replica's view comes from its own pod informer, which may lag a moment behind.
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ss, err := client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			summary = fmt.Sprintf("get: %v", err)
+			return false, nil
+		}
+		view, err := client.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			summary = fmt.Sprintf("get rollout: %v", err)
+			return false, nil
+		}
+		updated := 0
+		for _, p := range view.Status.Pods {
+			if p.State == v1alpha1.PodRolloutUpdated {
+				updated++
+			}
+		}
+		summary = fmt.Sprintf("status %+v, rollout view: %d pods, %d updated, revision %s", ss.Status, len(view.Status.Pods), updated, view.Status.LatestRevision)
+		return ss.Status.UpdatedPods == int32(pods) && len(view.Status.Pods) == pods && updated == pods &&
+			view.Status.LatestRevision == ss.Status.LatestRevision, nil
+	})
+	if err != nil {
+		t.Errorf("replica %d does not serve %s as expected: %s", replica, name, summary)
+	}
+}
+
+// waitSidecarImage waits until every pod of the app runs sidecar1 on image, ready, and returns them.
+func waitSidecarImage(t *testing.T, app, image string) []*corev1.Pod {
+	t.Helper()
+	waitPods(t, app, func(pods []*corev1.Pod) bool {
+		for _, p := range pods {
+			st := sidecar.ContainerStatus(p, "sidecar1")
+			if st == nil || st.Image != image || !st.Ready || !podIsReady(p) {
+				return false
+			}
+		}
+		return len(pods) > 0
+	})
+	return listPods(t, app)
+}
+
+// upgradedPods reads replica n's sidecarset_pods_upgraded_total for the SidecarSet (0 if absent).
+func upgradedPods(t *testing.T, replica int, name string) int {
+	t.Helper()
+	prefix := `sidecarset_pods_upgraded_total{sidecarset="` + name + `"} `
+	for _, line := range strings.Split(replicaMetrics(t, replica), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
+}
