@@ -173,6 +173,53 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
+// TestLeaderStalledPastRenewal pauses the leading replica (SIGSTOP) past its renew deadline: the
+// other replica takes the Lease over and rolls out the next change, and the stalled one, once it
+// runs again, finds it lost the Lease and exits instead of acting beside the new leader.
+func TestLeaderStalledPastRenewal(t *testing.T) {
+	if _, err := localUp("start-replica"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restoreReplicas(t) })
+	waitLog(t, 2, logAttempting, 30*time.Second)
+	leader, holder := waitLeader(t, []int{1, 2}, 2*leaseDuration)
+	other := 3 - leader
+	setupUpgrade(t, simpleSidecarSet("stalled", "busybox:1.36", nil), "stalled", 2)
+
+	pid := serverPID(t, leader)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	if n, h := waitLeader(t, []int{other}, 3*leaseDuration); n != other || h == holder {
+		t.Fatalf("replica %d did not take the Lease from the stalled replica %d (holder %s)", other, leader, h)
+	}
+	direct := clientset.NewForConfigOrDie(serverConfig(other))
+	patchImageOn(t, direct, "stalled", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitSidecarImage(t, "stalled", "busybox:1.37")
+	waitStatusOn(t, direct, "stalled", v1alpha1.SidecarSetStatus{MatchedPods: 2, UpdatedPods: 2, ReadyPods: 2, UpdatedReadyPods: 2}, rolloutTimeout)
+
+	resume()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, leaseDuration+10*time.Second, true,
+		func(context.Context) (bool, error) { return !replicaRunning(leader), nil })
+	if err != nil {
+		t.Fatalf("replica %d still runs after it lost the Lease", leader)
+	}
+	if log := serverLog(t, leader); !strings.Contains(log, `"lost the controller lease; exiting to rejoin the election"`) {
+		t.Errorf("replica %d exited without saying it lost the Lease", leader)
+	}
+	if n, _ := waitLeader(t, []int{other}, leaseDuration); n != other {
+		t.Errorf("replica %d lost the Lease", other)
+	}
+}
+
 // restoreReplicas leaves the local cluster as TestLeaderElection found it: replica 2 stopped (it
 // releases the Lease on its way out), replica 1 running, registered and holding the Lease.
 func restoreReplicas(t *testing.T) {

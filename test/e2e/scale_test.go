@@ -73,12 +73,12 @@ func TestServerMemoryPerPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Second)
-	idleRSS, idleHeap := serverMemory(t)
+	idleRSS, idleHeap := serverMemory(t, "idle")
 	prepareScale(t, ss, n, nil)
 	waitStatusFor(t, "memory", n, 20*time.Minute)
 	time.Sleep(30 * time.Second) // let the collector run
-	rss, heap := serverMemory(t)
-	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; heap in use %s (idle %s), %.0f B/pod",
+	rss, heap := serverMemory(t, "loaded")
+	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; live heap %s (idle %s), %.0f B/pod",
 		n, mib(rss), mib(idleRSS), float64(rss-idleRSS)/float64(n), mib(heap), mib(idleHeap), float64(heap-idleHeap)/float64(n))
 }
 
@@ -147,8 +147,10 @@ func bigNode() corev1.ResourceList {
 		corev1.ResourcePods: resource.MustParse("5000")}
 }
 
-// serverMemory returns the server process's resident set size and its Go heap in use.
-func serverMemory(t *testing.T) (rss, heap int64) {
+// serverMemory returns the server process's resident set size, then its live heap: it has the
+// server collect (GET /debug/pprof/heap?gc=1, kept as _output/local/heap-<label>.pprof for
+// go tool pprof) and reads the heap allocated after the collection.
+func serverMemory(t *testing.T, label string) (rss, heap int64) {
 	t.Helper()
 	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(1)+".pid"))
 	if err != nil {
@@ -164,8 +166,15 @@ func serverMemory(t *testing.T) (rss, heap int64) {
 			rss = kb * 1024
 		}
 	}
+	profile, err := replicaClient(t, 1).Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "_output/local/heap-"+label+".pprof"), profile, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, line := range strings.Split(serverMetrics(t), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			heap = int64(f)
 		}

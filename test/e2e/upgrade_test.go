@@ -392,8 +392,8 @@ func serverMetrics(t *testing.T) string {
 	return replicaMetrics(t, 1)
 }
 
-// replicaMetrics scrapes server replica n's /metrics directly (as cluster admin).
-func replicaMetrics(t *testing.T, replica int) string {
+// replicaClient returns a client of server replica n's own endpoints (as cluster admin).
+func replicaClient(t *testing.T, replica int) *rest.RESTClient {
 	t.Helper()
 	cfg := serverConfig(replica)
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
@@ -401,7 +401,13 @@ func replicaMetrics(t *testing.T, replica int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := client.Get().AbsPath("/metrics").DoRaw(context.Background())
+	return client
+}
+
+// replicaMetrics scrapes server replica n's /metrics directly (as cluster admin).
+func replicaMetrics(t *testing.T, replica int) string {
+	t.Helper()
+	data, err := replicaClient(t, replica).Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatalf("GET /metrics of replica %d: %v", replica, err)
 	}

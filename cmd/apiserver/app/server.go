@@ -278,23 +278,38 @@ func eventScheme() *runtime.Scheme {
 	return s
 }
 
-// runElected runs fn while this replica holds the controller Lease.
+// runElected runs fn while this replica holds the controller Lease. A replica that loses the
+// Lease while running exits, as kube-controller-manager does: its controller cannot be sure it
+// stopped acting in time, and a restart rejoins the election cleanly.
 func (o *Options) runElected(ctx context.Context, main *rest.Config, fn func(context.Context)) {
-	id, _ := os.Hostname()
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, "sidecarset-controller",
-		nil, kubernetes.NewForConfigOrDie(main).CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: id + "_" + string(uuid.NewUUID())})
+	host, err := os.Hostname()
 	if err != nil {
-		klog.ErrorS(err, "leader election disabled")
-		fn(ctx)
-		return
+		klog.ErrorS(err, "hostname for the leader election identity")
 	}
+	id := host + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.Namespace, leaseName,
+		nil, kubernetes.NewForConfigOrDie(main).CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil { // only for an unknown lock type
+		klog.ErrorS(err, "creating the controller lock")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	klog.InfoS("running for the controller lease", "lease", klog.KRef(o.Namespace, leaseName), "identity", id)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		ReleaseOnCancel: true,
+		Name: leaseName, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		RetryPeriod: 2 * time.Second, ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: fn,
-			OnStoppedLeading: func() { klog.InfoS("stopped leading", "lease", "sidecarset-controller") },
+			OnStoppedLeading: func() {
+				if ctx.Err() != nil {
+					klog.InfoS("stopped leading", "lease", leaseName)
+					return
+				}
+				klog.ErrorS(nil, "lost the controller lease; exiting to rejoin the election", "lease", leaseName, "identity", id)
+				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+			},
 		},
 	})
 }
+
+// leaseName is the controller Lease in --namespace.
+const leaseName = "sidecarset-controller"

@@ -63,6 +63,7 @@ type Controller struct {
 	clock      clock.Clock
 	expect     *expectations
 	metrics    *progress
+	pace       *pacer
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
 	podsPeriod time.Duration
@@ -83,6 +84,7 @@ func New(o Options) (*Controller, error) {
 		clock:      o.Clock,
 		expect:     newExpectations(),
 		metrics:    newProgress(o.Clock),
+		pace:       newPacer(podSyncInterval, o.Clock),
 		synced:     []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod: time.Second,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -91,14 +93,17 @@ func New(o Options) (*Controller, error) {
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
-		DeleteFunc: func(obj interface{}) { c.metrics.forget(objectName(obj)) },
+		DeleteFunc: func(obj interface{}) {
+			c.metrics.forget(objectName(obj))
+			c.pace.forget(objectName(obj))
+		},
 	}); err != nil {
 		return nil, err
 	}
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods
 		c.synced = append(c.synced, o.Pods.HasSynced)
-		if err := o.Pods.addEventHandler(podHandler(c.queue.Add, c.expect)); err != nil {
+		if err := o.Pods.addEventHandler(podHandler(c.enqueueForPod, c.expect)); err != nil {
 			return nil, err
 		}
 	}
@@ -119,6 +124,15 @@ func (c *Controller) enqueue(obj interface{}) {
 	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
 		c.queue.Add(ss.Name)
 	}
+}
+
+// enqueueForPod queues a round of SidecarSet name after a pod event, paced (see pacer).
+func (c *Controller) enqueueForPod(name string) {
+	if d := c.pace.delay(name); d > 0 {
+		c.queue.AddAfter(name, d)
+		return
+	}
+	c.queue.Add(name)
 }
 
 // Run processes SidecarSets until ctx ends.
@@ -146,6 +160,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	c.pace.started(name)
 	after, err := c.sync(ctx, name)
 	switch {
 	case err != nil:
