@@ -56,7 +56,7 @@ func NewOptions() *Options {
 		LeaderElect:  true,
 		Workers:      3,
 		KubeAPIQPS:   100,
-		KubeAPIBurst: 200,
+		KubeAPIBurst: 300, // a round of 100 in-place upgrades: read, update and condition of each pod
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -88,7 +88,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "sidecarset-workers", o.Workers, "Number of SidecarSets the controller reconciles at once.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests the controller may send to the main cluster.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Burst of requests the controller may send to the main cluster; upgrading a pod in place takes up to three.")
 }
 
 // Validate checks the options.
