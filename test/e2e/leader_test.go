@@ -174,8 +174,9 @@ func TestLeaderElection(t *testing.T) {
 }
 
 // TestLeaderStalledPastRenewal pauses the leading replica (SIGSTOP) past its renew deadline: the
-// other replica takes the Lease over and rolls out the next change, and the stalled one, once it
-// runs again, finds it lost the Lease and exits instead of acting beside the new leader.
+// other replica takes the Lease over and rolls out the next change; the stalled one, once it runs
+// again, finds it lost the Lease, stops its controller, keeps serving and runs for the Lease again
+// without acting on later changes.
 func TestLeaderStalledPastRenewal(t *testing.T) {
 	if _, err := localUp("start-replica"); err != nil {
 		t.Fatal(err)
@@ -207,17 +208,23 @@ func TestLeaderStalledPastRenewal(t *testing.T) {
 	waitStatusOn(t, direct, "stalled", v1alpha1.SidecarSetStatus{MatchedPods: 2, UpdatedPods: 2, ReadyPods: 2, UpdatedReadyPods: 2}, rolloutTimeout)
 
 	resume()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, leaseDuration+10*time.Second, true,
-		func(context.Context) (bool, error) { return !replicaRunning(leader), nil })
-	if err != nil {
-		t.Fatalf("replica %d still runs after it lost the Lease", leader)
+	waitLog(t, leader, `"lost the controller lease; running for it again"`, leaseDuration+10*time.Second)
+	if !replicaRunning(leader) {
+		t.Fatalf("replica %d exited after it lost the Lease", leader)
 	}
-	if log := serverLog(t, leader); !strings.Contains(log, `"lost the controller lease; exiting to rejoin the election"`) {
-		t.Errorf("replica %d exited without saying it lost the Lease", leader)
+	before := map[int]int{leader: upgradedPods(t, leader, "stalled"), other: upgradedPods(t, other, "stalled")}
+	patchImageOn(t, direct, "stalled", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.38"}]}}`)
+	waitSidecarImage(t, "stalled", "busybox:1.38")
+	if got := upgradedPods(t, leader, "stalled") - before[leader]; got != 0 {
+		t.Errorf("replica %d upgraded %d pods after it lost the Lease", leader, got)
 	}
-	if n, _ := waitLeader(t, []int{other}, leaseDuration); n != other {
-		t.Errorf("replica %d lost the Lease", other)
+	if got := upgradedPods(t, other, "stalled") - before[other]; got != 2 {
+		t.Errorf("the leader (replica %d) upgraded %d pods, want 2", other, got)
 	}
+	if n, _ := waitLeader(t, []int{leader, other}, leaseDuration); n != other {
+		t.Errorf("replica %d leads, want %d", n, other)
+	}
+	checkServes(t, leader, "stalled", 2)
 }
 
 // restoreReplicas leaves the local cluster as TestLeaderElection found it: replica 2 stopped (it

@@ -278,9 +278,10 @@ func eventScheme() *runtime.Scheme {
 	return s
 }
 
-// runElected runs fn while this replica holds the controller Lease. A replica that loses the
-// Lease while running exits, as kube-controller-manager does: its controller cannot be sure it
-// stopped acting in time, and a restart rejoins the election cleanly.
+// runElected runs fn while this replica holds the controller Lease, for as many terms as it wins
+// until ctx ends. A replica that loses the Lease (its renewals failed for RenewDeadline) stops its
+// term (fn's context ends, cancelling its requests), keeps serving the API and runs for the Lease
+// again.
 func (o *Options) runElected(ctx context.Context, main *rest.Config, fn func(context.Context)) {
 	host, err := os.Hostname()
 	if err != nil {
@@ -293,22 +294,22 @@ func (o *Options) runElected(ctx context.Context, main *rest.Config, fn func(con
 		klog.ErrorS(err, "creating the controller lock")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	klog.InfoS("running for the controller lease", "lease", klog.KRef(o.Namespace, leaseName), "identity", id)
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+	config := leaderelection.LeaderElectionConfig{
 		Name: leaseName, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
 		RetryPeriod: 2 * time.Second, ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: fn,
-			OnStoppedLeading: func() {
-				if ctx.Err() != nil {
-					klog.InfoS("stopped leading", "lease", leaseName)
-					return
-				}
-				klog.ErrorS(nil, "lost the controller lease; exiting to rejoin the election", "lease", leaseName, "identity", id)
-				klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-			},
+			OnStoppedLeading: func() { klog.InfoS("stopped leading", "lease", leaseName) },
 		},
-	})
+	}
+	for {
+		klog.InfoS("running for the controller lease", "lease", klog.KRef(o.Namespace, leaseName), "identity", id)
+		leaderelection.RunOrDie(ctx, config)
+		if ctx.Err() != nil {
+			return
+		}
+		klog.InfoS("lost the controller lease; running for it again", "lease", leaseName, "identity", id)
+	}
 }
 
 // leaseName is the controller Lease in --namespace.

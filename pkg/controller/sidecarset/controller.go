@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,8 +66,10 @@ type Controller struct {
 	metrics    *progress
 	pace       *pacer
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
 	podsPeriod time.Duration
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
 }
 
 // New returns a controller on the given informers.
@@ -87,8 +90,6 @@ func New(o Options) (*Controller, error) {
 		pace:       newPacer(podSyncInterval, o.Clock),
 		synced:     []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod: time.Second,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset"}),
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -122,55 +123,83 @@ func objectName(obj interface{}) string {
 
 func (c *Controller) enqueue(obj interface{}) {
 	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-		c.queue.Add(ss.Name)
+		c.add(ss.Name, 0)
 	}
 }
 
 // enqueueForPod queues a round of SidecarSet name after a pod event, paced (see pacer).
 func (c *Controller) enqueueForPod(name string) {
-	if d := c.pace.delay(name); d > 0 {
-		c.queue.AddAfter(name, d)
-		return
-	}
-	c.queue.Add(name)
+	c.add(name, c.pace.delay(name))
 }
 
-// Run processes SidecarSets until ctx ends.
+// add queues a round of name after delay, unless no term runs (the next term syncs everything).
+func (c *Controller) add(name string, delay time.Duration) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	switch {
+	case q == nil:
+	case delay > 0:
+		q.AddAfter(name, delay)
+	default:
+		q.Add(name)
+	}
+}
+
+// Run processes SidecarSets until ctx ends: one term, as leader. A term starts with a round of
+// every SidecarSet; Run may be called again for a later term.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset"})
+	c.mu.Lock()
+	c.queue = q
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.queue == q {
+			c.queue = nil
+		}
+		c.mu.Unlock()
+		q.ShutDown()
+	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
+	sets, err := c.sets.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "listing sidecarsets")
+	}
+	for _, ss := range sets {
+		q.Add(ss.Name)
+	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
 	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.processNext(ctx, q) {
+			}
+		}, time.Second)
 	}
 	<-ctx.Done()
 }
 
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+	name, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(name)
+	defer q.Done(name)
 	c.pace.started(name)
 	after, err := c.sync(ctx, name)
 	switch {
 	case err != nil:
 		klog.ErrorS(err, "syncing sidecarset", "sidecarset", name)
-		c.queue.AddRateLimited(name)
+		q.AddRateLimited(name)
 	case after > 0:
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, after)
+		q.Forget(name)
+		q.AddAfter(name, after)
 	default:
-		c.queue.Forget(name)
+		q.Forget(name)
 	}
 	return true
 }
@@ -181,6 +210,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.pace.forget(name)
 		return 0, nil
 	}
 	if err != nil {

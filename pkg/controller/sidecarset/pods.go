@@ -31,6 +31,7 @@ func NewPodSource(pods coreinformers.PodInformer, namespaces coreinformers.Names
 	if err := inf.SetTransform(CachePod); err != nil {
 		return nil, err
 	}
+	namespaces.Informer() // registers it with its factory
 	return &PodSource{pods: inf, namespaces: namespaces}, nil
 }
 
@@ -136,6 +137,9 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
 			if pod, ok := obj.(*rollout.Pod); ok {
 				expect.forget(pod.Namespace + "/" + pod.Name)
 			}

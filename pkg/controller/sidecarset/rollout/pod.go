@@ -69,8 +69,6 @@ func (t text) String() string {
 type Container struct {
 	name, image text
 	Init        bool
-	// Native is set for an init container with restartPolicy Always (a native sidecar).
-	Native bool
 	// HasStatus says whether the pod status reports the container; the fields below are its.
 	HasStatus    bool
 	Ready        bool
@@ -223,13 +221,15 @@ func NewPod(pod *corev1.Pod) *Pod {
 		Phase: phase(pod.Status.Phase), ObservedGeneration: pod.Status.ObservedGeneration, Labels: NewLabels(pod.Labels),
 	}
 	p.Namespace = p.namespace.String()
-	for i := range pod.Status.Conditions {
-		switch c := &pod.Status.Conditions[i]; c.Type {
-		case corev1.PodReady:
+	seenReady := false
+	for i := range pod.Status.Conditions { // the first condition of a type counts
+		switch c := &pod.Status.Conditions[i]; {
+		case c.Type == corev1.PodReady && !seenReady:
+			seenReady = true
 			if p.Ready = c.Status == corev1.ConditionTrue; p.Ready {
 				p.ReadySince = c.LastTransitionTime.Time
 			}
-		case sidecar.UpgradableCondition:
+		case c.Type == sidecar.UpgradableCondition && p.Upgradable == nil:
 			p.Upgradable = &corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason,
 				Message: c.Message, LastTransitionTime: c.LastTransitionTime}
 		}
@@ -253,8 +253,7 @@ func phase(ph corev1.PodPhase) corev1.PodPhase {
 
 func appendContainers(out []Container, spec []corev1.Container, statuses []corev1.ContainerStatus, init bool) []Container {
 	for i := range spec {
-		c := Container{name: newText(spec[i].Name), image: newText(spec[i].Image), Init: init,
-			Native: init && sidecar.IsNativeSidecar(&spec[i])}
+		c := Container{name: newText(spec[i].Name), image: newText(spec[i].Image), Init: init}
 		for j := range statuses {
 			if st := &statuses[j]; st.Name == spec[i].Name {
 				c.HasStatus, c.Ready, c.RestartCount = true, st.Ready, st.RestartCount

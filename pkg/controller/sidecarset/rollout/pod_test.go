@@ -41,7 +41,7 @@ func TestNewPod(t *testing.T) {
 		"proxy-2=sidecar:2/empty:1 agent=sidecar:2/agent:1"; got != want { // withVersion changes every sidecar's image
 		t.Errorf("containers %s, want %s", got, want)
 	}
-	if c := p.Container("agent"); c == nil || !c.Init || !c.Native || !c.HasStatus || !c.Ready {
+	if c := p.Container("agent"); c == nil || !c.Init || !c.HasStatus || !c.Ready {
 		t.Errorf("native sidecar %+v", c)
 	}
 	if c := p.Container("sidecar"); c.Waiting() != "ImagePullBackOff" || c.ImageID() != imageIDOf("sidecar:1") ||
