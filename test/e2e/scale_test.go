@@ -73,13 +73,16 @@ func TestServerMemoryPerPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Second)
-	idleRSS, idleHeap := serverMemory(t, "idle")
+	idle := serverMemory(t, "idle")
 	prepareScale(t, ss, n, nil)
 	waitStatusFor(t, "memory", n, 20*time.Minute)
 	time.Sleep(30 * time.Second) // let the collector run
-	rss, heap := serverMemory(t, "loaded")
-	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; live heap %s (idle %s), %.0f B/pod",
-		n, mib(rss), mib(idleRSS), float64(rss-idleRSS)/float64(n), mib(heap), mib(idleHeap), float64(heap-idleHeap)/float64(n))
+	loaded := serverMemory(t, "loaded")
+	perPod := func(a, b int64) float64 { return float64(a-b) / float64(n) }
+	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; after a collection and %v: RSS %s (idle %s), %.0f B/pod; "+
+		"live heap %s (idle %s), %.0f B/pod", n, mib(loaded.rss), mib(idle.rss), perPod(loaded.rss, idle.rss), settle,
+		mib(loaded.settledRSS), mib(idle.settledRSS), perPod(loaded.settledRSS, idle.settledRSS),
+		mib(loaded.live), mib(idle.live), perPod(loaded.live, idle.live))
 }
 
 // prepareScale starts over with ss alone and n pods matching it, with the given annotations, on
@@ -147,10 +150,45 @@ func bigNode() corev1.ResourceList {
 		corev1.ResourcePods: resource.MustParse("5000")}
 }
 
-// serverMemory returns the server process's resident set size, then its live heap: it has the
-// server collect (GET /debug/pprof/heap?gc=1, kept as _output/local/heap-<label>.pprof for
-// go tool pprof) and reads the heap allocated after the collection.
-func serverMemory(t *testing.T, label string) (rss, heap int64) {
+// memory is what serverMemory reads of the server process.
+type memory struct {
+	rss        int64 // resident set size as found
+	settledRSS int64 // resident set size settle after a collection
+	live       int64 // heap allocated after that collection
+}
+
+// settle is how long serverMemory lets the runtime return freed memory after a collection.
+const settle = 30 * time.Second
+
+// serverMemory reads the server process's resident set size, has it collect (GET
+// /debug/pprof/heap?gc=1, kept as _output/local/heap-<label>.pprof for go tool pprof), reads its
+// live heap and, after settle, its resident set size again: the steady state, which the runtime
+// also reaches by itself (it collects at least every two minutes and returns what the heap no
+// longer needs).
+func serverMemory(t *testing.T, label string) memory {
+	t.Helper()
+	var m memory
+	m.rss = serverRSS(t)
+	profile, err := replicaClient(t, 1).Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "_output/local/heap-"+label+".pprof"), profile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(serverMetrics(t), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			m.live = int64(f)
+		}
+	}
+	time.Sleep(settle)
+	m.settledRSS = serverRSS(t)
+	return m
+}
+
+// serverRSS reads the server process's resident set size.
+func serverRSS(t *testing.T) int64 {
 	t.Helper()
 	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(1)+".pid"))
 	if err != nil {
@@ -163,23 +201,11 @@ func serverMemory(t *testing.T, label string) (rss, heap int64) {
 	for _, line := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			rss = kb * 1024
+			return kb * 1024
 		}
 	}
-	profile, err := replicaClient(t, 1).Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("heap profile: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "_output/local/heap-"+label+".pprof"), profile, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(serverMetrics(t), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			heap = int64(f)
-		}
-	}
-	return rss, heap
+	t.Fatal("no VmRSS")
+	return 0
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
