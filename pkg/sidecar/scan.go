@@ -32,44 +32,37 @@ type scanner struct {
 // members scans an object, calling member with each key while the scanner stands at its value;
 // member scans the value and returns false to give up.
 func (s *scanner) members(member func(key string) bool) bool {
-	if !s.expect('{') {
-		return false
-	}
-	if s.peek() == '}' {
-		s.pos++
-		return true
-	}
-	for {
+	return s.sequence('{', '}', func() bool {
 		key, ok := s.str()
-		if !ok || !s.expect(':') || !member(key) {
-			return false
-		}
-		switch s.next() {
-		case ',':
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
+		return ok && s.expect(':') && member(key)
+	})
 }
 
 // strings scans an array of strings.
 func (s *scanner) strings() bool {
-	if !s.expect('[') {
+	return s.sequence('[', ']', func() bool {
+		_, ok := s.str()
+		return ok
+	})
+}
+
+// sequence scans open, elements separated by commas (each scanned by elem, false to give up),
+// then closing.
+func (s *scanner) sequence(open, closing byte, elem func() bool) bool {
+	if !s.expect(open) {
 		return false
 	}
-	if s.peek() == ']' {
+	if s.peek() == closing {
 		s.pos++
 		return true
 	}
 	for {
-		if _, ok := s.str(); !ok {
+		if !elem() {
 			return false
 		}
 		switch s.next() {
 		case ',':
-		case ']':
+		case closing:
 			return true
 		default:
 			return false

@@ -47,13 +47,7 @@ func TestLeaderElection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := localUp("start-replica"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { restoreReplicas(t) })
-	waitLog(t, 2, logAttempting, 30*time.Second)
-
-	leader, holder := waitLeader(t, []int{1, 2}, 2*leaseDuration)
+	leader, holder := startSecondReplica(t)
 	follower := 3 - leader
 	if !strings.HasPrefix(holder, host+"_") {
 		t.Errorf("holderIdentity %q is not <hostname>_<uuid> of this host %q", holder, host)
@@ -178,12 +172,7 @@ func TestLeaderElection(t *testing.T) {
 // again, finds it lost the Lease, stops its controller, keeps serving and runs for the Lease again
 // without acting on later changes.
 func TestLeaderStalledPastRenewal(t *testing.T) {
-	if _, err := localUp("start-replica"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { restoreReplicas(t) })
-	waitLog(t, 2, logAttempting, 30*time.Second)
-	leader, holder := waitLeader(t, []int{1, 2}, 2*leaseDuration)
+	leader, holder := startSecondReplica(t)
 	other := 3 - leader
 	setupUpgrade(t, simpleSidecarSet("stalled", "busybox:1.36", nil), "stalled", 2)
 
@@ -225,6 +214,18 @@ func TestLeaderStalledPastRenewal(t *testing.T) {
 		t.Errorf("replica %d leads, want %d", n, other)
 	}
 	checkServes(t, leader, "stalled", 2)
+}
+
+// startSecondReplica starts replica 2 (restoreReplicas stops it when the test ends), waits until
+// it runs for the Lease and returns the replica that leads and its holder identity.
+func startSecondReplica(t *testing.T) (int, string) {
+	t.Helper()
+	if _, err := localUp("start-replica"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restoreReplicas(t) })
+	waitLog(t, 2, logAttempting, 30*time.Second)
+	return waitLeader(t, []int{1, 2}, 2*leaseDuration)
 }
 
 // restoreReplicas leaves the local cluster as TestLeaderElection found it: replica 2 stopped (it

@@ -118,9 +118,6 @@ func (s *PodSource) get(namespace, name string) *rollout.Pod {
 // pod appears, changes or goes away.
 func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventHandler {
 	notify := func(obj interface{}) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
 		pod, ok := obj.(*rollout.Pod)
 		if !ok {
 			return
