@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify e2e bench bench-e2e bench-rollout bench-memory build codegen down
+.PHONY: run test unit verify verify-fresh e2e bench bench-e2e bench-rollout bench-memory build codegen down
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -18,6 +18,10 @@ test: verify unit e2e
 
 verify:
 	hack/verify-codegen.sh
+
+# The code generation check against an empty, temporary module cache (what a fresh machine has).
+verify-fresh:
+	hack/verify-codegen-fresh.sh
 
 unit:
 	$(GO) vet ./...

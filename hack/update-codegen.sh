@@ -5,7 +5,19 @@ set -o errexit -o nounset -o pipefail
 
 SCRIPT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "${SCRIPT_ROOT}"
-CODEGEN_PKG=${CODEGEN_PKG:-$(go list -m -f '{{.Dir}}' k8s.io/code-generator)}
+
+# module_dir MODULE: the source folder of a module of go.mod, downloaded into the module cache first
+# (`go list -m` alone prints nothing for a module that is not there yet, as on a fresh machine).
+module_dir() {
+  local dir
+  go mod download "$1" || { echo "cannot download $1 (go.mod's version) from the Go module proxy" >&2; return 1; }
+  dir=$(go list -m -f '{{.Dir}}' "$1")
+  [[ -n "${dir}" && -d "${dir}" ]] || { echo "module $1 is not in the module cache after go mod download" >&2; return 1; }
+  echo "${dir}"
+}
+
+CODEGEN_PKG=${CODEGEN_PKG:-$(module_dir k8s.io/code-generator)}
+[[ -f "${CODEGEN_PKG}/kube_codegen.sh" ]] || { echo "no kube_codegen.sh in '${CODEGEN_PKG}' (k8s.io/code-generator)" >&2; exit 1; }
 THIS_PKG="github.com/sidecarset/apiserver"
 BOILERPLATE="${SCRIPT_ROOT}/hack/boilerplate.go.txt"
 REPORT_MODE=${REPORT_MODE:---update-report}
@@ -15,7 +27,7 @@ source "${CODEGEN_PKG}/kube_codegen.sh"
 KUBE_CODEGEN_READONLY_PKGS+=(k8s.io/api/core/v1)
 
 # Every core/v1 type client-go has an apply configuration for: the inline corev1.Container needs them.
-CLIENTGO_DIR=$(go list -m -f '{{.Dir}}' k8s.io/client-go)
+CLIENTGO_DIR=$(module_dir k8s.io/client-go)
 AC_EXTERNALS=$(grep -ho '^type [A-Za-z0-9]*ApplyConfiguration struct' "${CLIENTGO_DIR}"/applyconfigurations/core/v1/*.go \
   | sed -E 's#^type ([A-Za-z0-9]*)ApplyConfiguration struct#k8s.io/api/core/v1.\1:k8s.io/client-go/applyconfigurations/core/v1#' \
   | sort | paste -sd, -)
