@@ -118,3 +118,83 @@ func allExcluded(s *allowed, excluded []string) bool {
 	}
 	return true
 }
+
+// Intersect reports whether some label set could satisfy both a and b: unlike Overlap it never
+// calls overlapping selectors disjoint. It is false only when, for some key, the requirements of
+// the two selectors together contradict each other: the key must be both present and absent, or
+// no value is allowed by every matchLabels/In requirement and excluded by no NotIn. A nil
+// selector is the empty selector, which every label set satisfies.
+func Intersect(a, b *metav1.LabelSelector) bool {
+	keys := map[string]*constraint{}
+	for _, sel := range []*metav1.LabelSelector{a, b} {
+		if sel == nil {
+			continue
+		}
+		for k, v := range sel.MatchLabels {
+			constraintOf(keys, k).require(metav1.LabelSelectorOpIn, []string{v})
+		}
+		for _, r := range sel.MatchExpressions {
+			constraintOf(keys, r.Key).require(r.Operator, r.Values)
+		}
+	}
+	for _, c := range keys {
+		if !c.satisfiable() {
+			return false
+		}
+	}
+	return true
+}
+
+// constraint is what the requirements on one key demand together.
+type constraint struct {
+	present, absent bool
+	allowed         map[string]bool // nil: any value
+	excluded        map[string]bool
+}
+
+func constraintOf(keys map[string]*constraint, k string) *constraint {
+	if keys[k] == nil {
+		keys[k] = &constraint{}
+	}
+	return keys[k]
+}
+
+func (c *constraint) require(op metav1.LabelSelectorOperator, values []string) {
+	switch op {
+	case metav1.LabelSelectorOpIn:
+		c.present = true
+		next := map[string]bool{}
+		for _, v := range values {
+			if c.allowed == nil || c.allowed[v] {
+				next[v] = true
+			}
+		}
+		c.allowed = next
+	case metav1.LabelSelectorOpNotIn:
+		if c.excluded == nil {
+			c.excluded = map[string]bool{}
+		}
+		for _, v := range values {
+			c.excluded[v] = true
+		}
+	case metav1.LabelSelectorOpExists:
+		c.present = true
+	case metav1.LabelSelectorOpDoesNotExist:
+		c.absent = true
+	}
+}
+
+func (c *constraint) satisfiable() bool {
+	if c.present && c.absent {
+		return false
+	}
+	if c.allowed == nil {
+		return true
+	}
+	for v := range c.allowed {
+		if !c.excluded[v] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,276 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// Well-known names of the compiled objects.
+const (
+	// NamePrefix prefixes the name of a SidecarSet's policy and binding.
+	NamePrefix = "sidecarset-"
+	// ManagedByLabel marks the objects this server owns; its value is ManagedByValue.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel on compiled objects.
+	ManagedByValue = "sidecarset-apiserver"
+	// HashAnnotation on a compiled object carries the hash of the SidecarSet spec it was compiled from.
+	HashAnnotation = "apps.kruise.io/sidecarset-hash"
+
+	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	baseAnnotation   = "apps.kruise.io/sidecarset-base"
+)
+
+// Path says which admission path injects a SidecarSet.
+type Path string
+
+// Paths.
+const (
+	// PathPolicy: a MutatingAdmissionPolicy inside kube-apiserver.
+	PathPolicy Path = "Policy"
+	// PathWebhook: this server's injection webhook, for what a policy cannot express exactly.
+	PathWebhook Path = "Webhook"
+	// PathNone: the SidecarSet injects into no pod (injection paused), so neither path serves it.
+	PathNone Path = "None"
+)
+
+// Reasons a SidecarSet is served by the webhook or by neither path.
+const (
+	ReasonInjectionPaused     = "InjectionPaused"
+	ReasonCanary              = "Canary"
+	ReasonInjectionRevision   = "InjectionRevision"
+	ReasonPatchPodMetadata    = "PatchPodMetadata"
+	ReasonHotUpgrade          = "HotUpgrade"
+	ReasonResourcesPolicy     = "ResourcesPolicy"
+	ReasonTransferEnv         = "TransferEnv"
+	ReasonShareVolumePolicy   = "ShareVolumePolicy"
+	ReasonShareVolumeDevices  = "ShareVolumeDevicePolicy"
+	ReasonSortedContainers    = "SortSidecarContainersByName"
+	ReasonAmbiguousContainers = "AmbiguousContainerNames"
+	ReasonNameTooLong         = "NameTooLong"
+	ReasonNoSelector          = "NoSelector"
+	ReasonCompiled            = "Compiled"
+)
+
+// Input is what Compile needs.
+type Input struct {
+	// SidecarSet is the SidecarSet to compile, defaulted, with the hash annotations the server stamps.
+	SidecarSet *v1alpha1.SidecarSet
+	// Others are the other stored SidecarSets; those that may select the same pods decide where this
+	// SidecarSet's containers go among theirs. Order does not matter.
+	Others []*v1alpha1.SidecarSet
+	// ExcludedNamespaces are never injected (the namespaces the webhook configuration excludes).
+	ExcludedNamespaces []string
+	// Stamp is the updateTimestamp the policy writes into the pod's hash annotation entries: a
+	// policy cannot read the clock, so the compiler stamps the time it compiled the spec.
+	Stamp time.Time
+	// SortSidecarContainersByName is the injector option of the same name; policies keep the
+	// default order, so it sends every SidecarSet to the webhook.
+	SortSidecarContainersByName bool
+}
+
+// Result is the outcome of Compile.
+type Result struct {
+	// Path serves the SidecarSet.
+	Path Path
+	// Reason says why (ReasonCompiled for the policy path).
+	Reason string
+	// Message explains Reason to a person.
+	Message string
+	// Policy and Binding are set for PathPolicy.
+	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// Compile turns a SidecarSet into a MutatingAdmissionPolicy and its binding that inject it as
+// package injection does, or says which path serves it instead and why.
+func Compile(in Input) (Result, error) {
+	ss := in.SidecarSet
+	if r, ok := classify(&in); !ok {
+		return r, nil
+	}
+	m, err := newMutation(&in, neighbours(ss, in.Others))
+	if err != nil {
+		return Result{}, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
+	}
+	name := PolicyName(ss.Name)
+	meta := metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.SidecarSetNameLabel: ss.Name},
+		Annotations: map[string]string{HashAnnotation: ss.Annotations[sidecar.HashAnnotation]},
+	}
+	fail := admissionregistrationv1.Fail
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints:   matchConstraints(ss, in.ExcludedNamespaces),
+			MatchConditions:    m.matchConditions(),
+			Variables:          m.variables(),
+			Mutations:          []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{Expression: m.expression()}}},
+			FailurePolicy:      &fail,
+			ReinvocationPolicy: ifNeeded,
+		},
+	}
+	meta.DeepCopyInto(&policy.ObjectMeta)
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: *meta.DeepCopy(),
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	return Result{Path: PathPolicy, Reason: ReasonCompiled, Message: "injected by MutatingAdmissionPolicy " + name, Policy: policy, Binding: binding}, nil
+}
+
+// PolicyName is the name of the policy and binding of SidecarSet name.
+func PolicyName(name string) string { return NamePrefix + name }
+
+// classify returns the result for a SidecarSet a policy does not serve, and false; or true when
+// it compiles.
+func classify(in *Input) (Result, bool) {
+	ss := in.SidecarSet
+	webhook := func(reason, format string, args ...any) (Result, bool) {
+		return Result{Path: PathWebhook, Reason: reason, Message: fmt.Sprintf(format, args...)}, false
+	}
+	switch {
+	case ss.Spec.InjectionStrategy.Paused:
+		return Result{Path: PathNone, Reason: ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, false
+	case ss.Spec.Selector == nil || (len(ss.Spec.Selector.MatchLabels) == 0 && len(ss.Spec.Selector.MatchExpressions) == 0):
+		return Result{Path: PathNone, Reason: ReasonNoSelector, Message: "spec.selector selects no pod"}, false
+	case in.SortSidecarContainersByName:
+		return webhook(ReasonSortedContainers, "the server sorts sidecar containers by name")
+	case len(validation.IsDNS1123Subdomain(PolicyName(ss.Name))) > 0:
+		return webhook(ReasonNameTooLong, "the name %q is too long for a policy name", PolicyName(ss.Name))
+	case isCanaryOrBase(ss, in.Others):
+		return webhook(ReasonCanary, "canary SidecarSets and their bases choose between each other per pod")
+	case ss.Spec.InjectionStrategy.Revision != nil:
+		return webhook(ReasonInjectionRevision, "spec.injectionStrategy.revision chooses a recorded revision per pod")
+	case len(ss.Spec.PatchPodMetadata) > 0:
+		return webhook(ReasonPatchPodMetadata, "spec.patchPodMetadata merges into pod annotations")
+	}
+	if reason, field := containerFeature(ss); reason != "" {
+		return webhook(reason, "%s is computed from the pod at admission", field)
+	}
+	if name := ambiguousName(ss, neighbours(ss, in.Others)); name != "" {
+		return webhook(ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
+	}
+	return Result{}, true
+}
+
+// containerFeature returns the first container feature a policy does not express, and its field.
+func containerFeature(ss *v1alpha1.SidecarSet) (string, string) {
+	for _, list := range []struct {
+		field string
+		items []v1alpha1.SidecarContainer
+	}{{"spec.initContainers", ss.Spec.InitContainers}, {"spec.containers", ss.Spec.Containers}} {
+		for i := range list.items {
+			sc := &list.items[i]
+			path := fmt.Sprintf("%s[%d]", list.field, i)
+			switch {
+			case sidecar.IsHotUpgrade(sc):
+				return ReasonHotUpgrade, path + ".upgradeStrategy"
+			case sc.ResourcesPolicy != nil:
+				return ReasonResourcesPolicy, path + ".resourcesPolicy"
+			case len(sc.TransferEnv) > 0:
+				return ReasonTransferEnv, path + ".transferEnv"
+			case sc.ShareVolumePolicy.Type == v1alpha1.ShareVolumePolicyEnabled:
+				return ReasonShareVolumePolicy, path + ".shareVolumePolicy"
+			case sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == v1alpha1.ShareVolumePolicyEnabled:
+				return ReasonShareVolumeDevices, path + ".shareVolumeDevicePolicy"
+			}
+		}
+	}
+	return "", ""
+}
+
+// isCanaryOrBase reports whether ss is a canary, or the base of a canary among others.
+func isCanaryOrBase(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) bool {
+	if ss.Annotations[canaryAnnotation] == "true" && ss.Annotations[baseAnnotation] != "" {
+		return true
+	}
+	for _, o := range others {
+		if o != nil && o.Annotations[canaryAnnotation] == "true" && o.Annotations[baseAnnotation] == ss.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// neighbours returns the other SidecarSets that may inject into a pod ss injects into (a sound
+// test: selectoroverlap.Intersect never calls co-matching selectors disjoint).
+func neighbours(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
+	var out []*v1alpha1.SidecarSet
+	for _, o := range others {
+		if o == nil || o.Name == ss.Name || o.Spec.InjectionStrategy.Paused {
+			continue
+		}
+		if selectoroverlap.Intersect(namespaceSelector(ss), namespaceSelector(o)) && selectoroverlap.Intersect(ss.Spec.Selector, o.Spec.Selector) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// namespaceSelector returns the selector of the namespaces ss injects into, nil for all.
+func namespaceSelector(ss *v1alpha1.SidecarSet) *metav1.LabelSelector {
+	if ss.Spec.Namespace != "" {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ss.Spec.Namespace}}
+	}
+	return ss.Spec.NamespaceSelector
+}
+
+// ambiguousName returns a container name that neighbours sorting before and after ss both use:
+// the policy could not tell whose sidecar it meets in a pod.
+func ambiguousName(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) string {
+	before, after := map[string]bool{}, map[string]bool{}
+	for _, o := range near {
+		side := after
+		if o.Name < ss.Name {
+			side = before
+		}
+		for _, list := range [][]v1alpha1.SidecarContainer{o.Spec.Containers, o.Spec.InitContainers} {
+			for i := range list {
+				side[list[i].Name] = true
+			}
+		}
+	}
+	for n := range before {
+		if after[n] {
+			return n
+		}
+	}
+	return ""
+}
+
+// Defers reports whether the policy of ss leaves pod to the webhook: the pod declares, as its
+// own (no IS_INJECTED=true), a container or init container named like a sidecar of ss or of a
+// SidecarSet among others that may inject into the same pods. The webhook replaces such a
+// container in place; the policy's no-declared-sidecar match condition is this predicate in CEL.
+func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	sets := append([]*v1alpha1.SidecarSet{ss}, neighbours(ss, others)...)
+	declares := func(own []corev1.Container, sidecars func(*v1alpha1.SidecarSet) []v1alpha1.SidecarContainer) bool {
+		for i := range own {
+			if sidecar.IsInjected(&own[i]) {
+				continue
+			}
+			for _, s := range sets {
+				for _, sc := range sidecars(s) {
+					if sc.Name == own[i].Name {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	return declares(pod.Spec.Containers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.Containers }) ||
+		declares(pod.Spec.InitContainers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.InitContainers })
+}

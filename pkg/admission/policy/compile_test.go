@@ -1,0 +1,224 @@
+package policy
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+var testStamp = time.Date(2026, 7, 1, 12, 30, 45, 0, time.UTC)
+
+var appsScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// prepare defaults ss and stamps its hash annotations, as the server stores it.
+func prepare(t testing.TB, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+	t.Helper()
+	appsScheme.Default(ss)
+	h, err := hash.Of(&ss.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss.Annotations == nil {
+		ss.Annotations = map[string]string{}
+	}
+	ss.Annotations[sidecar.HashAnnotation] = h.WithImage
+	ss.Annotations[sidecar.HashWithoutImageAnnotation] = h.WithoutImage
+	return ss
+}
+
+func mustSidecarSet(t testing.TB, doc string) *v1alpha1.SidecarSet {
+	t.Helper()
+	ss := &v1alpha1.SidecarSet{}
+	if err := yaml.UnmarshalStrict([]byte(doc), ss); err != nil {
+		t.Fatal(err)
+	}
+	return prepare(t, ss)
+}
+
+func mustPod(t testing.TB, doc string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict([]byte(doc), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	l := map[string]string{corev1.LabelMetadataName: name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	ns := &corev1.Namespace{}
+	ns.Name, ns.Labels = name, l
+	return ns
+}
+
+// webhookPod is what the injector makes of pod.
+func webhookPod(t testing.TB, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace) *corev1.Pod {
+	t.Helper()
+	res, err := injection.Inject(injection.Input{Pod: pod, Namespace: ns.Name, NamespaceLabels: ns.Labels, SidecarSets: sets, Now: testStamp})
+	if err != nil {
+		t.Fatalf("inject: %v", err)
+	}
+	return res.Pod
+}
+
+// compileAll compiles every SidecarSet against the others and fails unless all are policy-path.
+func compileAll(t testing.TB, sets []*v1alpha1.SidecarSet, excluded []string) []*compiledPolicy {
+	t.Helper()
+	var out []*compiledPolicy
+	for i, ss := range sets {
+		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
+		r, err := Compile(Input{SidecarSet: ss, Others: others, ExcludedNamespaces: excluded, Stamp: testStamp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.Path {
+		case PathNone:
+			continue
+		case PathWebhook:
+			t.Fatalf("SidecarSet %s: webhook path: %s: %s", ss.Name, r.Reason, r.Message)
+		}
+		out = append(out, compilePolicy(t, r.Policy))
+	}
+	return out
+}
+
+// normalize orders the lists whose order is not part of the answer (keyed by name).
+func normalize(pod *corev1.Pod) *corev1.Pod {
+	pod = pod.DeepCopy()
+	sort.SliceStable(pod.Spec.Volumes, func(i, j int) bool { return pod.Spec.Volumes[i].Name < pod.Spec.Volumes[j].Name })
+	sort.SliceStable(pod.Spec.ImagePullSecrets, func(i, j int) bool {
+		return pod.Spec.ImagePullSecrets[i].Name < pod.Spec.ImagePullSecrets[j].Name
+	})
+	return pod
+}
+
+// checkSame runs the policies in every given order, twice (reinvocation), and compares each
+// result with the injector's.
+func checkSame(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace, orders [][]int) {
+	t.Helper()
+	want := normalize(webhookPod(t, sets, pod, ns))
+	policies := compileAll(t, sets, nil)
+	if deferring := deferred(sets, pod); len(deferring) > 0 {
+		checkDeferred(t, policies, deferring, pod, ns)
+		return
+	}
+	for _, order := range orders {
+		if len(order) != len(policies) {
+			order = identity(len(policies))
+		}
+		got := runAll(t, policies, order, pod.DeepCopy(), ns)
+		if diff := cmp.Diff(want, normalize(got)); diff != "" {
+			t.Fatalf("order %v: policy pod differs from webhook pod (-webhook +policy):\n%s", order, diff)
+		}
+		again := runAll(t, policies, order, got.DeepCopy(), ns)
+		if diff := cmp.Diff(got, again); diff != "" {
+			t.Fatalf("order %v: reinvocation changed the pod (-first +second):\n%s", order, diff)
+		}
+	}
+}
+
+// deferred returns the SidecarSets whose policies leave pod to the webhook.
+func deferred(sets []*v1alpha1.SidecarSet, pod *corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for i, ss := range sets {
+		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
+		if Defers(ss, others, pod) {
+			out[ss.Name] = true
+		}
+	}
+	return out
+}
+
+// checkDeferred checks that exactly the deferring SidecarSets' policies leave the pod alone.
+func checkDeferred(t *testing.T, policies []*compiledPolicy, deferring map[string]bool, pod *corev1.Pod, ns *corev1.Namespace) {
+	t.Helper()
+	for _, cp := range policies {
+		if !cp.selects(t, pod, ns) {
+			continue
+		}
+		out, err := cp.run(context.Background(), pod.DeepCopy(), ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := cp.policy.Labels[v1alpha1.SidecarSetNameLabel]
+		if changed := !equality.Semantic.DeepEqual(out, pod); changed == deferring[name] {
+			t.Fatalf("policy %s: changed the pod: %v, deferring: %v", cp.policy.Name, changed, deferring[name])
+		}
+	}
+}
+
+func identity(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func reversed(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = n - 1 - i
+	}
+	return out
+}
+
+func TestCompileManualExample(t *testing.T) {
+	ss := mustSidecarSet(t, `
+apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata:
+  name: test-sidecarset
+spec:
+  selector:
+    matchLabels:
+      app: nginx
+  updateStrategy:
+    type: RollingUpdate
+    maxUnavailable: 1
+  containers:
+  - name: sidecar1
+    image: centos:6.7
+    command: ["sleep", "999d"]
+    volumeMounts:
+    - name: log-volume
+      mountPath: /var/log
+  volumes:
+  - name: log-volume
+    emptyDir: {}
+`)
+	pod := mustPod(t, `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: test-pod
+  namespace: default
+  labels:
+    app: nginx
+spec:
+  containers:
+  - name: app
+    image: nginx:1.15.1
+`)
+	checkSame(t, []*v1alpha1.SidecarSet{ss}, pod, namespace("default", nil), [][]int{nil})
+}
