@@ -2,188 +2,10 @@ package policy
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 )
-
-// corpus generates (SidecarSets, pod, namespace) cases covering every policy-path feature:
-// selectors (labels, expressions, spec.namespace, namespaceSelector), several SidecarSets per pod
-// with Before/After containers, plain and native init containers on both sides, referenced and
-// unreferenced volumes (some the pod already has), imagePullSecrets (some the pod already has),
-// pod containers and init containers that carry a sidecar's name, and pods with or without
-// annotations, init containers, volumes and secrets.
-type corpus struct {
-	r *rand.Rand
-}
-
-type corpusCase struct {
-	sets []*v1alpha1.SidecarSet
-	pod  *corev1.Pod
-	ns   *corev1.Namespace
-}
-
-func (g *corpus) chance(p float64) bool { return g.r.Float64() < p }
-
-func (g *corpus) next(t testing.TB, id int) corpusCase {
-	n := 1 + g.r.IntN(4)
-	c := corpusCase{ns: namespace("ns"+fmt.Sprint(g.r.IntN(2)), map[string]string{"env": []string{"prod", "dev"}[g.r.IntN(2)]})}
-	for i := 0; i < n; i++ {
-		c.sets = append(c.sets, prepare(t, g.sidecarSet(id, i)))
-	}
-	c.pod = g.pod(c.sets)
-	return c
-}
-
-// letters give names whose sort order is unrelated to the SidecarSet order.
-func (g *corpus) name(prefix string, set, i int) string {
-	return fmt.Sprintf("%c%s%d-%d", 'a'+rune(g.r.IntN(6)), prefix, set, i)
-}
-
-func (g *corpus) sidecarSet(id, i int) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{}
-	ss.Name = fmt.Sprintf("%c-set%d-%d", 'a'+rune(g.r.IntN(5)), id, i)
-	ss.Spec.Selector = g.selector()
-	switch g.r.IntN(4) {
-	case 0:
-		ss.Spec.Namespace = "ns0"
-	case 1:
-		ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
-	}
-	nVolumes := g.r.IntN(3)
-	for v := 0; v < nVolumes; v++ {
-		ss.Spec.Volumes = append(ss.Spec.Volumes, g.volume(fmt.Sprintf("vol%d-%d", i, v)))
-	}
-	if g.chance(0.3) {
-		// Overlapping SidecarSets may only share identical volumes.
-		ss.Spec.Volumes = append(ss.Spec.Volumes, corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
-	for c, nc := 0, 1+g.r.IntN(2); c < nc; c++ {
-		ss.Spec.Containers = append(ss.Spec.Containers, g.sidecar(g.name("c", i, c), ss.Spec.Volumes, false))
-	}
-	for c, nc := 0, g.r.IntN(3); c < nc; c++ {
-		ss.Spec.InitContainers = append(ss.Spec.InitContainers, g.sidecar(g.name("i", i, c), ss.Spec.Volumes, true))
-	}
-	if g.chance(0.4) {
-		ss.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: fmt.Sprintf("secret%d", g.r.IntN(3))}}
-	}
-	return ss
-}
-
-func (g *corpus) selector() *metav1.LabelSelector {
-	switch g.r.IntN(4) {
-	case 0:
-		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}}
-	case 1:
-		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist}}}
-	case 2:
-		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}
-	}
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-}
-
-func (g *corpus) volume(name string) corev1.Volume {
-	v := corev1.Volume{Name: name}
-	switch g.r.IntN(3) {
-	case 0:
-		v.EmptyDir = &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
-	case 1:
-		mode := int32(0o644)
-		v.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-" + name}, DefaultMode: &mode,
-			Items: []corev1.KeyToPath{{Key: "a", Path: "a.conf"}}}
-	default:
-		v.HostPath = &corev1.HostPathVolumeSource{Path: "/var/log/" + name}
-	}
-	return v
-}
-
-func (g *corpus) sidecar(name string, volumes []corev1.Volume, init bool) v1alpha1.SidecarContainer {
-	sc := v1alpha1.SidecarContainer{Container: corev1.Container{
-		Name:    name,
-		Image:   "busybox:1." + fmt.Sprint(g.r.IntN(3)),
-		Command: []string{"sh", "-c", `echo "quoted \\ text"; sleep 1d`},
-		Env:     []corev1.EnvVar{{Name: "MODE", Value: "x"}},
-	}}
-	sc.PodInjectPolicy = v1alpha1.BeforeAppContainerType // the default
-	if g.chance(0.5) {
-		sc.PodInjectPolicy = v1alpha1.AfterAppContainerType
-	}
-	if g.chance(0.4) {
-		sc.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	}
-	if g.chance(0.3) {
-		sc.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9000 + int32(g.r.IntN(100))}}
-		sc.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("metrics")}}, PeriodSeconds: 5}
-	}
-	if g.chance(0.3) {
-		sc.Env = append(sc.Env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
-	}
-	if init && g.chance(0.4) {
-		always := corev1.ContainerRestartPolicyAlways
-		sc.RestartPolicy = &always
-	}
-	for _, v := range volumes {
-		if g.chance(0.6) {
-			sc.VolumeMounts = append(sc.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/mnt/" + v.Name, ReadOnly: g.chance(0.5)})
-		}
-	}
-	return sc
-}
-
-func (g *corpus) pod(sets []*v1alpha1.SidecarSet) *corev1.Pod {
-	pod := &corev1.Pod{}
-	pod.Name = "pod"
-	pod.Labels = map[string]string{"app": []string{"web", "web", "db", "other"}[g.r.IntN(4)]}
-	if g.chance(0.3) {
-		pod.Labels["tier"] = "front"
-	}
-	if g.chance(0.2) {
-		pod.Labels["canary"] = "true"
-	}
-	if g.chance(0.5) {
-		pod.Annotations = map[string]string{"team": "a"}
-	}
-	for i, n := 0, 1+g.r.IntN(3); i < n; i++ {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "nginx",
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}})
-	}
-	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	if g.chance(0.3) {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptrQuantity("1Gi")}}})
-	}
-	if g.chance(0.2) {
-		pod.Spec.Volumes = nil
-		pod.Spec.Containers[0].VolumeMounts = nil
-		for i := range pod.Spec.Containers {
-			pod.Spec.Containers[i].VolumeMounts = nil
-		}
-	}
-	for i, n := 0, g.r.IntN(3); i < n; i++ {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("%cinit%d", 'a'+rune(g.r.IntN(6)), i), Image: "busybox"})
-	}
-	if g.chance(0.3) {
-		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: fmt.Sprintf("secret%d", g.r.IntN(3))}}
-	}
-	// A pod container that has a sidecar's name is replaced in place.
-	if s := sets[g.r.IntN(len(sets))]; g.chance(0.15) {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: s.Spec.Containers[0].Name, Image: "own", Env: []corev1.EnvVar{{Name: "OWN", Value: "1"}}})
-	}
-	if s := sets[g.r.IntN(len(sets))]; len(s.Spec.InitContainers) > 0 && g.chance(0.15) {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: s.Spec.InitContainers[0].Name, Image: "own"})
-	}
-	return pod
-}
-
-func ptrQuantity(s string) *resource.Quantity {
-	q := resource.MustParse(s)
-	return &q
-}
 
 // TestCompileCorpus is the differential test: for generated cases, the compiled policies run in
 // kube-apiserver's evaluator give the injector's pod, in name order, in reverse and in random
@@ -193,16 +15,19 @@ func TestCompileCorpus(t *testing.T) {
 	if testing.Short() {
 		n = 100
 	}
-	g := &corpus{r: rand.New(rand.NewPCG(1, 2))}
+	g := policytest.New(1)
 	injected := 0
 	for id := 0; id < n; id++ {
-		c := g.next(t, id)
-		k := len(c.sets)
-		orders := [][]int{identity(k), reversed(k), g.r.Perm(k)}
+		c := g.Next(id)
+		for _, ss := range c.Sets {
+			prepare(t, ss)
+		}
+		k := len(c.Sets)
+		orders := [][]int{identity(k), reversed(k), g.Perm(k)}
 		t.Run(fmt.Sprint(id), func(t *testing.T) {
-			checkSame(t, c.sets, c.pod, c.ns, orders)
+			checkSame(t, c.Sets, c.Pod, c.NS, orders)
 		})
-		if pod := webhookPod(t, c.sets, c.pod, c.ns); pod != c.pod {
+		if pod := webhookPod(t, c.Sets, c.Pod, c.NS); pod != c.Pod {
 			injected++
 		}
 	}
