@@ -12,6 +12,8 @@
 #   hack/local-up.sh up           start what is not running in the background and wait until ready
 #   hack/local-up.sh down [--purge]
 #   hack/local-up.sh restart-server | restart-server-etcd
+#   hack/local-up.sh stop-server | start-server
+#                                 stop this server and its etcd (an outage), start them again
 #   hack/local-up.sh start-replica | stop-replica
 #                                 a second server process (sidecarset-apiserver-2) on the same
 #                                 server etcd, kubeconfig and --namespace, listening on
@@ -21,6 +23,7 @@
 #   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
 #   hack/local-up.sh env          print the export line
 #
+# SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook.
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
 set -euo pipefail
@@ -180,7 +183,7 @@ start_server() {
     --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_PORT}" --bind-address=127.0.0.1 \
     --cert-dir="${STATE}/server-certs" --kubeconfig="${KUBECONFIG_FILE}" \
     --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
-    --namespace="${NAMESPACE}"
+    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}"
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
 }
 
@@ -193,7 +196,7 @@ start_replica() {
     --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_REPLICA_PORT}" --bind-address=127.0.0.1 \
     --cert-dir="${STATE}/server-2-certs" --kubeconfig="${KUBECONFIG_FILE}" \
     --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
-    --namespace="${NAMESPACE}"
+    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}"
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"
   wait_for "the replica's /readyz" "${LOGS}/sidecarset-apiserver-2.log" \
     kc --server="https://127.0.0.1:${SERVER_REPLICA_PORT}" --certificate-authority="${STATE}/server-2-certs/apiserver.crt" \
@@ -248,9 +251,11 @@ case "${1:-run}" in
   run) run ;;
   restart-server) tools; stop sidecarset-apiserver; start_server; register ;;
   restart-server-etcd) tools; stop server-etcd; start_server; register ;;
+  stop-server) stop sidecarset-apiserver; stop server-etcd ;;
+  start-server) tools; start_server; register ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
   start-replica) tools; start_replica ;;
   stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
 esac

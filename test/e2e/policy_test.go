@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
@@ -22,12 +25,12 @@ import (
 )
 
 // TestPolicyDifferential runs a generated corpus (E2E_POLICY_CASES, default 500) of SidecarSets and
-// pods through the real kube-apiserver twice: first with the SidecarSets stored in this server and
-// injected by its webhook, then with the SidecarSets deleted and their compiled
-// MutatingAdmissionPolicies installed instead, evaluated inside kube-apiserver. Every pod must come
-// out the same, except for the volume and pull-secret order across SidecarSets (name-keyed lists)
-// and the hash entries' updateTimestamp (a policy stamps its compile time). Pods the policies leave
-// to the webhook (they declare a sidecar's name) must not be touched by those policies.
+// pods through the real kube-apiserver in both injection modes of the server: webhook (the
+// webhook injects every SidecarSet), then policy (the server compiles each SidecarSet into a
+// MutatingAdmissionPolicy evaluated inside kube-apiserver and keeps the webhook's match
+// condition current; pods that declare a sidecar's name still reach the webhook). Every pod must
+// come out the same, except for the order of volumes and pull secrets across SidecarSets
+// (name-keyed lists) and the hash entries' updateTimestamp (a policy stamps its compile time).
 func TestPolicyDifferential(t *testing.T) {
 	n := envInt("E2E_POLICY_CASES", 500)
 	g := policytest.New(7)
@@ -38,38 +41,178 @@ func TestPolicyDifferential(t *testing.T) {
 		cases[i] = g.Next(i)
 	}
 	deleteAllSidecarSets(t)
-	deletePolicies(t)
-	t.Cleanup(func() { deletePolicies(t) })
 	for i := 0; i < 2; i++ {
 		ensureLabelledNamespace(t, g.Namespace(i))
 	}
-
+	restartServer(t, "webhook")
+	t.Cleanup(func() { deleteAllSidecarSets(t); restartServer(t, "policy") })
+	waitOwnedPolicies(t, 0)
 	stored := storeCorpus(t, cases)
 	webhook := dryRunAll(t, cases)
-	deleteAllSidecarSets(t)
-	waitNotInjected(t, cases[0].Pod)
 
-	objects := compileCorpus(t, stored)
-	installPolicies(t, objects)
-	deferring := map[int]map[string]bool{}
-	for _, c := range cases {
-		deferring[c.ID] = deferringSets(c, stored)
-	}
+	restartServer(t, "policy")
+	waitOwnedPolicies(t, len(stored))
 	var diffs []string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-		diffs = comparePolicyAnswers(t, cases, webhook, deferring)
+		diffs = compareAnswers(cases, webhook, dryRunAll(t, cases))
 		return len(diffs) == 0, nil
 	})
 	if err != nil {
-		t.Fatalf("%d of %d cases differ between the webhook and the policies; first:\n%s", len(diffs), n, diffs[0])
+		t.Fatalf("%d of %d cases differ between webhook and policy mode; first:\n%s", len(diffs), n, diffs[0])
 	}
 	deferred := 0
-	for _, d := range deferring {
-		if len(d) > 0 {
+	for _, c := range cases {
+		if deferringSets(c, stored) {
 			deferred++
 		}
 	}
-	t.Logf("%d cases, %d SidecarSets, %d policies: identical pods (%d cases left to the webhook by the policies)", n, len(stored), len(objects), deferred)
+	t.Logf("%d cases, %d SidecarSets, all served by policies: identical pods in both modes (%d cases reach the webhook: they declare a sidecar's name)", n, len(stored), deferred)
+}
+
+// TestPolicyInjectionWithoutServer stops this server and its etcd in policy mode: a matching pod
+// is still created with its sidecars exactly as before, and a pod nothing matches too. Once the
+// server is back, a policy deleted by hand meanwhile is restored and a SidecarSet change takes
+// effect.
+func TestPolicyInjectionWithoutServer(t *testing.T) {
+	deleteAllSidecarSets(t)
+	applyManualExample(t)
+	waitOwnedPolicies(t, 1)
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace, pod.Labels = "outage", "default", map[string]string{"app": "nginx"}
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
+	pod.Spec.AutomountServiceAccountToken = new(bool)
+	before := waitInjected(t, pod, "sidecar1")
+	waitWebhookLeavesLabels(t)
+
+	if _, err := localUp("stop-server"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_, _ = localUp("start-server")
+		}
+	}()
+	ctx := context.Background()
+	created, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a matching pod with the server down: %v", err)
+	}
+	defer func() { _ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
+	if diff := cmp.Diff(comparablePod(before), comparablePod(created)); diff != "" {
+		t.Fatalf("pod created with the server down differs from the one created with it up (-up +down):\n%s", diff)
+	}
+	plain := pod.DeepCopy()
+	plain.Name, plain.Labels = "outage-plain", map[string]string{"app": "other"}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("creating a pod nothing matches with the server down: %v", err)
+	}
+	name := policy.PolicyName("test-sidecarset")
+	if err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := localUp("start-server"); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	waitOwnedPolicies(t, 1)
+	waitSettled(t, "test-sidecarset")
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ss.Spec.Containers[0].Image = "centos:7"
+		_, err = sidecars.AppsV1alpha1().SidecarSets().Update(ctx, ss, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		p, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && strings.Contains(p.Spec.Mutations[0].JSONPatch.Expression, `"centos:7"`), nil
+	})
+	if err != nil {
+		t.Fatalf("the policy does not follow the SidecarSet change: %v", err)
+	}
+	pod.Name = "outage-after"
+	waitInjectedImage(t, pod, "sidecar1", "centos:7")
+}
+
+// waitWebhookLeavesLabels waits until the injection webhook's match condition selects pods by no
+// label: only policy-path SidecarSets are stored and their grace period is over, so the webhook
+// receives only pods that declare a sidecar's name.
+func waitWebhookLeavesLabels(t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector", metav1.GetOptions{})
+		if err != nil || len(cfg.Webhooks) != 1 || len(cfg.Webhooks[0].MatchConditions) != 1 {
+			return false, nil
+		}
+		return !strings.Contains(cfg.Webhooks[0].MatchConditions[0].Expression, "object.metadata.?labels"), nil
+	})
+	if err != nil {
+		t.Fatalf("the webhook's match condition still selects pods by label: %v", err)
+	}
+}
+
+// restartServer restarts this server in the given injection mode (later restarts keep it).
+func restartServer(t *testing.T, mode string) {
+	t.Helper()
+	if err := os.Setenv("SERVER_INJECTION", mode); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localUp("restart-server"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitOwnedPolicies waits until the server owns n policies and as many bindings.
+func waitOwnedPolicies(t *testing.T, n int) {
+	t.Helper()
+	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
+	ar := kube.AdmissionregistrationV1()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ps, err := ar.MutatingAdmissionPolicies().List(ctx, sel)
+		if err != nil || len(ps.Items) != n {
+			return false, nil
+		}
+		bs, err := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
+		return err == nil && len(bs.Items) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("the server does not own %d policies and bindings: %v", n, err)
+	}
+}
+
+// waitInjected dry-runs pod until container is injected (kube-apiserver loads new policies
+// asynchronously) and returns the admitted pod.
+func waitInjected(t *testing.T, pod *corev1.Pod, container string) *corev1.Pod {
+	t.Helper()
+	return waitInjectedImage(t, pod, container, "")
+}
+
+func waitInjectedImage(t *testing.T, pod *corev1.Pod, container, image string) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		var err error
+		if got, err = createPodDryRun(pod); err != nil {
+			return false, nil
+		}
+		for _, c := range got.Spec.Containers {
+			if c.Name == container && (image == "" || c.Image == image) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s never gets container %s %s: %v", pod.Name, container, image, err)
+	}
+	return got
 }
 
 // storeCorpus creates every case's SidecarSets in the server and returns them as stored
@@ -116,57 +259,6 @@ func dryRunAll(t *testing.T, cases []policytest.Case) []*corev1.Pod {
 	return out
 }
 
-// waitNotInjected waits until the webhook, its SidecarSets gone, injects nothing into pod.
-func waitNotInjected(t *testing.T, pod *corev1.Pod) {
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		got, err := createPodDryRun(pod)
-		return err == nil && got.Annotations[sidecar.InjectedListAnnotation] == "", nil
-	})
-	if err != nil {
-		t.Fatalf("the webhook still injects after the SidecarSets were deleted: %v", err)
-	}
-}
-
-// compileCorpus compiles every stored SidecarSet against all the others.
-func compileCorpus(t *testing.T, stored []*v1alpha1.SidecarSet) []policy.Result {
-	var out []policy.Result
-	for i, ss := range stored {
-		others := append(append([]*v1alpha1.SidecarSet(nil), stored[:i]...), stored[i+1:]...)
-		r, err := policy.Compile(policy.Input{SidecarSet: ss, Others: others, ExcludedNamespaces: []string{"kube-system", "kruise-system"}, Stamp: time.Now()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Path != policy.PathPolicy {
-			t.Fatalf("SidecarSet %s: path %s (%s: %s), want Policy", ss.Name, r.Path, r.Reason, r.Message)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func installPolicies(t *testing.T, objects []policy.Result) {
-	ar := kube.AdmissionregistrationV1()
-	parallel(t, len(objects), func(i int) error {
-		if _, err := ar.MutatingAdmissionPolicies().Create(context.Background(), objects[i].Policy, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		_, err := ar.MutatingAdmissionPolicyBindings().Create(context.Background(), objects[i].Binding, metav1.CreateOptions{})
-		return err
-	})
-}
-
-func deletePolicies(t *testing.T) {
-	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
-	ar := kube.AdmissionregistrationV1()
-	if err := ar.MutatingAdmissionPolicyBindings().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
-		t.Fatal(err)
-	}
-	if err := ar.MutatingAdmissionPolicies().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func ensureLabelledNamespace(t *testing.T, ns *corev1.Namespace) {
 	_, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -177,40 +269,25 @@ func ensureLabelledNamespace(t *testing.T, ns *corev1.Namespace) {
 	}
 }
 
-// deferringSets returns the SidecarSets of case c whose policies leave its pod to the webhook.
-func deferringSets(c policytest.Case, stored []*v1alpha1.SidecarSet) map[string]bool {
-	out := map[string]bool{}
+// deferringSets reports whether the policies leave case c's pod to the webhook.
+func deferringSets(c policytest.Case, stored []*v1alpha1.SidecarSet) bool {
 	for i, ss := range stored {
+		others := append(append([]*v1alpha1.SidecarSet(nil), stored[:i]...), stored[i+1:]...)
 		for _, mine := range c.Sets {
-			if mine.Name != ss.Name {
-				continue
-			}
-			others := append(append([]*v1alpha1.SidecarSet(nil), stored[:i]...), stored[i+1:]...)
-			if policy.Defers(ss, others, c.Pod) {
-				out[ss.Name] = true
+			if mine.Name == ss.Name && policy.Defers(ss, others, c.Pod) {
+				return true
 			}
 		}
 	}
-	return out
+	return false
 }
 
-// comparePolicyAnswers dry-runs every case with the policies installed and returns the cases
-// whose pod differs from the webhook's.
-func comparePolicyAnswers(t *testing.T, cases []policytest.Case, webhook []*corev1.Pod, deferring map[int]map[string]bool) []string {
-	got := dryRunAll(t, cases)
+// compareAnswers returns the cases whose pod differs between the two answers.
+func compareAnswers(cases []policytest.Case, want, got []*corev1.Pod) []string {
 	var diffs []string
 	for i, c := range cases {
-		if d := deferring[c.ID]; len(d) > 0 {
-			list := got[i].Annotations[sidecar.InjectedListAnnotation]
-			for name := range d {
-				if sidecar.InjectedListHas(got[i].Annotations, name) {
-					diffs = append(diffs, fmt.Sprintf("case %d: deferring SidecarSet %s injected by its policy (injected list %q)", c.ID, name, list))
-				}
-			}
-			continue
-		}
-		if diff := cmp.Diff(comparable(webhook[i]), comparable(got[i])); diff != "" {
-			diffs = append(diffs, fmt.Sprintf("case %d (-webhook +policy):\n%s", c.ID, diff))
+		if diff := cmp.Diff(comparablePod(want[i]), comparablePod(got[i])); diff != "" {
+			diffs = append(diffs, fmt.Sprintf("case %d (-webhook mode +policy mode):\n%s", c.ID, diff))
 		}
 	}
 	return diffs
@@ -218,11 +295,12 @@ func comparePolicyAnswers(t *testing.T, cases []policytest.Case, webhook []*core
 
 var updateTimestamp = regexp.MustCompile(`"updateTimestamp":"[^"]*"`)
 
-// comparable drops what differs between two admissions of the same pod by design: server-set
+// comparablePod drops what differs between two admissions of the same pod by design: server-set
 // identity, the hash entries' timestamps, and the order of name-keyed volumes and pull secrets.
-func comparable(pod *corev1.Pod) *corev1.Pod {
+func comparablePod(pod *corev1.Pod) *corev1.Pod {
 	pod = pod.DeepCopy()
-	pod.UID, pod.CreationTimestamp, pod.ManagedFields = "", metav1.Time{}, nil
+	pod.ObjectMeta = metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, Annotations: pod.Annotations}
+	pod.Status = corev1.PodStatus{}
 	for _, k := range []string{sidecar.HashAnnotation, sidecar.HashWithoutImageAnnotation} {
 		if v, ok := pod.Annotations[k]; ok {
 			pod.Annotations[k] = updateTimestamp.ReplaceAllString(v, `"updateTimestamp":""`)

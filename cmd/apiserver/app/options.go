@@ -45,7 +45,21 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit the controller's requests to the main cluster.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
+	// Injection is "policy" (MutatingAdmissionPolicies inside kube-apiserver, the webhook only for
+	// what a policy cannot express) or "webhook" (the webhook injects every SidecarSet).
+	Injection string
+	// WebhookConfiguration and WebhookName name the injection webhook whose match condition the
+	// server keeps current in policy mode.
+	WebhookConfiguration, WebhookName string
+	// ExcludedNamespaces are never injected by policies (the webhook configuration excludes the same).
+	ExcludedNamespaces []string
 }
+
+// Injection modes.
+const (
+	InjectionPolicy  = "policy"
+	InjectionWebhook = "webhook"
+)
 
 // NewOptions returns the default options.
 func NewOptions() *Options {
@@ -57,6 +71,10 @@ func NewOptions() *Options {
 		Workers:      3,
 		KubeAPIQPS:   100,
 		KubeAPIBurst: 300, // a round of 100 in-place upgrades: read, update and condition of each pod
+		Injection:            InjectionPolicy,
+		WebhookConfiguration: "sidecarset-injector",
+		WebhookName:          "sidecarinjection.admission.kruise.io",
+		ExcludedNamespaces:   []string{"kube-system"},
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -86,6 +104,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names of the self-signed serving certificate.")
 	fs.IntVar(&o.Workers, "sidecarset-workers", o.Workers, "Number of SidecarSets the controller reconciles at once.")
+	fs.StringVar(&o.Injection, "injection", o.Injection,
+		"How pods are injected: policy (each SidecarSet a policy can express becomes a MutatingAdmissionPolicy evaluated inside kube-apiserver; "+
+			"the webhook serves the rest and receives only their pods; falls back to webhook where the cluster does not serve admissionregistration.k8s.io/v1 "+
+			"MutatingAdmissionPolicy) or webhook (the webhook injects every SidecarSet).")
+	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", o.WebhookConfiguration,
+		"MutatingWebhookConfiguration of the injection webhook; in policy mode the server keeps its match condition current (empty: leave it alone).")
+	fs.StringVar(&o.WebhookName, "webhook-name", o.WebhookName, "Name of the injection webhook in --webhook-configuration.")
+	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,
+		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhook's namespaceSelector).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
@@ -100,6 +127,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--sidecarset-workers must be at least 1"))
+	}
+	if o.Injection != InjectionPolicy && o.Injection != InjectionWebhook {
+		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", InjectionPolicy, InjectionWebhook, o.Injection))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))

@@ -32,11 +32,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apiserver"
+	policyctrl "github.com/sidecarset/apiserver/pkg/controller/policy"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
@@ -168,6 +170,9 @@ func newReviewer(cfg *genericapiserver.RecommendedConfig, set *informerSet) *web
 		Namespaces: namespaces,
 		Revisions:  revs.Lister(),
 		Clock:      clock.RealClock{},
+		// A SidecarSet already injected in this admission (by its policy, or by this webhook
+		// before a reinvocation) is left as it is.
+		Options: injection.Options{SkipInjected: true},
 		HasSynced: func() bool {
 			for _, s := range synced {
 				if !s() {
@@ -267,13 +272,25 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	if err != nil {
 		return err
 	}
+	policies, startPolicyInformers, err := o.policyController(main, set)
+	if err != nil {
+		return err
+	}
 	return server.GenericAPIServer.AddPostStartHook("start-sidecarset-controller", func(hc genericapiserver.PostStartHookContext) error {
 		set.start(hc.Done())
+		if policies != nil {
+			startPolicyInformers(hc.Done())
+		}
 		if events != nil {
 			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Kube.CoreV1().Events("")})
 			go func() { <-hc.Done(); events.Shutdown() }()
 		}
-		run := func(ctx context.Context) { ctrl.Run(ctx, o.Workers) }
+		run := func(ctx context.Context) {
+			if policies != nil {
+				go policies.Run(ctx)
+			}
+			ctrl.Run(ctx, o.Workers)
+		}
 		if !o.LeaderElect || main == nil {
 			go run(hc)
 			return nil
@@ -281,6 +298,62 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 		go o.runElected(hc, main, run)
 		return nil
 	})
+}
+
+// policyController builds the controller that owns the injection policies in the main cluster,
+// with its informers (started by the returned function). In webhook mode it removes what policy
+// mode left; it is nil without a main cluster, or where the cluster serves no
+// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (the webhook then injects everything).
+func (o *Options) policyController(main *rest.Config, set *informerSet) (*policyctrl.Controller, func(<-chan struct{}), error) {
+	if main == nil {
+		return nil, nil, nil
+	}
+	kube, err := kubernetes.NewForConfig(main)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !servesMutatingAdmissionPolicies(kube) {
+		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
+		return nil, nil, nil
+	}
+	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
+	}))
+	webhooks := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.WebhookConfiguration).String()
+	}))
+	ctrl, err := policyctrl.New(policyctrl.Options{
+		Kube:                 kube,
+		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),
+		Policies:             owned.Admissionregistration().V1().MutatingAdmissionPolicies(),
+		Bindings:             owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
+		Webhooks:             webhooks.Admissionregistration().V1().MutatingWebhookConfigurations(),
+		WebhookConfiguration: o.WebhookConfiguration,
+		WebhookName:          o.WebhookName,
+		ExcludedNamespaces:   append(append([]string(nil), o.ExcludedNamespaces...), o.Namespace),
+		Resync:               5 * time.Minute,
+		Grace:                10 * time.Second,
+		WebhookOnly:          o.Injection == InjectionWebhook,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ctrl, func(stop <-chan struct{}) { owned.Start(stop); webhooks.Start(stop) }, nil
+}
+
+// servesMutatingAdmissionPolicies reports whether discovery lists v1 mutatingadmissionpolicies.
+func servesMutatingAdmissionPolicies(kube kubernetes.Interface) bool {
+	list, err := kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		klog.ErrorS(err, "discovering admissionregistration.k8s.io/v1")
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			return true
+		}
+	}
+	return false
 }
 
 // eventScheme knows the objects the controller records events on: pods and SidecarSets.

@@ -13,10 +13,11 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// injectedContainer is a rendered sidecar with its placement policy.
+// injectedContainer is a rendered sidecar with its placement policy and SidecarSet.
 type injectedContainer struct {
 	c      *corev1.Container // points into a sidecar.Rendered's Containers
 	policy v1alpha1.PodInjectPolicyType
+	set    string
 }
 
 // builder collects what the SidecarSets inject into one pod (§4.6), then merges it (§4.9).
@@ -42,6 +43,7 @@ type builder struct {
 	isSidecar func(string) bool   // isSidecarName, bound once
 	injected  map[string]bool
 	any       bool
+	present   []*v1alpha1.SidecarSet // matching SidecarSets already injected (Options.SkipInjected)
 }
 
 func build(pod *corev1.Pod, views []view, in *Input) (*builder, error) {
@@ -153,7 +155,7 @@ func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, inde
 		dst = &b.initContainers
 	}
 	for i := range r.Containers {
-		*dst = append(*dst, injectedContainer{c: &r.Containers[i], policy: sc.PodInjectPolicy})
+		*dst = append(*dst, injectedContainer{c: &r.Containers[i], policy: sc.PodInjectPolicy, set: v.ss.Name})
 	}
 	if r.Working != "" {
 		b.working[sc.Name] = r.Working
@@ -220,11 +222,12 @@ func (b *builder) isSidecarName(name string) bool {
 // apply merges what was collected into pod (§4.9).
 func (b *builder) apply(pod *corev1.Pod, sortContainersByName bool) {
 	sort.SliceStable(b.initContainers, func(i, j int) bool { return b.initContainers[i].c.Name < b.initContainers[j].c.Name })
-	pod.Spec.InitContainers = mergeContainers(pod.Spec.InitContainers, b.initContainers)
+	containers, initContainers := b.presentSidecars()
+	pod.Spec.InitContainers = mergeContainers(pod.Spec.InitContainers, b.initContainers, initContainers, true)
 	if sortContainersByName {
 		sort.SliceStable(b.containers, func(i, j int) bool { return b.containers[i].c.Name < b.containers[j].c.Name })
 	}
-	pod.Spec.Containers = mergeContainers(pod.Spec.Containers, b.containers)
+	pod.Spec.Containers = mergeContainers(pod.Spec.Containers, b.containers, containers, sortContainersByName)
 	pod.Spec.Volumes = mergeVolumes(pod.Spec.Volumes, b.volumes)
 	pod.Spec.ImagePullSecrets = mergeSecrets(pod.Spec.ImagePullSecrets, b.secrets)
 
@@ -242,39 +245,114 @@ func (b *builder) apply(pod *corev1.Pod, sortContainersByName bool) {
 	pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(b.names)
 }
 
-// mergeContainers replaces pod containers that have a sidecar's name in place and puts the other
-// sidecars before (BeforeAppContainer) or after (anything else) the pod's own, in order.
-func mergeContainers(pod []corev1.Container, injected []injectedContainer) []corev1.Container {
+// owner says which SidecarSet a sidecar already in the pod belongs to, and on which side.
+type owner struct {
+	set    string
+	before bool
+}
+
+// presentSidecars maps the names of the containers and init containers of the SidecarSets
+// already injected to their owner.
+func (b *builder) presentSidecars() (containers, initContainers map[string]owner) {
+	if len(b.present) == 0 {
+		return nil, nil
+	}
+	containers, initContainers = map[string]owner{}, map[string]owner{}
+	for _, ss := range b.present {
+		for _, list := range []struct {
+			items []v1alpha1.SidecarContainer
+			into  map[string]owner
+		}{{ss.Spec.Containers, containers}, {ss.Spec.InitContainers, initContainers}} {
+			for i := range list.items {
+				sc := &list.items[i]
+				list.into[sc.Name] = owner{set: ss.Name, before: sc.PodInjectPolicy == v1alpha1.BeforeAppContainerType}
+			}
+		}
+	}
+	return containers, initContainers
+}
+
+// slot is a container of the merged list: the pod's own (own), or a sidecar of SidecarSet set
+// injected before or after the pod's own.
+type slot struct {
+	c      *corev1.Container
+	own    bool
+	set    string
+	before bool
+}
+
+// mergeContainers merges the injected sidecars into the pod's containers. A pod container with a
+// sidecar's name is replaced in place; the other sidecars go in front of the pod's own containers
+// (BeforeAppContainer) or after them. Among the sidecars on one side, the order is SidecarSet
+// name then spec order, or the container name when byName. present names the sidecars the pod
+// already carries (injected earlier in the admission, see Options.SkipInjected), which the new
+// ones are placed among by the same order.
+func mergeContainers(pod []corev1.Container, injected []injectedContainer, present map[string]owner, byName bool) []corev1.Container {
 	if len(injected) == 0 {
 		return pod
 	}
-	index := make(map[string]int, len(pod))
+	slots := make([]slot, 0, len(pod)+len(injected))
 	for i := range pod {
-		index[pod[i].Name] = i
-	}
-	added := 0
-	for i := range injected {
-		if _, ok := index[injected[i].c.Name]; !ok {
-			added++
+		o, ok := present[pod[i].Name]
+		if ok && sidecar.IsInjected(&pod[i]) {
+			slots = append(slots, slot{c: &pod[i], set: o.set, before: o.before})
+		} else {
+			slots = append(slots, slot{c: &pod[i], own: true})
 		}
 	}
-	out := make([]corev1.Container, 0, len(pod)+added)
-	for i := range injected {
-		if _, ok := index[injected[i].c.Name]; !ok && injected[i].policy == v1alpha1.BeforeAppContainerType {
-			out = append(out, *injected[i].c)
+	for k := range injected {
+		s := &injected[k]
+		if i := ownSlot(slots, s.c.Name); i >= 0 {
+			slots[i].c = s.c
+			continue
 		}
+		n := slot{c: s.c, set: s.set, before: s.policy == v1alpha1.BeforeAppContainerType}
+		i := insertAt(slots, &n, byName)
+		slots = append(slots, slot{})
+		copy(slots[i+1:], slots[i:])
+		slots[i] = n
 	}
-	start := len(out)
-	out = append(out, pod...)
-	for i := range injected {
-		s := &injected[i]
-		if j, ok := index[s.c.Name]; ok {
-			out[start+j] = *s.c
-		} else if s.policy != v1alpha1.BeforeAppContainerType {
-			out = append(out, *s.c)
-		}
+	out := make([]corev1.Container, len(slots))
+	for i := range slots {
+		out[i] = *slots[i].c
 	}
 	return out
+}
+
+// ownSlot returns the index of the pod's own container named name, or -1.
+func ownSlot(slots []slot, name string) int {
+	for i := range slots {
+		if slots[i].own && slots[i].c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// insertAt returns where sidecar n goes: a Before one after the leading sidecars that precede it,
+// another one in front of the first sidecar behind the pod's last own container that follows it.
+func insertAt(slots []slot, n *slot, byName bool) int {
+	precedes := func(s *slot) bool { // s comes before n on the same side
+		if byName {
+			return s.c.Name < n.c.Name
+		}
+		return s.set <= n.set
+	}
+	if n.before {
+		i := 0
+		for i < len(slots) && !slots[i].own && slots[i].before && precedes(&slots[i]) {
+			i++
+		}
+		return i
+	}
+	i := len(slots)
+	for i > 0 && !slots[i-1].own {
+		i--
+	}
+	for i < len(slots) && (slots[i].before || precedes(&slots[i])) {
+		i++
+	}
+	return i
 }
 
 // mergeVolumes appends the SidecarSet volumes whose name the pod (or an earlier one) lacks.

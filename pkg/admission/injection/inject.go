@@ -36,7 +36,7 @@ func Inject(in Input) (Result, error) {
 	if in.Options.Evaluator == nil {
 		in.Options.Evaluator = evaluate
 	}
-	views, decisions, err := selectViews(&in)
+	views, present, decisions, err := selectViews(&in)
 	res.Decisions = decisions
 	if err != nil || len(views) == 0 {
 		return res, err
@@ -54,6 +54,7 @@ func Inject(in Input) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	b.present = present
 	for i := range res.Decisions {
 		if d := &res.Decisions[i]; d.Matched && d.Reason != ReasonOverriddenByCanary {
 			d.Injected = b.injected[d.SidecarSet]
@@ -97,8 +98,9 @@ func namespaceOf(in *Input) (string, map[string]string) {
 }
 
 // selectViews matches the candidates in name order, chooses each one's version and applies the
-// canary overrides. It returns the views to inject and one decision per candidate.
-func selectViews(in *Input) ([]view, []Decision, error) {
+// canary overrides. It returns the views to inject, the matching SidecarSets already injected
+// (Options.SkipInjected) and one decision per candidate.
+func selectViews(in *Input) ([]view, []*v1alpha1.SidecarSet, []Decision, error) {
 	sets := make([]*v1alpha1.SidecarSet, 0, len(in.SidecarSets))
 	for _, ss := range in.SidecarSets {
 		if ss != nil {
@@ -110,6 +112,7 @@ func selectViews(in *Input) ([]view, []Decision, error) {
 	ns, nsLabels := namespaceOf(in)
 	decisions := make([]Decision, len(sets))
 	views := make([]view, 0, len(sets))
+	var present []*v1alpha1.SidecarSet
 	for i, ss := range sets {
 		d := &decisions[i]
 		d.SidecarSet = ss.Name
@@ -119,20 +122,40 @@ func selectViews(in *Input) ([]view, []Decision, error) {
 		}
 		reason, err := match(ss, ns, nsLabels, in.Pod.Labels)
 		if err != nil {
-			return nil, decisions, err
+			return nil, nil, decisions, err
 		}
 		if reason != "" {
 			d.Reason = reason
 			continue
 		}
+		if in.Options.SkipInjected && alreadyInjected(in.Pod, ss) {
+			d.Reason = ReasonAlreadyInjected
+			present = append(present, ss)
+			continue
+		}
 		v, err := chooseVersion(ss, in.Pod, in)
 		if err != nil {
-			return nil, decisions, err
+			return nil, nil, decisions, err
 		}
 		d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
 		views = append(views, v)
 	}
-	return withoutCanaryBases(views, decisions), decisions, nil
+	return withoutCanaryBases(views, decisions), present, decisions, nil
+}
+
+// alreadyInjected reports whether the pod's injected-list names ss and the pod carries ss's
+// current spec: its hash entry has ss's hash, or ss injected nothing (no entry). A pod injected
+// with an older spec (a policy kube-apiserver has not reloaded yet) is injected again.
+func alreadyInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+		return false
+	}
+	hashes, err := sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation])
+	if err != nil {
+		return false
+	}
+	e, ok := hashes[ss.Name]
+	return !ok || e.Hash == ss.Annotations[sidecar.HashAnnotation]
 }
 
 // match returns "" when ss applies to the pod, else why not.

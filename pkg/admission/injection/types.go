@@ -42,6 +42,12 @@ type Options struct {
 	SortSidecarContainersByName bool
 	// Evaluator evaluates resourcesPolicy expressions; nil uses package resourceexpr.
 	Evaluator ResourceEvaluator
+	// SkipInjected leaves out the SidecarSets the pod's injected-list annotation already names:
+	// they were injected earlier in the same admission (by their MutatingAdmissionPolicy, or by a
+	// previous invocation of the webhook), and injecting them again would undo what other
+	// admission steps changed since. New sidecars are placed among theirs as if all had been
+	// injected together, in name order.
+	SkipInjected bool
 }
 
 // ResourceEvaluator evaluates a resourcesPolicy expression with variable ("cpu" or "memory")
@@ -126,6 +132,8 @@ const (
 	// ReasonPartialSticky: the Partial policy kept the version the pod already carries
 	// (reinvocation of the webhook).
 	ReasonPartialSticky Reason = "PartialSticky"
+	// ReasonAlreadyInjected: with Options.SkipInjected, the pod's injected-list names the SidecarSet.
+	ReasonAlreadyInjected Reason = "AlreadyInjected"
 )
 
 // Error is an injection failure. It names the SidecarSet (empty for a problem of the pod itself)

@@ -105,13 +105,16 @@ func Compile(in Input) (Result, error) {
 	meta := metav1.ObjectMeta{
 		Name:        name,
 		Labels:      map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.SidecarSetNameLabel: ss.Name},
-		Annotations: map[string]string{HashAnnotation: ss.Annotations[sidecar.HashAnnotation]},
+		Annotations: map[string]string{
+			HashAnnotation:       ss.Annotations[sidecar.HashAnnotation],
+			CompiledAtAnnotation: in.Stamp.UTC().Format(time.RFC3339),
+		},
 	}
 	fail := admissionregistrationv1.Fail
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: meta,
+		ObjectMeta: *meta.DeepCopy(),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints:   matchConstraints(ss, in.ExcludedNamespaces),
 			MatchConditions:    m.matchConditions(),
@@ -121,7 +124,6 @@ func Compile(in Input) (Result, error) {
 			ReinvocationPolicy: ifNeeded,
 		},
 	}
-	meta.DeepCopyInto(&policy.ObjectMeta)
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
 		ObjectMeta: *meta.DeepCopy(),
@@ -242,7 +244,7 @@ func ambiguousName(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) string 
 			}
 		}
 	}
-	for n := range before {
+	for _, n := range sortedKeys(before) {
 		if after[n] {
 			return n
 		}

@@ -112,29 +112,54 @@ func normalize(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// checkSame runs the policies in every given order, twice (reinvocation), and compares each
-// result with the injector's.
+// checkSame runs the policies in every given order, then the webhook (the injector with
+// SkipInjected, as the webhook adapter runs it), and compares each result with the injector's
+// alone; a second pass (reinvocation) must change nothing. Each order also runs with every other
+// policy missing, as if its SidecarSet were webhook-path: the webhook then injects it among the
+// policies' sidecars.
 func checkSame(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace, orders [][]int) {
 	t.Helper()
 	want := normalize(webhookPod(t, sets, pod, ns))
 	policies := compileAll(t, sets, nil)
 	if deferring := deferred(sets, pod); len(deferring) > 0 {
 		checkDeferred(t, policies, deferring, pod, ns)
-		return
 	}
 	for _, order := range orders {
 		if len(order) != len(policies) {
 			order = identity(len(policies))
 		}
-		got := runAll(t, policies, order, pod.DeepCopy(), ns)
-		if diff := cmp.Diff(want, normalize(got)); diff != "" {
-			t.Fatalf("order %v: policy pod differs from webhook pod (-webhook +policy):\n%s", order, diff)
-		}
-		again := runAll(t, policies, order, got.DeepCopy(), ns)
-		if diff := cmp.Diff(got, again); diff != "" {
-			t.Fatalf("order %v: reinvocation changed the pod (-first +second):\n%s", order, diff)
+		for _, mixed := range []bool{false, true} {
+			run := order
+			if mixed {
+				run = nil
+				for _, i := range order {
+					if i%2 == 0 {
+						run = append(run, i)
+					}
+				}
+			}
+			got := bothPaths(t, sets, policies, run, pod.DeepCopy(), ns)
+			if diff := cmp.Diff(want, normalize(got)); diff != "" {
+				t.Fatalf("policies %v then webhook: pod differs from webhook alone (-webhook +both):\n%s", run, diff)
+			}
+			again := bothPaths(t, sets, policies, run, got.DeepCopy(), ns)
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Fatalf("policies %v: reinvocation changed the pod (-first +second):\n%s", run, diff)
+			}
 		}
 	}
+}
+
+// bothPaths runs the policies in order, then the webhook.
+func bothPaths(t testing.TB, sets []*v1alpha1.SidecarSet, policies []*compiledPolicy, order []int, pod *corev1.Pod, ns *corev1.Namespace) *corev1.Pod {
+	t.Helper()
+	pod = runAll(t, policies, order, pod, ns)
+	res, err := injection.Inject(injection.Input{Pod: pod, Namespace: ns.Name, NamespaceLabels: ns.Labels, SidecarSets: sets, Now: testStamp,
+		Options: injection.Options{SkipInjected: true}})
+	if err != nil {
+		t.Fatalf("webhook after policies: %v", err)
+	}
+	return res.Pod
 }
 
 // deferred returns the SidecarSets whose policies leave pod to the webhook.

@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+func TestPlanPolicies(t *testing.T) {
+	plain := mustSidecarSet(t, `
+metadata: {name: plain}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: log, image: busybox}]
+`)
+	hot := mustSidecarSet(t, `
+metadata: {name: hot}
+spec:
+  selector: {matchExpressions: [{key: tier, operator: In, values: [front]}]}
+  containers:
+  - name: proxy
+    image: envoy
+    upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: empty}
+`)
+	paused := mustSidecarSet(t, `
+metadata: {name: paused}
+spec:
+  selector: {matchLabels: {app: web}}
+  injectionStrategy: {paused: true}
+  containers: [{name: other, image: busybox}]
+`)
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	first, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Now: now, Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(first.Policies); got != 1 || first.Policies[0].Name != "sidecarset-plain" {
+		t.Fatalf("policies: %d, want only sidecarset-plain", got)
+	}
+	for name, want := range map[string]Path{"plain": PathPolicy, "hot": PathWebhook, "paused": PathNone} {
+		if got := first.Results[name].Path; got != want {
+			t.Errorf("%s: path %s, want %s", name, got, want)
+		}
+	}
+	if first.Results["hot"].Reason != ReasonHotUpgrade {
+		t.Errorf("hot: reason %q", first.Results["hot"].Reason)
+	}
+	// Within its grace period the new policy's SidecarSet is also sent to the webhook.
+	for _, want := range []string{`"tier"`, `"app"`, `"log"`} {
+		if !strings.Contains(first.WebhookCondition, want) {
+			t.Errorf("webhook condition lacks %s:\n%s", want, first.WebhookCondition)
+		}
+	}
+	if first.RecheckAfter != 10*time.Second {
+		t.Errorf("RecheckAfter = %v, want 10s", first.RecheckAfter)
+	}
+
+	// Later, with the policy in place: same stamp (no rewrite), grace over.
+	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarset-plain": first.Policies[0]}
+	later, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Now: now.Add(time.Hour), Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Policies[0].Spec.Mutations[0].JSONPatch.Expression != first.Policies[0].Spec.Mutations[0].JSONPatch.Expression {
+		t.Error("replanning an unchanged SidecarSet changed its policy")
+	}
+	if strings.Contains(later.WebhookCondition, `"app"`) || !strings.Contains(later.WebhookCondition, `"tier"`) || later.RecheckAfter != 0 {
+		t.Errorf("after the grace period the condition should select only the webhook-path SidecarSet's pods (and declared names):\n%s", later.WebhookCondition)
+	}
+
+	// A changed spec is stamped anew and gets a new grace period.
+	changed := plain.DeepCopy()
+	changed.Spec.Containers[0].Image = "busybox:2"
+	prepare(t, changed)
+	again, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{changed}, Compiled: compiled, Now: now.Add(time.Hour), Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Policies[0].Annotations[CompiledAtAnnotation] != "2026-11-23T11:00:00Z" || again.RecheckAfter != 10*time.Second {
+		t.Errorf("changed spec: stamp %s, recheck %v", again.Policies[0].Annotations[CompiledAtAnnotation], again.RecheckAfter)
+	}
+
+	// Nothing stored: the webhook receives no pod.
+	none, err := PlanPolicies(PlanInput{Now: now})
+	if err != nil || none.WebhookCondition != "false" {
+		t.Errorf("empty plan: condition %q, err %v", none.WebhookCondition, err)
+	}
+}

@@ -1,0 +1,295 @@
+// Package policy keeps the main cluster's injection objects in step with the SidecarSets: one
+// MutatingAdmissionPolicy and binding per policy-path SidecarSet (package admission/policy
+// compiles them), and the injection webhook's match condition, so that kube-apiserver sends the
+// webhook only the pods it has work for. It is a thin adapter: gather (listers) -> plan (pure,
+// admission/policy.PlanPolicies) -> apply (create, update or delete what differs). Objects it owns
+// carry the label app.kubernetes.io/managed-by=sidecarset-apiserver; owned objects that no
+// SidecarSet wants (deleted SidecarSets, ones now served by the webhook) are deleted, and objects
+// edited by hand are put back (drift), on every change and at least every resync period.
+package policy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	appsinformers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
+	appslisters "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+)
+
+// key is the controller's only work item: every change replans everything (a plan of 1,000
+// SidecarSets takes milliseconds, and neighbours decide each policy).
+const key = "policies"
+
+// Options configure the controller.
+type Options struct {
+	// Kube writes the policies, bindings and the webhook configuration in the main cluster.
+	Kube kubernetes.Interface
+	// SidecarSets are the server's SidecarSets.
+	SidecarSets appsinformers.SidecarSetInformer
+	// Policies and Bindings watch the main cluster's objects labelled as owned by this server.
+	Policies admissioninformers.MutatingAdmissionPolicyInformer
+	Bindings admissioninformers.MutatingAdmissionPolicyBindingInformer
+	// Webhooks watches the main cluster's MutatingWebhookConfigurations (only WebhookConfiguration
+	// is written).
+	Webhooks admissioninformers.MutatingWebhookConfigurationInformer
+	// WebhookConfiguration and WebhookName name the injection webhook whose match condition the
+	// controller keeps current; empty leaves the webhook alone.
+	WebhookConfiguration, WebhookName string
+	// ExcludedNamespaces are never injected by policies (those the webhook configuration excludes).
+	ExcludedNamespaces []string
+	// SortSidecarContainersByName is the injection option of the same name.
+	SortSidecarContainersByName bool
+	// Resync replans this often even without changes (drift of owned objects is seen at once).
+	Resync time.Duration
+	// Clock stamps newly compiled policies.
+	Clock clock.PassiveClock
+	// Grace keeps a policy compiled anew in the webhook's match condition for this long
+	// (admission/policy.PlanInput.Grace).
+	Grace time.Duration
+	// WebhookOnly turns policy injection off: owned policies and bindings are deleted and the
+	// webhook's match condition removed, so the webhook injects every SidecarSet.
+	WebhookOnly bool
+}
+
+// Controller reconciles policy injection.
+type Controller struct {
+	opts     Options
+	sets     appslisters.SidecarSetLister
+	policies admissionlisters.MutatingAdmissionPolicyLister
+	bindings admissionlisters.MutatingAdmissionPolicyBindingLister
+	webhooks admissionlisters.MutatingWebhookConfigurationLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+}
+
+// New returns a controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := &Controller{
+		opts:     opts,
+		sets:     opts.SidecarSets.Lister(),
+		policies: opts.Policies.Lister(),
+		bindings: opts.Bindings.Lister(),
+		webhooks: opts.Webhooks.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset-policies"}),
+	}
+	enqueue := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(key) },
+		UpdateFunc: func(any, any) { c.queue.Add(key) },
+		DeleteFunc: func(any) { c.queue.Add(key) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{opts.SidecarSets.Informer(), opts.Policies.Informer(), opts.Bindings.Informer(), opts.Webhooks.Informer()} {
+		if _, err := inf.AddEventHandler(enqueue); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	return c, nil
+}
+
+// Run reconciles until ctx ends. The informers must be started by the caller.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	klog.InfoS("starting the policy injection controller")
+	c.queue.Add(key)
+	if c.opts.Resync > 0 {
+		go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(key) }, c.opts.Resync)
+	}
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	k, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(k)
+	if err := c.Reconcile(ctx); err != nil {
+		klog.ErrorS(err, "reconciling injection policies")
+		c.queue.AddRateLimited(k)
+		return true
+	}
+	c.queue.Forget(k)
+	return true
+}
+
+// Reconcile plans policy injection from the listers and applies the difference.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	sets, err := c.sets.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	owned, err := c.policies.List(ownedSelector)
+	if err != nil {
+		return err
+	}
+	compiled := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicy, len(owned))
+	for _, p := range owned {
+		compiled[p.Name] = p
+	}
+	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, ExcludedNamespaces: c.opts.ExcludedNamespaces,
+		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace})
+	if err != nil {
+		return err
+	}
+	if c.opts.WebhookOnly {
+		plan = policy.Plan{}
+	}
+	if plan.RecheckAfter > 0 {
+		c.queue.AddAfter(key, plan.RecheckAfter)
+	}
+	// Policies before bindings, and the webhook's condition last: a binding never names a missing
+	// policy, and the webhook stops receiving a SidecarSet's pods only once its policy is there.
+	if err := c.applyPolicies(ctx, plan.Policies, compiled); err != nil {
+		return err
+	}
+	if err := c.applyBindings(ctx, plan.Bindings); err != nil {
+		return err
+	}
+	return c.applyWebhookCondition(ctx, plan.WebhookCondition)
+}
+
+var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})
+
+func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) error {
+	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicies()
+	wanted := map[string]bool{}
+	for _, p := range want {
+		wanted[p.Name] = true
+		old := have[p.Name]
+		switch {
+		case old == nil:
+			if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating MutatingAdmissionPolicy %s: %w", p.Name, err)
+			}
+			klog.V(2).InfoS("created injection policy", "policy", p.Name)
+		case !sameObject(&old.ObjectMeta, &p.ObjectMeta, old.Spec, p.Spec):
+			p = p.DeepCopy()
+			p.ResourceVersion = old.ResourceVersion
+			if _, err := client.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("updating MutatingAdmissionPolicy %s: %w", p.Name, err)
+			}
+			klog.V(2).InfoS("updated injection policy", "policy", p.Name)
+		}
+	}
+	for name := range have {
+		if !wanted[name] {
+			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting MutatingAdmissionPolicy %s: %w", name, err)
+			}
+			klog.V(2).InfoS("deleted injection policy", "policy", name)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicyBinding) error {
+	owned, err := c.bindings.List(ownedSelector)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(owned))
+	for _, b := range owned {
+		have[b.Name] = b
+	}
+	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+	wanted := map[string]bool{}
+	for _, b := range want {
+		wanted[b.Name] = true
+		old := have[b.Name]
+		switch {
+		case old == nil:
+			if _, err := client.Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating MutatingAdmissionPolicyBinding %s: %w", b.Name, err)
+			}
+		case !sameObject(&old.ObjectMeta, &b.ObjectMeta, old.Spec, b.Spec):
+			b = b.DeepCopy()
+			b.ResourceVersion = old.ResourceVersion
+			if _, err := client.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("updating MutatingAdmissionPolicyBinding %s: %w", b.Name, err)
+			}
+		}
+	}
+	for name := range have {
+		if !wanted[name] {
+			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting MutatingAdmissionPolicyBinding %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sameObject reports whether an existing object already has the wanted labels, annotations and
+// spec (kube-apiserver defaults nothing in the compiled specs, which set every defaulted field).
+func sameObject(have, want *metav1.ObjectMeta, haveSpec, wantSpec any) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(haveSpec, wantSpec)
+}
+
+// applyWebhookCondition sets the injection webhook's match condition to expr ("" removes it).
+func (c *Controller) applyWebhookCondition(ctx context.Context, expr string) error {
+	if c.opts.WebhookConfiguration == "" {
+		return nil
+	}
+	cfg, err := c.webhooks.Get(c.opts.WebhookConfiguration)
+	if apierrors.IsNotFound(err) {
+		return nil // nothing to keep current; a configuration created later is an event
+	}
+	if err != nil {
+		return err
+	}
+	var want []admissionregistrationv1.MatchCondition
+	if expr != "" {
+		want = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: expr}}
+	}
+	for i := range cfg.Webhooks {
+		w := &cfg.Webhooks[i]
+		if w.Name != c.opts.WebhookName || (len(w.MatchConditions) == 0 && len(want) == 0) || equality.Semantic.DeepEqual(w.MatchConditions, want) {
+			continue
+		}
+		cfg = cfg.DeepCopy()
+		cfg.Webhooks[i].MatchConditions = want
+		if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating the match condition of webhook %s: %w", c.opts.WebhookName, err)
+		}
+		klog.V(2).InfoS("updated the injection webhook's match condition", "webhook", c.opts.WebhookName)
+		return nil
+	}
+	return nil
+}
