@@ -23,7 +23,8 @@
 #   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
 #   hack/local-up.sh env          print the export line
 #
-# SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook.
+# SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
+# SERVER_POLICY_GRACE (default 3s): its --policy-grace (a local kube-apiserver loads policies fast).
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
 set -euo pipefail
@@ -183,7 +184,7 @@ start_server() {
     --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_PORT}" --bind-address=127.0.0.1 \
     --cert-dir="${STATE}/server-certs" --kubeconfig="${KUBECONFIG_FILE}" \
     --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
-    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}"
+    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}"
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
 }
 
@@ -196,7 +197,7 @@ start_replica() {
     --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_REPLICA_PORT}" --bind-address=127.0.0.1 \
     --cert-dir="${STATE}/server-2-certs" --kubeconfig="${KUBECONFIG_FILE}" \
     --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
-    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}"
+    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}"
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"
   wait_for "the replica's /readyz" "${LOGS}/sidecarset-apiserver-2.log" \
     kc --server="https://127.0.0.1:${SERVER_REPLICA_PORT}" --certificate-authority="${STATE}/server-2-certs/apiserver.crt" \

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,25 +22,51 @@ var injectionSkips = map[string]string{
 }
 
 // TestInjectionConformance creates each scenario's pod with a server-side dry run through
-// kube-apiserver, which calls the injection webhook through the aggregation layer, and evaluates
-// expect.yaml on the returned pod, internal assertions included.
+// kube-apiserver and evaluates expect.yaml on the returned pod, internal assertions included, in
+// both injection modes of the server. In webhook mode the webhook (reached through the aggregation
+// layer) injects every SidecarSet. In policy mode the pod is checked twice: at once (the policy of
+// a new SidecarSet is not loaded yet, the webhook serves it during the grace period) and once the
+// grace period is over (the policies inject what they can express, the webhook the rest).
 func TestInjectionConformance(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join(conformance, "injection", "*"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
-	for _, dir := range dirs {
-		name := filepath.Base(dir)
-		t.Run(name, func(t *testing.T) {
-			if why, ok := injectionSkips[name]; ok {
-				t.Skip(why)
+	defer restartServer(t, "policy")
+	answers := map[string]map[string]*corev1.Pod{}
+	for _, mode := range []string{"webhook", "policy"} {
+		answers[mode] = map[string]*corev1.Pod{}
+		t.Run(mode, func(t *testing.T) {
+			restartServer(t, mode)
+			for _, dir := range dirs {
+				name := filepath.Base(dir)
+				t.Run(name, func(t *testing.T) {
+					if why, ok := injectionSkips[name]; ok {
+						t.Skip(why)
+					}
+					answers[mode][name] = runInjectionScenario(t, dir, mode == "policy")
+				})
 			}
-			runInjectionScenario(t, dir)
 		})
+	}
+	// Both modes give the same pod (scenarios that reject the pod have none).
+	for name, want := range answers["webhook"] {
+		got := answers["policy"][name]
+		if want == nil || got == nil {
+			continue
+		}
+		if diff := cmp.Diff(comparablePod(want), comparablePod(got)); diff != "" {
+			t.Errorf("%s: the pod differs between webhook and policy mode (-webhook +policy):\n%s", name, diff)
+		}
 	}
 }
 
-func runInjectionScenario(t *testing.T, dir string) {
+// policySettle is how long after a SidecarSet change its policy injects on the local cluster: the
+// server's --policy-grace (3s there), plus kube-apiserver's policy refresh (1s), plus a margin.
+const policySettle = 5 * time.Second
+
+// runInjectionScenario runs one scenario and returns the admitted pod (nil when rejected).
+func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 	var meta scenarioMeta
 	if err := readYAML(filepath.Join(dir, "meta.yaml"), &meta); err != nil {
 		t.Fatal(err)
@@ -68,6 +95,15 @@ func runInjectionScenario(t *testing.T, dir string) {
 	}
 	got, err := createPodDryRun(pod)
 	checkInjection(t, meta.Title, expect, got, err)
+	if settled {
+		time.Sleep(policySettle)
+		got, err = createPodDryRun(pod)
+		checkInjection(t, meta.Title+" (policies loaded)", expect, got, err)
+	}
+	if err != nil {
+		return nil
+	}
+	return got
 }
 
 // createPodDryRun retries briefly: the server's SidecarSet cache follows writes asynchronously.

@@ -83,6 +83,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	pod.Spec.AutomountServiceAccountToken = new(bool)
 	before := waitInjected(t, pod, "sidecar1")
 	waitWebhookLeavesLabels(t)
+	checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
 
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
@@ -155,6 +156,18 @@ func waitWebhookLeavesLabels(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the webhook's match condition still selects pods by label: %v", err)
+	}
+}
+
+// checkInjectionPath checks the path the /rollout view reports for a SidecarSet.
+func checkInjectionPath(t *testing.T, name string, path policy.Path, reason string) {
+	t.Helper()
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := view.Status.Injection; in == nil || in.Path != string(path) || in.Reason != reason {
+		t.Fatalf("/rollout of %s: injection %+v, want path %s reason %s", name, in, path, reason)
 	}
 }
 

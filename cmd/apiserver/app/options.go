@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,6 +54,11 @@ type Options struct {
 	WebhookConfiguration, WebhookName string
 	// ExcludedNamespaces are never injected by policies (the webhook configuration excludes the same).
 	ExcludedNamespaces []string
+	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
+	PolicyGrace time.Duration
+
+	// policiesUnserved is set at start when the cluster serves no v1 MutatingAdmissionPolicy.
+	policiesUnserved bool
 }
 
 // Injection modes.
@@ -66,15 +72,16 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		Namespace:    "kruise-system",
-		LeaderElect:  true,
-		Workers:      3,
-		KubeAPIQPS:   100,
-		KubeAPIBurst: 300, // a round of 100 in-place upgrades: read, update and condition of each pod
+		Namespace:            "kruise-system",
+		LeaderElect:          true,
+		Workers:              3,
+		KubeAPIQPS:           100,
+		KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
 		Injection:            InjectionPolicy,
 		WebhookConfiguration: "sidecarset-injector",
 		WebhookName:          "sidecarinjection.admission.kruise.io",
 		ExcludedNamespaces:   []string{"kube-system"},
+		PolicyGrace:          10 * time.Second,
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -113,6 +120,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookName, "webhook-name", o.WebhookName, "Name of the injection webhook in --webhook-configuration.")
 	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,
 		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhook's namespaceSelector).")
+	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,
+		"How long the webhook keeps injecting a SidecarSet after its policy was created or changed: kube-apiserver loads policies asynchronously (about every second).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
@@ -127,6 +136,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--sidecarset-workers must be at least 1"))
+	}
+	if o.PolicyGrace < 0 {
+		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))
 	}
 	if o.Injection != InjectionPolicy && o.Injection != InjectionWebhook {
 		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", InjectionPolicy, InjectionWebhook, o.Injection))

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -128,9 +129,26 @@ func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
 		if err := set.watchPods(cfg.ClientConfig, cfg.SharedInformerFactory); err != nil {
 			return nil, nil, err
 		}
-		extra.RolloutViewer = controller.Viewer{Pods: set.pods}
+		extra.RolloutViewer = controller.Viewer{Pods: set.pods, Injection: o.describeInjection(set)}
 	}
 	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, set, nil
+}
+
+// describeInjection says, for the /rollout view, which path injects a SidecarSet in this server's
+// mode.
+func (o *Options) describeInjection(set *informerSet) func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
+	lister := set.own.Apps().V1alpha1().SidecarSets().Lister()
+	return func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
+		all, err := lister.List(labels.Everything())
+		if err != nil {
+			return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "Unknown", Message: err.Error()}
+		}
+		if o.policiesUnserved {
+			return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "PoliciesNotServed",
+				Message: "the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"}
+		}
+		return policy.Describe(ss, all, o.Injection == InjectionWebhook)
+	}
 }
 
 // watchPods sets up the main cluster's pod informer, keeping only what the controller reads of
@@ -302,7 +320,7 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 
 // policyController builds the controller that owns the injection policies in the main cluster,
 // with its informers (started by the returned function). In webhook mode it removes what policy
-// mode left; it is nil without a main cluster, or where the cluster serves no
+// mode left and keeps the webhook's match condition to the SidecarSets' selectors; it is nil without a main cluster, or where the cluster serves no
 // admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (the webhook then injects everything).
 func (o *Options) policyController(main *rest.Config, set *informerSet) (*policyctrl.Controller, func(<-chan struct{}), error) {
 	if main == nil {
@@ -313,6 +331,7 @@ func (o *Options) policyController(main *rest.Config, set *informerSet) (*policy
 		return nil, nil, err
 	}
 	if !servesMutatingAdmissionPolicies(kube) {
+		o.policiesUnserved = true
 		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
 		return nil, nil, nil
 	}
@@ -332,7 +351,7 @@ func (o *Options) policyController(main *rest.Config, set *informerSet) (*policy
 		WebhookName:          o.WebhookName,
 		ExcludedNamespaces:   append(append([]string(nil), o.ExcludedNamespaces...), o.Namespace),
 		Resync:               5 * time.Minute,
-		Grace:                10 * time.Second,
+		Grace:                o.PolicyGrace,
 		WebhookOnly:          o.Injection == InjectionWebhook,
 	})
 	if err != nil {

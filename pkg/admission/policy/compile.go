@@ -58,6 +58,7 @@ const (
 	ReasonNameTooLong         = "NameTooLong"
 	ReasonNoSelector          = "NoSelector"
 	ReasonCompiled            = "Compiled"
+	ReasonWebhookMode         = "WebhookMode"
 )
 
 // Input is what Compile needs.
@@ -103,8 +104,8 @@ func Compile(in Input) (Result, error) {
 	}
 	name := PolicyName(ss.Name)
 	meta := metav1.ObjectMeta{
-		Name:        name,
-		Labels:      map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.SidecarSetNameLabel: ss.Name},
+		Name:   name,
+		Labels: map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.SidecarSetNameLabel: ss.Name},
 		Annotations: map[string]string{
 			HashAnnotation:       ss.Annotations[sidecar.HashAnnotation],
 			CompiledAtAnnotation: in.Stamp.UTC().Format(time.RFC3339),

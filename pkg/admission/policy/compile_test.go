@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"os"
 	"sort"
 	"testing"
 	"time"
@@ -208,30 +209,13 @@ func reversed(n int) []int {
 	return out
 }
 
+// TestCompileManualExample compiles the manual's first example as shipped in artifacts/.
 func TestCompileManualExample(t *testing.T) {
-	ss := mustSidecarSet(t, `
-apiVersion: apps.kruise.io/v1alpha1
-kind: SidecarSet
-metadata:
-  name: test-sidecarset
-spec:
-  selector:
-    matchLabels:
-      app: nginx
-  updateStrategy:
-    type: RollingUpdate
-    maxUnavailable: 1
-  containers:
-  - name: sidecar1
-    image: centos:6.7
-    command: ["sleep", "999d"]
-    volumeMounts:
-    - name: log-volume
-      mountPath: /var/log
-  volumes:
-  - name: log-volume
-    emptyDir: {}
-`)
+	doc, err := os.ReadFile("../../../artifacts/examples/01-test-sidecarset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := mustSidecarSet(t, string(doc))
 	pod := mustPod(t, `
 apiVersion: v1
 kind: Pod

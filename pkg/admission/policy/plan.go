@@ -29,6 +29,9 @@ type PlanInput struct {
 	Now time.Time
 	// SortSidecarContainersByName is the injector option of the same name.
 	SortSidecarContainersByName bool
+	// WebhookOnly serves every SidecarSet by the webhook (--injection=webhook): no policies, and
+	// the webhook's condition selects the pods any SidecarSet may select.
+	WebhookOnly bool
 	// Grace is how long a policy compiled anew stays in the webhook's match condition as well:
 	// kube-apiserver loads new and changed policies asynchronously, and until it has, the webhook
 	// injects the SidecarSet (a pod the policy injected first reaches the webhook with the
@@ -64,6 +67,9 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			Stamp: stampFor(ss, in.Compiled[PolicyName(ss.Name)], in.Now), SortSidecarContainersByName: in.SortSidecarContainersByName})
 		if err != nil {
 			return Plan{}, err
+		}
+		if in.WebhookOnly && r.Path == PathPolicy {
+			r = Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
 		}
 		p.Results[ss.Name] = r
 		switch r.Path {
@@ -176,6 +182,29 @@ func dedupe(ss []string) []string {
 			seen[s] = true
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// Describe says which path injects ss among the stored SidecarSets all (ss may be among them),
+// as PlanPolicies decides, for the /rollout view.
+func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, webhookOnly bool) *v1alpha1.RolloutInjection {
+	others := make([]*v1alpha1.SidecarSet, 0, len(all))
+	for _, o := range all {
+		if o.Name != ss.Name {
+			others = append(others, o)
+		}
+	}
+	r, err := Compile(Input{SidecarSet: ss, Others: others})
+	if err != nil {
+		return &v1alpha1.RolloutInjection{Path: string(PathWebhook), Reason: "CompileError", Message: err.Error()}
+	}
+	if webhookOnly && r.Path == PathPolicy {
+		r = Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
+	}
+	out := &v1alpha1.RolloutInjection{Path: string(r.Path), Reason: r.Reason, Message: r.Message}
+	if r.Policy != nil {
+		out.Policy = r.Policy.Name
 	}
 	return out
 }

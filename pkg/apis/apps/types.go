@@ -471,6 +471,20 @@ type SidecarSetRolloutStatus struct {
 	Revisions []RolloutRevision
 	// Pods lists every matched pod with its rollout state.
 	Pods []RolloutPod
+	// Injection says which admission path injects the SidecarSet into new pods, and why.
+	Injection *RolloutInjection
+}
+
+// RolloutInjection is the admission path that injects a SidecarSet.
+type RolloutInjection struct {
+	// Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.
+	Path string
+	// Reason is why: Compiled, or the feature a policy cannot express.
+	Reason string
+	// Message explains the reason.
+	Message string
+	// Policy is the name of the MutatingAdmissionPolicy, for the Policy path.
+	Policy string
 }
 
 // RolloutRevision counts the pods that run one revision.

@@ -64,7 +64,7 @@ type Options struct {
 	// (admission/policy.PlanInput.Grace).
 	Grace time.Duration
 	// WebhookOnly turns policy injection off: owned policies and bindings are deleted and the
-	// webhook's match condition removed, so the webhook injects every SidecarSet.
+	// webhook's match condition selects the pods of every SidecarSet.
 	WebhookOnly bool
 }
 
@@ -154,12 +154,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		compiled[p.Name] = p
 	}
 	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, ExcludedNamespaces: c.opts.ExcludedNamespaces,
-		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace})
+		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace,
+		WebhookOnly: c.opts.WebhookOnly})
 	if err != nil {
 		return err
-	}
-	if c.opts.WebhookOnly {
-		plan = policy.Plan{}
 	}
 	if plan.RecheckAfter > 0 {
 		c.queue.AddAfter(key, plan.RecheckAfter)
@@ -177,36 +175,68 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 
 var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})
 
-func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) error {
-	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicies()
+// kind is what applying one kind of owned object needs.
+type kind[T metav1.Object] struct {
+	name   string
+	create func(context.Context, T) error
+	update func(context.Context, T) error
+	delete func(context.Context, string) error
+	// copyWith returns a copy of the wanted object carrying the existing one's resourceVersion.
+	copyWith func(want T, resourceVersion string) T
+	spec     func(T) any
+}
+
+// apply creates the wanted objects that are missing, updates those that differ and deletes the
+// owned ones nobody wants.
+func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[string]T) error {
 	wanted := map[string]bool{}
-	for _, p := range want {
-		wanted[p.Name] = true
-		old := have[p.Name]
+	for _, w := range want {
+		wanted[w.GetName()] = true
+		old, ok := have[w.GetName()]
 		switch {
-		case old == nil:
-			if _, err := client.Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating MutatingAdmissionPolicy %s: %w", p.Name, err)
+		case !ok:
+			if err := k.create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", k.name, w.GetName(), err)
 			}
-			klog.V(2).InfoS("created injection policy", "policy", p.Name)
-		case !sameObject(&old.ObjectMeta, &p.ObjectMeta, old.Spec, p.Spec):
-			p = p.DeepCopy()
-			p.ResourceVersion = old.ResourceVersion
-			if _, err := client.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("updating MutatingAdmissionPolicy %s: %w", p.Name, err)
+			klog.V(2).InfoS("created", "kind", k.name, "name", w.GetName())
+		case !sameObject(old, w, k.spec(old), k.spec(w)):
+			if err := k.update(ctx, k.copyWith(w, old.GetResourceVersion())); err != nil {
+				return fmt.Errorf("updating %s %s: %w", k.name, w.GetName(), err)
 			}
-			klog.V(2).InfoS("updated injection policy", "policy", p.Name)
+			klog.V(2).InfoS("updated", "kind", k.name, "name", w.GetName())
 		}
 	}
 	for name := range have {
 		if !wanted[name] {
-			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting MutatingAdmissionPolicy %s: %w", name, err)
+			if err := k.delete(ctx, name); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting %s %s: %w", k.name, name, err)
 			}
-			klog.V(2).InfoS("deleted injection policy", "policy", name)
+			klog.V(2).InfoS("deleted", "kind", k.name, "name", name)
 		}
 	}
 	return nil
+}
+
+func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) error {
+	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicies()
+	return apply(ctx, kind[*admissionregistrationv1.MutatingAdmissionPolicy]{
+		name: "MutatingAdmissionPolicy",
+		create: func(ctx context.Context, p *admissionregistrationv1.MutatingAdmissionPolicy) error {
+			_, err := client.Create(ctx, p, metav1.CreateOptions{})
+			return err
+		},
+		update: func(ctx context.Context, p *admissionregistrationv1.MutatingAdmissionPolicy) error {
+			_, err := client.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		},
+		delete: func(ctx context.Context, name string) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		copyWith: func(p *admissionregistrationv1.MutatingAdmissionPolicy, rv string) *admissionregistrationv1.MutatingAdmissionPolicy {
+			p = p.DeepCopy()
+			p.ResourceVersion = rv
+			return p
+		},
+		spec: func(p *admissionregistrationv1.MutatingAdmissionPolicy) any { return p.Spec },
+	}, want, have)
 }
 
 func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicyBinding) error {
@@ -219,43 +249,36 @@ func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistr
 		have[b.Name] = b
 	}
 	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
-	wanted := map[string]bool{}
-	for _, b := range want {
-		wanted[b.Name] = true
-		old := have[b.Name]
-		switch {
-		case old == nil:
-			if _, err := client.Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating MutatingAdmissionPolicyBinding %s: %w", b.Name, err)
-			}
-		case !sameObject(&old.ObjectMeta, &b.ObjectMeta, old.Spec, b.Spec):
+	return apply(ctx, kind[*admissionregistrationv1.MutatingAdmissionPolicyBinding]{
+		name: "MutatingAdmissionPolicyBinding",
+		create: func(ctx context.Context, b *admissionregistrationv1.MutatingAdmissionPolicyBinding) error {
+			_, err := client.Create(ctx, b, metav1.CreateOptions{})
+			return err
+		},
+		update: func(ctx context.Context, b *admissionregistrationv1.MutatingAdmissionPolicyBinding) error {
+			_, err := client.Update(ctx, b, metav1.UpdateOptions{})
+			return err
+		},
+		delete: func(ctx context.Context, name string) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		copyWith: func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding, rv string) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
 			b = b.DeepCopy()
-			b.ResourceVersion = old.ResourceVersion
-			if _, err := client.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("updating MutatingAdmissionPolicyBinding %s: %w", b.Name, err)
-			}
-		}
-	}
-	for name := range have {
-		if !wanted[name] {
-			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting MutatingAdmissionPolicyBinding %s: %w", name, err)
-			}
-		}
-	}
-	return nil
+			b.ResourceVersion = rv
+			return b
+		},
+		spec: func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) any { return b.Spec },
+	}, want, have)
 }
 
 // sameObject reports whether an existing object already has the wanted labels, annotations and
 // spec (kube-apiserver defaults nothing in the compiled specs, which set every defaulted field).
-func sameObject(have, want *metav1.ObjectMeta, haveSpec, wantSpec any) bool {
-	for k, v := range want.Labels {
-		if have.Labels[k] != v {
+func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
+	for k, v := range want.GetLabels() {
+		if have.GetLabels()[k] != v {
 			return false
 		}
 	}
-	for k, v := range want.Annotations {
-		if have.Annotations[k] != v {
+	for k, v := range want.GetAnnotations() {
+		if have.GetAnnotations()[k] != v {
 			return false
 		}
 	}

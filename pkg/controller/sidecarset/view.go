@@ -16,6 +16,8 @@ import (
 // replica serves it, leader or not.
 type Viewer struct {
 	Pods *PodSource
+	// Injection, when set, says which admission path injects a SidecarSet.
+	Injection func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 }
 
 // View returns the rollout view of ss.
@@ -29,6 +31,9 @@ func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.Sideca
 		return nil, err
 	}
 	status := RolloutStatus(ss, rollout.Plan(ss, pods))
+	if v.Injection != nil {
+		status.Injection = v.Injection(ss)
+	}
 	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion}}
 	err = v1alpha1.Convert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus(&status, &out.Status, nil)
 	return out, err

@@ -39,6 +39,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ResourceExprRequests{}.OpenAPIModelName():            schema_pkg_apis_apps_v1alpha1_ResourceExprRequests(ref),
 		v1alpha1.ResourcesExpr{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1alpha1_ResourcesExpr(ref),
 		v1alpha1.ResourcesPolicy{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1alpha1_ResourcesPolicy(ref),
+		v1alpha1.RolloutInjection{}.OpenAPIModelName():                schema_pkg_apis_apps_v1alpha1_RolloutInjection(ref),
 		v1alpha1.RolloutPod{}.OpenAPIModelName():                      schema_pkg_apis_apps_v1alpha1_RolloutPod(ref),
 		v1alpha1.RolloutRevision{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1alpha1_RolloutRevision(ref),
 		v1alpha1.ShareVolumePolicy{}.OpenAPIModelName():               schema_pkg_apis_apps_v1alpha1_ShareVolumePolicy(ref),
@@ -479,6 +480,49 @@ func schema_pkg_apis_apps_v1alpha1_ResourcesPolicy(ref common.ReferenceCallback)
 		},
 		Dependencies: []string{
 			v1alpha1.ResourcesExpr{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_RolloutInjection(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutInjection is the admission path that injects a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why: Compiled, or the feature a policy cannot express.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is the name of the MutatingAdmissionPolicy, for the Policy path.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
 	}
 }
 
@@ -1577,12 +1621,18 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutStatus(ref common.ReferenceC
 							},
 						},
 					},
+					"injection": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Injection says which admission path injects the SidecarSet into new pods, and why.",
+							Ref:         ref(v1alpha1.RolloutInjection{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"maxUnavailable", "partition", "unavailable"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.RolloutPod{}.OpenAPIModelName(), v1alpha1.RolloutRevision{}.OpenAPIModelName()},
+			v1alpha1.RolloutInjection{}.OpenAPIModelName(), v1alpha1.RolloutPod{}.OpenAPIModelName(), v1alpha1.RolloutRevision{}.OpenAPIModelName()},
 	}
 }
 

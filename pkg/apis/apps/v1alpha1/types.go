@@ -519,6 +519,20 @@ type SidecarSetRolloutStatus struct {
 	// Pods lists every matched pod with its rollout state.
 	// +listType=atomic
 	Pods []RolloutPod `json:"pods,omitempty"`
+	// Injection says which admission path injects the SidecarSet into new pods, and why.
+	Injection *RolloutInjection `json:"injection,omitempty"`
+}
+
+// RolloutInjection is the admission path that injects a SidecarSet.
+type RolloutInjection struct {
+	// Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.
+	Path string `json:"path"`
+	// Reason is why: Compiled, or the feature a policy cannot express.
+	Reason string `json:"reason,omitempty"`
+	// Message explains the reason.
+	Message string `json:"message,omitempty"`
+	// Policy is the name of the MutatingAdmissionPolicy, for the Policy path.
+	Policy string `json:"policy,omitempty"`
 }
 
 // RolloutRevision counts the pods that run one revision.

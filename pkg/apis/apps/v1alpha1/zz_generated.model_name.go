@@ -42,6 +42,11 @@ func (in ResourcesPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutInjection) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.RolloutInjection"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RolloutPod) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.RolloutPod"
 }

@@ -1,0 +1,188 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	appsfake "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
+	appsinformers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
+)
+
+func sidecarSet(name, image string) *v1alpha1.SidecarSet {
+	ss := &v1alpha1.SidecarSet{}
+	ss.Name = name
+	ss.Annotations = map[string]string{"kruise.io/sidecarset-hash": "h-" + image, "kruise.io/sidecarset-hash-without-image": "w"}
+	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-c", Image: image}, PodInjectPolicy: v1alpha1.AfterAppContainerType}}
+	return ss
+}
+
+func webhookConfig() *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "sidecarinjection.admission.kruise.io"}},
+	}
+}
+
+type fixture struct {
+	kube  *fake.Clientset
+	apps  *appsfake.Clientset
+	ctrl  *Controller
+	clock *clocktesting.FakeClock
+	stop  chan struct{}
+}
+
+// newFixture starts a controller on fake clients holding objs (main cluster) and sets.
+func newFixture(t *testing.T, webhookOnly bool, sets []*v1alpha1.SidecarSet, objs ...any) *fixture {
+	t.Helper()
+	f := &fixture{kube: fake.NewClientset(), apps: appsfake.NewSimpleClientset(), clock: clocktesting.NewFakeClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)), stop: make(chan struct{})}
+	t.Cleanup(func() { close(f.stop) })
+	ctx := context.Background()
+	for _, ss := range sets {
+		if _, err := f.apps.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ar := f.kube.AdmissionregistrationV1()
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *admissionregistrationv1.MutatingAdmissionPolicy:
+			_, err = ar.MutatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+		case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+			_, err = ar.MutatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			_, err = ar.MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinf := kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	ainf := appsinformers.NewSharedInformerFactory(f.apps, 0)
+	var err error
+	f.ctrl, err = New(Options{
+		Kube: f.kube, SidecarSets: ainf.Apps().V1alpha1().SidecarSets(),
+		Policies:             kinf.Admissionregistration().V1().MutatingAdmissionPolicies(),
+		Bindings:             kinf.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
+		Webhooks:             kinf.Admissionregistration().V1().MutatingWebhookConfigurations(),
+		WebhookConfiguration: "sidecarset-injector", WebhookName: "sidecarinjection.admission.kruise.io",
+		Grace: 10 * time.Second, Clock: f.clock, WebhookOnly: webhookOnly,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinf.Start(f.stop)
+	ainf.Start(f.stop)
+	if !cache.WaitForCacheSync(f.stop, f.ctrl.synced...) {
+		t.Fatal("caches not synced")
+	}
+	return f
+}
+
+// reconcile runs one reconcile on the current informer state, after the informers caught up.
+func (f *fixture) reconcile(t *testing.T) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond)
+	if err := f.ctrl.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) policies(t *testing.T) map[string]*admissionregistrationv1.MutatingAdmissionPolicy {
+	t.Helper()
+	list, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+func (f *fixture) condition(t *testing.T) string {
+	t.Helper()
+	cfg, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Webhooks[0].MatchConditions) != 1 {
+		return ""
+	}
+	return cfg.Webhooks[0].MatchConditions[0].Expression
+}
+
+func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
+	leftover := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-gone",
+		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue}}}
+	foreign := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1"), sidecarSet("b", "busybox:1")}, leftover, foreign, webhookConfig())
+	f.reconcile(t)
+
+	got := f.policies(t)
+	for _, name := range []string{"sidecarset-a", "sidecarset-b", "someone-elses"} {
+		if got[name] == nil {
+			t.Errorf("policy %s missing", name)
+		}
+	}
+	if got["sidecarset-gone"] != nil {
+		t.Error("the leftover policy of a deleted SidecarSet was kept")
+	}
+	bindings, _ := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(context.Background(), metav1.ListOptions{})
+	if len(bindings.Items) != 2 {
+		t.Errorf("%d bindings, want 2", len(bindings.Items))
+	}
+	if c := f.condition(t); c == "" {
+		t.Error("no webhook match condition")
+	}
+
+	// A hand edit is put back; an unchanged SidecarSet keeps its stamp.
+	edited := got["sidecarset-a"].DeepCopy()
+	stamp := edited.Annotations[policy.CompiledAtAnnotation]
+	edited.Spec.Mutations[0].JSONPatch.Expression = "[]"
+	if _, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Update(context.Background(), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Hour)
+	f.reconcile(t)
+	repaired := f.policies(t)["sidecarset-a"]
+	if repaired.Spec.Mutations[0].JSONPatch.Expression == "[]" {
+		t.Error("the edited policy was not repaired")
+	}
+	if repaired.Annotations[policy.CompiledAtAnnotation] != stamp {
+		t.Errorf("stamp changed from %s to %s for an unchanged SidecarSet", stamp, repaired.Annotations[policy.CompiledAtAnnotation])
+	}
+	// After the grace period, the condition selects no pod by label: only declared sidecar names.
+	if c := f.condition(t); c == "" || contains(c, `"app"`) {
+		t.Errorf("condition after the grace period: %q", c)
+	}
+}
+
+func TestReconcileWebhookOnly(t *testing.T) {
+	owned := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-a",
+		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue}}}
+	f := newFixture(t, true, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, owned, webhookConfig())
+	f.reconcile(t)
+	if got := f.policies(t); len(got) != 0 {
+		t.Errorf("webhook mode keeps %d policies", len(got))
+	}
+	if c := f.condition(t); !contains(c, `"app"`) {
+		t.Errorf("webhook mode condition should select the SidecarSet's pods: %q", c)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
