@@ -125,6 +125,9 @@ func allExcluded(s *allowed, excluded []string) bool {
 // no value is allowed by every matchLabels/In requirement and excluded by no NotIn. A nil
 // selector is the empty selector, which every label set satisfies.
 func Intersect(a, b *metav1.LabelSelector) bool {
+	if a == nil || b == nil || (len(a.MatchExpressions) == 0 && len(b.MatchExpressions) == 0) {
+		return labelsAgree(a, b)
+	}
 	keys := map[string]*constraint{}
 	for _, sel := range []*metav1.LabelSelector{a, b} {
 		if sel == nil {
@@ -139,6 +142,24 @@ func Intersect(a, b *metav1.LabelSelector) bool {
 	}
 	for _, c := range keys {
 		if !c.satisfiable() {
+			return false
+		}
+	}
+	return true
+}
+
+// labelsAgree is Intersect for selectors without expressions (or nil), without allocating: they
+// intersect unless a key has different values.
+func labelsAgree(a, b *metav1.LabelSelector) bool {
+	if a == nil || b == nil {
+		return true
+	}
+	small, large := a.MatchLabels, b.MatchLabels
+	if len(small) > len(large) {
+		small, large = large, small
+	}
+	for k, v := range small {
+		if w, ok := large[k]; ok && w != v {
 			return false
 		}
 	}

@@ -326,7 +326,9 @@ func (o *Options) policyController(main *rest.Config, set *informerSet) (*policy
 	if main == nil {
 		return nil, nil, nil
 	}
-	kube, err := kubernetes.NewForConfig(main)
+	cfg := rest.CopyConfig(main)
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst // a plan may write a thousand policies
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -68,6 +68,9 @@ type Input struct {
 	// Others are the other stored SidecarSets; those that may select the same pods decide where this
 	// SidecarSet's containers go among theirs. Order does not matter.
 	Others []*v1alpha1.SidecarSet
+	// Neighbours, when not nil, are the SidecarSets among Others that may select the same pods
+	// (see Neighbours), computed once by a caller compiling many SidecarSets.
+	Neighbours []*v1alpha1.SidecarSet
 	// ExcludedNamespaces are never injected (the namespaces the webhook configuration excludes).
 	ExcludedNamespaces []string
 	// Stamp is the updateTimestamp the policy writes into the pod's hash annotation entries: a
@@ -95,10 +98,13 @@ type Result struct {
 // package injection does, or says which path serves it instead and why.
 func Compile(in Input) (Result, error) {
 	ss := in.SidecarSet
+	if in.Neighbours == nil {
+		in.Neighbours = Neighbours(ss, in.Others)
+	}
 	if r, ok := classify(&in); !ok {
 		return r, nil
 	}
-	m, err := newMutation(&in, neighbours(ss, in.Others))
+	m, err := newMutation(&in, in.Neighbours)
 	if err != nil {
 		return Result{}, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
@@ -162,7 +168,7 @@ func classify(in *Input) (Result, bool) {
 	if reason, field := containerFeature(ss); reason != "" {
 		return webhook(reason, "%s is computed from the pod at admission", field)
 	}
-	if name := ambiguousName(ss, neighbours(ss, in.Others)); name != "" {
+	if name := ambiguousName(ss, in.Neighbours); name != "" {
 		return webhook(ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
 	}
 	return Result{}, true
@@ -207,19 +213,23 @@ func isCanaryOrBase(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) bool
 	return false
 }
 
-// neighbours returns the other SidecarSets that may inject into a pod ss injects into (a sound
-// test: selectoroverlap.Intersect never calls co-matching selectors disjoint).
-func neighbours(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
-	var out []*v1alpha1.SidecarSet
+// Neighbours returns the SidecarSets among others that may inject into a pod ss injects into (a
+// sound test: selectoroverlap.Intersect never calls co-matching selectors disjoint).
+func Neighbours(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
+	out := []*v1alpha1.SidecarSet{}
 	for _, o := range others {
-		if o == nil || o.Name == ss.Name || o.Spec.InjectionStrategy.Paused {
-			continue
-		}
-		if selectoroverlap.Intersect(namespaceSelector(ss), namespaceSelector(o)) && selectoroverlap.Intersect(ss.Spec.Selector, o.Spec.Selector) {
+		if o != nil && o.Name != ss.Name && mayShare(ss, o) {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// mayShare reports whether two SidecarSets may both inject into one pod.
+func mayShare(a, b *v1alpha1.SidecarSet) bool {
+	return !a.Spec.InjectionStrategy.Paused && !b.Spec.InjectionStrategy.Paused &&
+		selectoroverlap.Intersect(a.Spec.Selector, b.Spec.Selector) &&
+		selectoroverlap.Intersect(namespaceSelector(a), namespaceSelector(b))
 }
 
 // namespaceSelector returns the selector of the namespaces ss injects into, nil for all.
@@ -258,7 +268,7 @@ func ambiguousName(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) string 
 // SidecarSet among others that may inject into the same pods. The webhook replaces such a
 // container in place; the policy's no-declared-sidecar match condition is this predicate in CEL.
 func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	sets := append([]*v1alpha1.SidecarSet{ss}, neighbours(ss, others)...)
+	sets := append([]*v1alpha1.SidecarSet{ss}, Neighbours(ss, others)...)
 	declares := func(own []corev1.Container, sidecars func(*v1alpha1.SidecarSet) []v1alpha1.SidecarContainer) bool {
 		for i := range own {
 			if sidecar.IsInjected(&own[i]) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -23,6 +24,9 @@ type PlanInput struct {
 	SidecarSets []*v1alpha1.SidecarSet
 	// Compiled are the policies this server owns now, by name (to keep their stamps).
 	Compiled map[string]*admissionregistrationv1.MutatingAdmissionPolicy
+	// Loaded says, by policy name, since when the policy has been in the cluster as it is now (its
+	// current resourceVersion); unknown means just now.
+	Loaded map[string]time.Time
 	// ExcludedNamespaces are never injected.
 	ExcludedNamespaces []string
 	// Now stamps what is compiled anew.
@@ -32,10 +36,11 @@ type PlanInput struct {
 	// WebhookOnly serves every SidecarSet by the webhook (--injection=webhook): no policies, and
 	// the webhook's condition selects the pods any SidecarSet may select.
 	WebhookOnly bool
-	// Grace is how long a policy compiled anew stays in the webhook's match condition as well:
-	// kube-apiserver loads new and changed policies asynchronously, and until it has, the webhook
-	// injects the SidecarSet (a pod the policy injected first reaches the webhook with the
-	// SidecarSet's current hash and is left alone).
+	// Grace is how long a policy stays in the webhook's match condition as well once it is in the
+	// cluster as planned: kube-apiserver loads new and changed policies asynchronously, and until it
+	// has, the webhook injects the SidecarSet (a pod the policy injected first reaches the webhook
+	// with the SidecarSet's current hash and is left alone). A policy still to be created or
+	// changed is in the condition too.
 	Grace time.Duration
 }
 
@@ -61,9 +66,10 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p := Plan{Results: make(map[string]Result, len(sets))}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
+	near := allNeighbours(sets)
 	for i, ss := range sets {
 		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
-		r, err := Compile(Input{SidecarSet: ss, Others: others, ExcludedNamespaces: in.ExcludedNamespaces,
+		r, err := Compile(Input{SidecarSet: ss, Others: others, Neighbours: near[i], ExcludedNamespaces: in.ExcludedNamespaces,
 			Stamp: stampFor(ss, in.Compiled[PolicyName(ss.Name)], in.Now), SortSidecarContainersByName: in.SortSidecarContainersByName})
 		if err != nil {
 			return Plan{}, err
@@ -78,6 +84,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			p.Bindings = append(p.Bindings, r.Binding)
 			policySets = append(policySets, ss)
 			if left := graceLeft(r.Policy, in); left > 0 {
+				// Not yet loaded as planned: the webhook serves it meanwhile.
 				webhookSets = append(webhookSets, ss)
 				if p.RecheckAfter == 0 || left < p.RecheckAfter {
 					p.RecheckAfter = left
@@ -91,13 +98,39 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	return p, nil
 }
 
-// graceLeft is how long the compiled policy stays within its grace period.
-func graceLeft(p *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInput) time.Duration {
-	stamp, err := time.Parse(time.RFC3339, p.Annotations[CompiledAtAnnotation])
-	if err != nil || in.Grace <= 0 {
+// graceLeft is how long the webhook still serves a planned policy's SidecarSet: the whole grace
+// period while the cluster's policy differs from the plan (or is missing), else what is left of it
+// since the cluster's policy was first seen as it is.
+func graceLeft(want *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInput) time.Duration {
+	if in.Grace <= 0 {
 		return 0
 	}
-	return stamp.Add(in.Grace).Sub(in.Now)
+	have := in.Compiled[want.Name]
+	if have == nil || !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+		return in.Grace
+	}
+	since, ok := in.Loaded[want.Name]
+	if !ok {
+		return in.Grace
+	}
+	return since.Add(in.Grace).Sub(in.Now)
+}
+
+// allNeighbours returns the neighbours of each SidecarSet, testing each pair once.
+func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
+	near := make([][]*v1alpha1.SidecarSet, len(sets))
+	for i := range sets {
+		if near[i] == nil {
+			near[i] = []*v1alpha1.SidecarSet{}
+		}
+		for j := i + 1; j < len(sets); j++ {
+			if mayShare(sets[i], sets[j]) {
+				near[i] = append(near[i], sets[j])
+				near[j] = append(near[j], sets[i])
+			}
+		}
+	}
+	return near
 }
 
 // stampFor keeps the stamp of a policy compiled from the same spec, and is now otherwise.
@@ -110,14 +143,81 @@ func stampFor(ss *v1alpha1.SidecarSet, old *admissionregistrationv1.MutatingAdmi
 	return now.UTC().Truncate(time.Second)
 }
 
-// webhookCondition is true for pods a webhook-path SidecarSet's selector may select (namespaces
-// are not visible to a webhook match condition: the webhook checks them) and for pods that
-// declare a container named like a policy-path sidecar (the policies leave those to the webhook).
+// maxConditionSize keeps the webhook's condition under CEL's expression size limit (100,000 code
+// points); a larger one becomes "true" (the webhook receives every pod, as without a condition).
+const maxConditionSize = 90_000
+
+// webhookCondition is true for pods a webhook-path SidecarSet may select (namespaces are not
+// visible to a webhook match condition: the webhook checks them) and for pods that declare a
+// container named like a policy-path sidecar (the policies leave those to the webhook). It may be
+// true for more pods than that, never for fewer: each selector is represented by one requirement
+// every pod it selects meets, grouped by label key, so that the condition stays small with
+// thousands of SidecarSets.
 func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
-	var terms []string
+	values := map[string]map[string]bool{} // key -> values one of which a selected pod has
+	exists := map[string]bool{}            // keys a selected pod has
 	for _, ss := range webhookSets {
-		terms = append(terms, selectorCEL(ss.Spec.Selector))
+		k, vs := representative(ss.Spec.Selector)
+		switch {
+		case k == "":
+			return "true" // a selector no label is required for
+		case vs == nil:
+			exists[k] = true
+		default:
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			for _, v := range vs {
+				values[k][v] = true
+			}
+		}
 	}
+	const l = "object.metadata.?labels.orValue({})"
+	var terms []string
+	for _, k := range sortedKeys(exists) {
+		terms = append(terms, fmt.Sprintf("(%s in %s)", quote(k), l))
+	}
+	for _, k := range sortedKeys(values) {
+		if !exists[k] {
+			terms = append(terms, fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", quote(k), l, stringList(sortedKeys(values[k]))))
+		}
+	}
+	terms = append(terms, declaredNames(policySets)...)
+	if len(terms) == 0 {
+		return "false"
+	}
+	if expr := strings.Join(terms, " ||\n"); len(expr) <= maxConditionSize {
+		return expr
+	}
+	return "true"
+}
+
+// representative returns a requirement every pod sel selects meets: a label key and the values it
+// may have, or nil values when it only has to exist; "" when sel requires no label to be present.
+func representative(sel *metav1.LabelSelector) (string, []string) {
+	if sel == nil {
+		return "", nil
+	}
+	if keys := sortedKeys(sel.MatchLabels); len(keys) > 0 {
+		return keys[0], []string{sel.MatchLabels[keys[0]]}
+	}
+	exists := ""
+	for _, r := range sel.MatchExpressions {
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			return r.Key, r.Values
+		case metav1.LabelSelectorOpExists:
+			if exists == "" {
+				exists = r.Key
+			}
+		}
+	}
+	return exists, nil
+}
+
+// declaredNames are the terms true for pods that declare, as their own, a container or init
+// container named like a sidecar of a policy-path SidecarSet.
+func declaredNames(policySets []*v1alpha1.SidecarSet) []string {
 	names, initNames := map[string]bool{}, map[string]bool{}
 	for _, ss := range policySets {
 		for i := range ss.Spec.Containers {
@@ -127,42 +227,14 @@ func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
 			initNames[ss.Spec.InitContainers[i].Name] = true
 		}
 	}
+	var terms []string
 	if len(names) > 0 {
 		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, c.name in %s && !(%s))", stringList(sortedKeys(names)), isInjected("c")))
 	}
 	if len(initNames) > 0 {
 		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, c.name in %s && !(%s))", stringList(sortedKeys(initNames)), isInjected("c")))
 	}
-	if len(terms) == 0 {
-		return "false"
-	}
-	return strings.Join(dedupe(terms), " ||\n")
-}
-
-// selectorCEL is sel as a CEL predicate on the object's labels.
-func selectorCEL(sel *metav1.LabelSelector) string {
-	const l = "object.metadata.?labels.orValue({})"
-	var parts []string
-	for _, k := range sortedKeys(sel.MatchLabels) {
-		parts = append(parts, fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] == %[3]s)", quote(k), l, quote(sel.MatchLabels[k])))
-	}
-	for _, r := range sel.MatchExpressions {
-		k := quote(r.Key)
-		switch r.Operator {
-		case metav1.LabelSelectorOpIn:
-			parts = append(parts, fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", k, l, stringList(r.Values)))
-		case metav1.LabelSelectorOpNotIn:
-			parts = append(parts, fmt.Sprintf("!(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", k, l, stringList(r.Values)))
-		case metav1.LabelSelectorOpExists:
-			parts = append(parts, fmt.Sprintf("(%s in %s)", k, l))
-		case metav1.LabelSelectorOpDoesNotExist:
-			parts = append(parts, fmt.Sprintf("!(%s in %s)", k, l))
-		}
-	}
-	if len(parts) == 0 {
-		return "true"
-	}
-	return "(" + strings.Join(parts, " && ") + ")"
+	return terms
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -171,18 +243,6 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-func dedupe(ss []string) []string {
-	seen := map[string]bool{}
-	out := ss[:0]
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
 	return out
 }
 

@@ -61,7 +61,12 @@ spec:
 
 	// Later, with the policy in place: same stamp (no rewrite), grace over.
 	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarset-plain": first.Policies[0]}
-	later, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Now: now.Add(time.Hour), Grace: 10 * time.Second})
+	loaded := map[string]time.Time{"sidecarset-plain": now.Add(time.Second)}
+	inGrace, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(5 * time.Second), Grace: 10 * time.Second})
+	if err != nil || !strings.Contains(inGrace.WebhookCondition, `"app"`) || inGrace.RecheckAfter != 6*time.Second {
+		t.Errorf("4s after the policy appeared: recheck %v, condition:\n%s", inGrace.RecheckAfter, inGrace.WebhookCondition)
+	}
+	later, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(time.Hour), Grace: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +81,15 @@ spec:
 	changed := plain.DeepCopy()
 	changed.Spec.Containers[0].Image = "busybox:2"
 	prepare(t, changed)
-	again, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{changed}, Compiled: compiled, Now: now.Add(time.Hour), Grace: 10 * time.Second})
+	again, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{changed}, Compiled: compiled, Loaded: loaded, Now: now.Add(time.Hour), Grace: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.Policies[0].Annotations[CompiledAtAnnotation] != "2026-11-23T11:00:00Z" || again.RecheckAfter != 10*time.Second {
 		t.Errorf("changed spec: stamp %s, recheck %v", again.Policies[0].Annotations[CompiledAtAnnotation], again.RecheckAfter)
+	}
+	if !strings.Contains(again.WebhookCondition, `"app"`) {
+		t.Errorf("a policy to be changed must leave its pods to the webhook:\n%s", again.WebhookCondition)
 	}
 
 	// Nothing stored: the webhook receives no pod.

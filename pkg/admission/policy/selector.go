@@ -12,8 +12,11 @@ import (
 // spec.selector is the objectSelector; spec.namespace (which wins, as in the injector) or
 // spec.namespaceSelector is the namespaceSelector, with the excluded namespaces added as a NotIn
 // requirement on kubernetes.io/metadata.name.
+//
+// Every field kube-apiserver would default is set, so that a stored policy equals the compiled one.
 func matchConstraints(ss *v1alpha1.SidecarSet, excluded []string) *admissionregistrationv1.MatchResources {
 	equivalent := admissionregistrationv1.Equivalent
+	scope := admissionregistrationv1.AllScopes
 	return &admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -22,6 +25,7 @@ func matchConstraints(ss *v1alpha1.SidecarSet, excluded []string) *admissionregi
 					APIGroups:   []string{""},
 					APIVersions: []string{"v1"},
 					Resources:   []string{"pods"},
+					Scope:       &scope,
 				},
 			},
 		}},

@@ -10,7 +10,9 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -71,12 +73,19 @@ type Options struct {
 // Controller reconciles policy injection.
 type Controller struct {
 	opts     Options
+	seen     map[string]seen // policy name -> first sight of its current resourceVersion
 	sets     appslisters.SidecarSetLister
 	policies admissionlisters.MutatingAdmissionPolicyLister
 	bindings admissionlisters.MutatingAdmissionPolicyBindingLister
 	webhooks admissionlisters.MutatingWebhookConfigurationLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
+}
+
+// seen is when the controller first saw a policy at a resourceVersion.
+type seen struct {
+	resourceVersion string
+	at              time.Time
 }
 
 // New returns a controller; Run starts it.
@@ -86,6 +95,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		opts:     opts,
+		seen:     map[string]seen{},
 		sets:     opts.SidecarSets.Lister(),
 		policies: opts.Policies.Lister(),
 		bindings: opts.Bindings.Lister(),
@@ -153,7 +163,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	for _, p := range owned {
 		compiled[p.Name] = p
 	}
-	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, ExcludedNamespaces: c.opts.ExcludedNamespaces,
+	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Loaded: c.loaded(owned), ExcludedNamespaces: c.opts.ExcludedNamespaces,
 		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace,
 		WebhookOnly: c.opts.WebhookOnly})
 	if err != nil {
@@ -162,15 +172,34 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if plan.RecheckAfter > 0 {
 		c.queue.AddAfter(key, plan.RecheckAfter)
 	}
-	// Policies before bindings, and the webhook's condition last: a binding never names a missing
-	// policy, and the webhook stops receiving a SidecarSet's pods only once its policy is there.
+	// The webhook's condition first: it includes every SidecarSet whose policy is not in the
+	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
+	// bindings: a binding never names a missing policy.
+	if err := c.applyWebhookCondition(ctx, plan.WebhookCondition); err != nil {
+		return err
+	}
 	if err := c.applyPolicies(ctx, plan.Policies, compiled); err != nil {
 		return err
 	}
-	if err := c.applyBindings(ctx, plan.Bindings); err != nil {
-		return err
+	return c.applyBindings(ctx, plan.Bindings)
+}
+
+// loaded returns, by name, since when each owned policy has been at its current
+// resourceVersion, as far as this controller has seen.
+func (c *Controller) loaded(owned []*admissionregistrationv1.MutatingAdmissionPolicy) map[string]time.Time {
+	now := c.opts.Clock.Now()
+	out := make(map[string]time.Time, len(owned))
+	current := make(map[string]seen, len(owned))
+	for _, p := range owned {
+		s, ok := c.seen[p.Name]
+		if !ok || s.resourceVersion != p.ResourceVersion {
+			s = seen{resourceVersion: p.ResourceVersion, at: now}
+		}
+		current[p.Name] = s
+		out[p.Name] = s.at
 	}
-	return c.applyWebhookCondition(ctx, plan.WebhookCondition)
+	c.seen = current
+	return out
 }
 
 var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})
@@ -186,35 +215,78 @@ type kind[T metav1.Object] struct {
 	spec     func(T) any
 }
 
+// writers is how many writes apply sends at once (a plan may create a thousand policies).
+const writers = 8
+
 // apply creates the wanted objects that are missing, updates those that differ and deletes the
-// owned ones nobody wants.
+// owned ones nobody wants, writers at a time.
 func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[string]T) error {
+	var writes []func(context.Context) error
 	wanted := map[string]bool{}
 	for _, w := range want {
 		wanted[w.GetName()] = true
 		old, ok := have[w.GetName()]
 		switch {
 		case !ok:
-			if err := k.create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating %s %s: %w", k.name, w.GetName(), err)
-			}
-			klog.V(2).InfoS("created", "kind", k.name, "name", w.GetName())
+			writes = append(writes, func(ctx context.Context) error {
+				if err := k.create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("creating %s %s: %w", k.name, w.GetName(), err)
+				}
+				klog.V(2).InfoS("created", "kind", k.name, "name", w.GetName())
+				return nil
+			})
 		case !sameObject(old, w, k.spec(old), k.spec(w)):
-			if err := k.update(ctx, k.copyWith(w, old.GetResourceVersion())); err != nil {
-				return fmt.Errorf("updating %s %s: %w", k.name, w.GetName(), err)
-			}
-			klog.V(2).InfoS("updated", "kind", k.name, "name", w.GetName())
+			update := k.copyWith(w, old.GetResourceVersion())
+			writes = append(writes, func(ctx context.Context) error {
+				if err := k.update(ctx, update); err != nil {
+					return fmt.Errorf("updating %s %s: %w", k.name, w.GetName(), err)
+				}
+				klog.V(2).InfoS("updated", "kind", k.name, "name", w.GetName())
+				return nil
+			})
 		}
 	}
 	for name := range have {
 		if !wanted[name] {
-			if err := k.delete(ctx, name); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting %s %s: %w", k.name, name, err)
-			}
-			klog.V(2).InfoS("deleted", "kind", k.name, "name", name)
+			writes = append(writes, func(ctx context.Context) error {
+				if err := k.delete(ctx, name); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting %s %s: %w", k.name, name, err)
+				}
+				klog.V(2).InfoS("deleted", "kind", k.name, "name", name)
+				return nil
+			})
 		}
 	}
-	return nil
+	return run(ctx, writes)
+}
+
+// run runs the writes, writers at a time, and returns their errors joined.
+func run(ctx context.Context, writes []func(context.Context) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan func(context.Context) error)
+	)
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range next {
+				if err := w(ctx); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, w := range writes {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) error {

@@ -166,7 +166,15 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	if repaired.Annotations[policy.CompiledAtAnnotation] != stamp {
 		t.Errorf("stamp changed from %s to %s for an unchanged SidecarSet", stamp, repaired.Annotations[policy.CompiledAtAnnotation])
 	}
-	// After the grace period, the condition selects no pod by label: only declared sidecar names.
+	// While a policy is being repaired, and for the grace period after the controller first sees it
+	// as planned, the webhook serves its pods; afterwards the condition selects no pod by label,
+	// only pods that declare a sidecar's name.
+	if c := f.condition(t); !contains(c, `"a"`) {
+		t.Errorf("condition while repairing: %q", c)
+	}
+	f.reconcile(t) // sees the repaired policy: its grace period starts
+	f.clock.Step(time.Minute)
+	f.reconcile(t)
 	if c := f.condition(t); c == "" || contains(c, `"app"`) {
 		t.Errorf("condition after the grace period: %q", c)
 	}
