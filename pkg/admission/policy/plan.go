@@ -1,13 +1,14 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -98,6 +99,14 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	return p, nil
 }
 
+// SameSpec reports whether two policies have the same spec, compared as JSON (an empty and a
+// missing list or map are the same, as kube-apiserver stores them).
+func SameSpec(a, b *admissionregistrationv1.MutatingAdmissionPolicy) bool {
+	x, errX := json.Marshal(a.Spec)
+	y, errY := json.Marshal(b.Spec)
+	return errX == nil && errY == nil && bytes.Equal(x, y)
+}
+
 // graceLeft is how long the webhook still serves a planned policy's SidecarSet: the whole grace
 // period while the cluster's policy differs from the plan (or is missing), else what is left of it
 // since the cluster's policy was first seen as it is.
@@ -106,7 +115,7 @@ func graceLeft(want *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInp
 		return 0
 	}
 	have := in.Compiled[want.Name]
-	if have == nil || !equality.Semantic.DeepEqual(have.Spec, want.Spec) {
+	if have == nil || !SameSpec(have, want) {
 		return in.Grace
 	}
 	since, ok := in.Loaded[want.Name]

@@ -9,7 +9,9 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -342,7 +344,8 @@ func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistr
 }
 
 // sameObject reports whether an existing object already has the wanted labels, annotations and
-// spec (kube-apiserver defaults nothing in the compiled specs, which set every defaulted field).
+// spec. Specs are compared as JSON, where an empty and a missing list or map are the same, as
+// kube-apiserver stores them (the compiled specs set every field it defaults).
 func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 	for k, v := range want.GetLabels() {
 		if have.GetLabels()[k] != v {
@@ -354,7 +357,9 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 			return false
 		}
 	}
-	return equality.Semantic.DeepEqual(haveSpec, wantSpec)
+	a, errA := json.Marshal(haveSpec)
+	b, errB := json.Marshal(wantSpec)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 // applyWebhookCondition sets the injection webhook's match condition to expr ("" removes it).
