@@ -286,11 +286,14 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
 	}
-	ctrl, err := controller.New(opts)
+	policies, startPolicyInformers, err := o.policyController(main, set)
 	if err != nil {
 		return err
 	}
-	policies, startPolicyInformers, err := o.policyController(main, set)
+	if policies != nil {
+		opts.InjectionReady = policies.Ready
+	}
+	ctrl, err := controller.New(opts)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	appsinformers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
@@ -74,14 +75,17 @@ type Options struct {
 
 // Controller reconciles policy injection.
 type Controller struct {
-	opts     Options
-	seen     map[string]seen // policy name -> first sight of its current resourceVersion
-	sets     appslisters.SidecarSetLister
-	policies admissionlisters.MutatingAdmissionPolicyLister
-	bindings admissionlisters.MutatingAdmissionPolicyBindingLister
-	webhooks admissionlisters.MutatingWebhookConfigurationLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	opts Options
+	seen map[string]seen // policy name -> first sight of its current resourceVersion
+
+	appliedMu sync.Mutex
+	applied   map[string]int64 // SidecarSet name -> generation whose injection objects are applied
+	sets      appslisters.SidecarSetLister
+	policies  admissionlisters.MutatingAdmissionPolicyLister
+	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
+	webhooks  admissionlisters.MutatingWebhookConfigurationLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
 }
 
 // seen is when the controller first saw a policy at a resourceVersion.
@@ -98,6 +102,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts:     opts,
 		seen:     map[string]seen{},
+		applied:  map[string]int64{},
 		sets:     opts.SidecarSets.Lister(),
 		policies: opts.Policies.Lister(),
 		bindings: opts.Bindings.Lister(),
@@ -183,7 +188,31 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.applyPolicies(ctx, plan.Policies, compiled); err != nil {
 		return err
 	}
-	return c.applyBindings(ctx, plan.Bindings)
+	if err := c.applyBindings(ctx, plan.Bindings); err != nil {
+		return err
+	}
+	c.markApplied(sets)
+	return nil
+}
+
+// markApplied records the generations of sets as applied.
+func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet) {
+	applied := make(map[string]int64, len(sets))
+	for _, ss := range sets {
+		applied[ss.Name] = ss.Generation
+	}
+	c.appliedMu.Lock()
+	c.applied = applied
+	c.appliedMu.Unlock()
+}
+
+// Ready reports whether the injection objects for ss's generation are applied: pods created from
+// now on are injected with it, by its policy or by the webhook.
+func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
+	c.appliedMu.Lock()
+	defer c.appliedMu.Unlock()
+	g, ok := c.applied[ss.Name]
+	return ok && g >= ss.Generation
 }
 
 // loaded returns, by name, since when each owned policy has been at its current

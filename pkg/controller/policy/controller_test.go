@@ -194,3 +194,21 @@ func TestReconcileWebhookOnly(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestReadyAfterApply(t *testing.T) {
+	ss := sidecarSet("a", "busybox:1")
+	ss.Generation = 3
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{ss}, webhookConfig())
+	if f.ctrl.Ready(ss) {
+		t.Fatal("ready before anything was applied")
+	}
+	f.reconcile(t)
+	if !f.ctrl.Ready(ss) {
+		t.Fatal("not ready after the policy and the webhook condition were applied")
+	}
+	newer := ss.DeepCopy()
+	newer.Generation = 4
+	if f.ctrl.Ready(newer) {
+		t.Fatal("ready for a generation not applied yet")
+	}
+}

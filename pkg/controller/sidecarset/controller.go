@@ -49,6 +49,11 @@ type Options struct {
 	Pods        *PodSource
 	Recorder    record.EventRecorder
 	Clock       clock.Clock
+	// InjectionReady, when set, reports whether pods are injected with the SidecarSet's current
+	// generation (its policy and the webhook's match condition are in place). Until then the
+	// status does not report the generation as observed: clients that wait for
+	// observedGeneration before creating pods get them injected.
+	InjectionReady func(*v1alpha1.SidecarSet) bool
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -68,6 +73,8 @@ type Controller struct {
 	synced     []cache.InformerSynced
 	podsPeriod time.Duration
 
+	injectionReady func(*v1alpha1.SidecarSet) bool
+
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
 }
@@ -78,18 +85,19 @@ func New(o Options) (*Controller, error) {
 		o.Clock = clock.RealClock{}
 	}
 	c := &Controller{
-		client:     o.Client,
-		sets:       o.SidecarSets.Lister(),
-		revisions:  o.Revisions.Lister(),
-		writer:     o.Writer,
-		kube:       o.Kube,
-		recorder:   o.Recorder,
-		clock:      o.Clock,
-		expect:     newExpectations(),
-		metrics:    newProgress(o.Clock),
-		pace:       newPacer(podSyncInterval, o.Clock),
-		synced:     []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
-		podsPeriod: time.Second,
+		client:         o.Client,
+		injectionReady: o.InjectionReady,
+		sets:           o.SidecarSets.Lister(),
+		revisions:      o.Revisions.Lister(),
+		writer:         o.Writer,
+		kube:           o.Kube,
+		recorder:       o.Recorder,
+		clock:          o.Clock,
+		expect:         newExpectations(),
+		metrics:        newProgress(o.Clock),
+		pace:           newPacer(podSyncInterval, o.Clock),
+		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
+		podsPeriod:     time.Second,
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -204,10 +212,24 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 	return true
 }
 
-// sync gathers the SidecarSet, its revisions and its pods, plans the round, applies it (revisions,
-// pod upgrades, pod conditions), then writes the status once if it changed and records events.
-// It returns a delay after which to look again, for rollouts waiting on the pods' kubelets.
+// injectionPoll is how often a SidecarSet whose injection is not ready yet is looked at again.
+const injectionPoll = 100 * time.Millisecond
+
+// sync runs a round and looks again soon while the SidecarSet's injection is not ready.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	after, err := c.round(ctx, name)
+	if err == nil && (after == 0 || after > injectionPoll) && c.injectionReady != nil {
+		if cached, getErr := c.sets.Get(name); getErr == nil && !c.injectionReady(cached) {
+			after = injectionPoll
+		}
+	}
+	return after, err
+}
+
+// round gathers the SidecarSet, its revisions and its pods, plans the round, applies it
+// (revisions, pod upgrades, pod conditions), then writes the status once if it changed and records
+// events. It returns a delay after which to look again, for rollouts waiting on the pods' kubelets.
+func (c *Controller) round(ctx context.Context, name string) (time.Duration, error) {
 	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
@@ -340,7 +362,9 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.Sidec
 		st := current.Status.DeepCopy()
 		st.LatestRevision = ss.Status.LatestRevision
 		st.CollisionCount = ss.Status.CollisionCount
-		st.ObservedGeneration = cached.Generation
+		if c.injectionReady == nil || c.injectionReady(cached) {
+			st.ObservedGeneration = cached.Generation
+		}
 		if counts != nil {
 			st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
 			st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
