@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
@@ -78,7 +79,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	applyManualExample(t)
 	waitOwnedPolicies(t, 1)
 	pod := &corev1.Pod{}
-	pod.Name, pod.Namespace, pod.Labels = "outage", "default", map[string]string{"app": "nginx"}
+	pod.Name, pod.Namespace, pod.Labels = fmt.Sprintf("outage-%d", time.Now().UnixNano()), "default", map[string]string{"app": "nginx"}
 	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
 	pod.Spec.AutomountServiceAccountToken = new(bool)
 	before := waitInjected(t, pod, "sidecar1")
@@ -99,12 +100,15 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creating a matching pod with the server down: %v", err)
 	}
-	defer func() { _ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
+	defer func(name string) {
+		_ = kube.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		waitGone(t, "default", name) // the manual example's other tests count its pods
+	}(pod.Name)
 	if diff := cmp.Diff(comparablePod(before), comparablePod(created)); diff != "" {
 		t.Fatalf("pod created with the server down differs from the one created with it up (-up +down):\n%s", diff)
 	}
 	plain := pod.DeepCopy()
-	plain.Name, plain.Labels = "outage-plain", map[string]string{"app": "other"}
+	plain.Name, plain.Labels = pod.Name+"-plain", map[string]string{"app": "other"}
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatalf("creating a pod nothing matches with the server down: %v", err)
 	}
@@ -138,7 +142,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the policy does not follow the SidecarSet change: %v", err)
 	}
-	pod.Name = "outage-after"
+	pod.Name += "-after"
 	waitInjectedImage(t, pod, "sidecar1", "centos:7")
 }
 

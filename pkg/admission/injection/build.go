@@ -46,8 +46,8 @@ type builder struct {
 	present   []*v1alpha1.SidecarSet // matching SidecarSets already injected (Options.SkipInjected)
 }
 
-func build(pod *corev1.Pod, views []view, in *Input) (*builder, error) {
-	b := &builder{pod: pod, views: views, now: in.Now, eval: in.Options.Evaluator, injected: make(map[string]bool, len(views))}
+func build(pod *corev1.Pod, views []view, present []*v1alpha1.SidecarSet, in *Input) (*builder, error) {
+	b := &builder{pod: pod, views: views, present: present, now: in.Now, eval: in.Options.Evaluator, injected: make(map[string]bool, len(views))}
 	var nInit, nContainers int
 	for i := range views {
 		for j := range views[i].initContainers {
@@ -201,18 +201,32 @@ func (b *builder) resourceTargets() []*corev1.Container {
 }
 
 // isSidecarName reports whether name is the name of a container or init container of an
-// injected SidecarSet, or of one of its hot-upgrade twins.
+// injected SidecarSet, or of one of its hot-upgrade twins, including the SidecarSets already
+// injected earlier in the admission (Options.SkipInjected).
 func (b *builder) isSidecarName(name string) bool {
 	for i := range b.views {
-		for _, list := range [][]v1alpha1.SidecarContainer{b.views[i].initContainers, b.views[i].containers} {
-			for j := range list {
-				base := list[j].Name
-				if name == base {
-					return true
-				}
-				if rest, ok := strings.CutPrefix(name, base); ok && sidecar.IsHotUpgrade(&list[j]) && (rest == "-1" || rest == "-2") {
-					return true
-				}
+		if sidecarOf(name, b.views[i].initContainers, b.views[i].containers) {
+			return true
+		}
+	}
+	for _, ss := range b.present {
+		if sidecarOf(name, ss.Spec.InitContainers, ss.Spec.Containers) {
+			return true
+		}
+	}
+	return false
+}
+
+// sidecarOf reports whether name is one of the sidecars or their hot-upgrade twins.
+func sidecarOf(name string, lists ...[]v1alpha1.SidecarContainer) bool {
+	for _, list := range lists {
+		for j := range list {
+			base := list[j].Name
+			if name == base {
+				return true
+			}
+			if rest, ok := strings.CutPrefix(name, base); ok && sidecar.IsHotUpgrade(&list[j]) && (rest == "-1" || rest == "-2") {
+				return true
 			}
 		}
 	}

@@ -50,11 +50,10 @@ func Inject(in Input) (Result, error) {
 		}
 		pod.Annotations = annotations
 	}
-	b, err := build(pod, views, &in)
+	b, err := build(pod, views, present, &in)
 	if err != nil {
 		return res, err
 	}
-	b.present = present
 	for i := range res.Decisions {
 		if d := &res.Decisions[i]; d.Matched && d.Reason != ReasonOverriddenByCanary {
 			d.Injected = b.injected[d.SidecarSet]

@@ -625,3 +625,43 @@ func TestErrorFormat(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// TestSkipInjectedSidecarsAreNotResourceTargets: with SkipInjected, the sidecars of a SidecarSet
+// injected earlier in the admission (by its policy) are sidecars, not app containers, for another
+// SidecarSet's resourcesPolicy.
+func TestSkipInjectedSidecarsAreNotResourceTargets(t *testing.T) {
+	logs := mustSidecarSet(t, `
+metadata: {name: a-logs}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: logs, image: busybox, resources: {limits: {cpu: "1"}}}]`)
+	sized := mustSidecarSet(t, `
+metadata: {name: b-sized}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - name: sized
+    image: busybox
+    resourcesPolicy: {targetContainersMode: sum, targetContainersNameRegex: ".*", resourcesExpr: {limits: {cpu: cpu*50%}}}`)
+	pod := mustPod(t, `
+metadata: {name: p, namespace: default, labels: {app: web}}
+spec:
+  containers: [{name: app, image: nginx, resources: {limits: {cpu: "200m"}}}]`)
+	first, err := Inject(Input{Pod: pod, SidecarSets: []*v1alpha1.SidecarSet{logs}, Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Inject(Input{Pod: first.Pod, SidecarSets: []*v1alpha1.SidecarSet{logs, sized}, Now: testNow, Options: Options{SkipInjected: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Pod.Spec.Containers {
+		if c.Name == "sized" {
+			if got := c.Resources.Limits.Cpu().String(); got != "100m" {
+				t.Fatalf("sized cpu limit %s, want 100m (half of the app's 200m, the logs sidecar not counted)", got)
+			}
+			return
+		}
+	}
+	t.Fatal("sized not injected")
+}

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAnotherMutationKeepsItsEdits adds a second mutating admission step, a cluster
+// MutatingAdmissionPolicy that adds an env var to the manual's sidecar1 whenever it is in the pod
+// (reinvoked as needed), and creates a pod in both injection modes: the pod gets exactly one
+// sidecar1, carrying the other step's env var, whatever order kube-apiserver runs them in.
+func TestAnotherMutationKeepsItsEdits(t *testing.T) {
+	ctx := context.Background()
+	deleteAllSidecarSets(t)
+	applyManualExample(t)
+	editor := editingPolicy()
+	ar := kube.AdmissionregistrationV1()
+	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, editor, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: editor.Name},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: editor.Name}}
+	if _, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = ar.MutatingAdmissionPolicyBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		_ = ar.MutatingAdmissionPolicies().Delete(ctx, editor.Name, metav1.DeleteOptions{})
+	})
+	defer restartServer(t, "policy")
+	for _, mode := range []string{"webhook", "policy"} {
+		t.Run(mode, func(t *testing.T) {
+			restartServer(t, mode)
+			waitSettled(t, "test-sidecarset")
+			pod := &corev1.Pod{}
+			pod.Name, pod.Namespace, pod.Labels = "edited", "default", map[string]string{"app": "nginx"}
+			pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
+			pod.Spec.AutomountServiceAccountToken = new(bool)
+			got := waitInjected(t, pod, "sidecar1")
+			var sidecars []corev1.Container
+			for _, c := range got.Spec.Containers {
+				if c.Name == "sidecar1" {
+					sidecars = append(sidecars, c)
+				}
+			}
+			if len(sidecars) != 1 {
+				t.Fatalf("%d sidecar1 containers, want 1", len(sidecars))
+			}
+			found := false
+			for _, e := range sidecars[0].Env {
+				found = found || (e.Name == "EDITED_BY" && e.Value == "another-step")
+			}
+			if !found {
+				t.Fatalf("the other admission step's env var is gone: %+v", sidecars[0].Env)
+			}
+		})
+	}
+}
+
+// editingPolicy adds EDITED_BY=another-step to container sidecar1 when the pod has it and lacks
+// the var.
+func editingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	fail := admissionregistrationv1.Fail
+	scope := admissionregistrationv1.AllScopes
+	return &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-edit-sidecar1"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "has-unedited-sidecar1",
+				Expression: `object.spec.containers.exists(c, c.name == "sidecar1" && !c.?env.orValue([]).exists(e, e.name == "EDITED_BY"))`}},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
+				Expression: `object.spec.containers.map(c, c.name).indexOf("sidecar1") >= 0 ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(c, c.name).indexOf("sidecar1")) + "/env/-", value: Object.spec.containers.env{name: "EDITED_BY", value: "another-step"}}] : []`,
+			}}},
+			FailurePolicy:      &fail,
+			ReinvocationPolicy: ifNeeded,
+		},
+	}
+}
