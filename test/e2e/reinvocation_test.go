@@ -62,7 +62,9 @@ func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 }
 
 // editingPolicy adds EDITED_BY=another-step to container sidecar1 when the pod has it and lacks
-// the var.
+// the var. It matches every pod (no matchConditions): kube-apiserver reinvokes only policies that
+// matched in the first pass, and sidecar1 appears only after this policy's first pass when the
+// webhook, or a policy ordered after it, injects it.
 func editingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
 	fail := admissionregistrationv1.Fail
@@ -76,10 +78,8 @@ func editingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope},
 				},
 			}}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "has-unedited-sidecar1",
-				Expression: `object.spec.containers.exists(c, c.name == "sidecar1" && !c.?env.orValue([]).exists(e, e.name == "EDITED_BY"))`}},
 			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
-				Expression: `object.spec.containers.map(c, c.name).indexOf("sidecar1") >= 0 ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(c, c.name).indexOf("sidecar1")) + "/env/-", value: Object.spec.containers.env{name: "EDITED_BY", value: "another-step"}}] : []`,
+				Expression: `object.spec.containers.exists(c, c.name == "sidecar1" && !c.?env.orValue([]).exists(e, e.name == "EDITED_BY")) ? [JSONPatch{op: "add", path: "/spec/containers/" + string(object.spec.containers.map(c, c.name).indexOf("sidecar1")) + "/env/-", value: Object.spec.containers.env{name: "EDITED_BY", value: "another-step"}}] : []`,
 			}}},
 			FailurePolicy:      &fail,
 			ReinvocationPolicy: ifNeeded,

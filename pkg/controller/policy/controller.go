@@ -79,7 +79,8 @@ type Controller struct {
 	seen map[string]seen // policy name -> first sight of its current resourceVersion
 
 	appliedMu sync.Mutex
-	applied   map[string]int64 // SidecarSet name -> generation whose injection objects are applied
+	applied   map[string]int64     // SidecarSet name -> generation whose injection objects are applied
+	settling  map[string]time.Time // SidecarSet name -> until when kube-apiserver may still run its previous policy
 	sets      appslisters.SidecarSetLister
 	policies  admissionlisters.MutatingAdmissionPolicyLister
 	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
@@ -103,6 +104,7 @@ func New(opts Options) (*Controller, error) {
 		opts:     opts,
 		seen:     map[string]seen{},
 		applied:  map[string]int64{},
+		settling: map[string]time.Time{},
 		sets:     opts.SidecarSets.Lister(),
 		policies: opts.Policies.Lister(),
 		bindings: opts.Bindings.Lister(),
@@ -179,6 +181,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if plan.RecheckAfter > 0 {
 		c.queue.AddAfter(key, plan.RecheckAfter)
 	}
+	replaced := replacedPolicies(compiled, plan.Policies)
 	// The webhook's condition first: it includes every SidecarSet whose policy is not in the
 	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
 	// bindings: a binding never names a missing policy.
@@ -191,28 +194,58 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.applyBindings(ctx, plan.Bindings); err != nil {
 		return err
 	}
-	c.markApplied(sets)
+	c.markApplied(sets, replaced)
 	return nil
 }
 
-// markApplied records the generations of sets as applied.
-func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet) {
+// replacedPolicies returns the names of the SidecarSets whose policy in the cluster is about to be
+// updated or deleted: kube-apiserver loads policies asynchronously, so it may run the previous one
+// for a moment, and a pod it injected carries the SidecarSet's name in its injected-list, which
+// the webhook leaves alone.
+func replacedPolicies(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, want []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	wanted := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicy, len(want))
+	for _, w := range want {
+		wanted[w.Name] = w
+	}
+	var out []string
+	for name, h := range have {
+		if w := wanted[name]; w == nil || !sameObject(h, w, h.Spec, w.Spec) {
+			out = append(out, h.Labels[v1alpha1.SidecarSetNameLabel])
+		}
+	}
+	return out
+}
+
+// markApplied records the generations of sets as applied, and that the sets whose previous policy
+// was replaced are settled only after the grace period.
+func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string) {
+	now := c.opts.Clock.Now()
 	applied := make(map[string]int64, len(sets))
 	for _, ss := range sets {
 		applied[ss.Name] = ss.Generation
 	}
 	c.appliedMu.Lock()
+	defer c.appliedMu.Unlock()
 	c.applied = applied
-	c.appliedMu.Unlock()
+	for name, until := range c.settling {
+		if !now.Before(until) {
+			delete(c.settling, name)
+		}
+	}
+	for _, name := range replaced {
+		c.settling[name] = now.Add(c.opts.Grace)
+	}
 }
 
-// Ready reports whether the injection objects for ss's generation are applied: pods created from
-// now on are injected with it, by its policy or by the webhook.
+// Ready reports whether the injection objects for ss's generation are applied and in effect: pods
+// created from now on are injected with it, by its policy or by the webhook, and no longer by a
+// policy it had before (see replacedPolicies).
 func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
 	g, ok := c.applied[ss.Name]
-	return ok && g >= ss.Generation
+	until, settling := c.settling[ss.Name]
+	return ok && g >= ss.Generation && (!settling || !c.opts.Clock.Now().Before(until))
 }
 
 // loaded returns, by name, since when each owned policy has been at its current

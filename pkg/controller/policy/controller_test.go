@@ -212,3 +212,42 @@ func TestReadyAfterApply(t *testing.T) {
 		t.Fatal("ready for a generation not applied yet")
 	}
 }
+
+// TestReadyAfterReplacedPolicySettles: a SidecarSet whose policy was updated, or deleted because it
+// moved to the webhook, is ready only once kube-apiserver has had the grace period to drop the
+// previous policy; a first policy is ready at once (the webhook serves it meanwhile).
+func TestReadyAfterReplacedPolicySettles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*v1alpha1.SidecarSet)
+	}{
+		{"updated", func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "busybox:2" }},
+		{"moved to the webhook", func(ss *v1alpha1.SidecarSet) {
+			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: new(string)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := sidecarSet("a", "busybox:1")
+			ss.Generation = 1
+			f := newFixture(t, false, []*v1alpha1.SidecarSet{ss}, webhookConfig())
+			f.reconcile(t)
+			if !f.ctrl.Ready(ss) {
+				t.Fatal("a first policy is not ready once applied")
+			}
+			changed := ss.DeepCopy()
+			tc.change(changed)
+			changed.Generation = 2
+			if _, err := f.apps.AppsV1alpha1().SidecarSets().Update(context.Background(), changed, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.reconcile(t)
+			if f.ctrl.Ready(changed) {
+				t.Fatal("ready while kube-apiserver may still run the previous policy")
+			}
+			f.clock.Step(10 * time.Second)
+			if !f.ctrl.Ready(changed) {
+				t.Fatal("not ready after the grace period")
+			}
+		})
+	}
+}
