@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -163,15 +164,33 @@ func waitWebhookLeavesLabels(t *testing.T) {
 	}
 }
 
-// checkInjectionPath checks the path the /rollout view reports for a SidecarSet.
+// checkInjectionPath checks the path the /rollout view reports for a SidecarSet, and its
+// InjectedByPolicy condition (True for the policy path) once its generation is observed.
 func checkInjectionPath(t *testing.T, name string, path policy.Path, reason string) {
 	t.Helper()
-	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(context.Background(), name, metav1.GetOptions{})
+	ctx := context.Background()
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in := view.Status.Injection; in == nil || in.Path != string(path) || in.Reason != reason {
 		t.Fatalf("/rollout of %s: injection %+v, want path %s reason %s", name, in, path, reason)
+	}
+	want := metav1.ConditionFalse
+	if path == policy.PathPolicy {
+		want = metav1.ConditionTrue
+	}
+	var last *metav1.Condition
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = apimeta.FindStatusCondition(ss.Status.Conditions, "InjectedByPolicy")
+		return last != nil && last.ObservedGeneration == ss.Generation && last.Status == want && last.Reason == reason, nil
+	})
+	if err != nil {
+		t.Fatalf("condition InjectedByPolicy of %s: %+v, want status %s reason %s", name, last, want, reason)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 )
 
 // TestAnotherMutationKeepsItsEdits adds a second mutating admission step, a cluster
@@ -36,6 +38,11 @@ func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			restartServer(t, mode)
 			waitSettled(t, "test-sidecarset")
+			if mode == "webhook" {
+				checkInjectionPath(t, "test-sidecarset", policy.PathWebhook, policy.ReasonWebhookMode)
+			} else {
+				checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
+			}
 			pod := &corev1.Pod{}
 			pod.Name, pod.Namespace, pod.Labels = "edited", "default", map[string]string{"app": "nginx"}
 			pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}

@@ -292,6 +292,7 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	}
 	if policies != nil {
 		opts.InjectionReady = policies.Ready
+		opts.Injection = o.describeInjection(set)
 	}
 	ctrl, err := controller.New(opts)
 	if err != nil {

@@ -345,6 +345,9 @@ type SidecarSetStatus struct {
 
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32
+
+	// Conditions are the latest observations of the SidecarSet's state (InjectedByPolicy).
+	Conditions []metav1.Condition
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

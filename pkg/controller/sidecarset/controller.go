@@ -54,6 +54,9 @@ type Options struct {
 	// status does not report the generation as observed: clients that wait for
 	// observedGeneration before creating pods get them injected.
 	InjectionReady func(*v1alpha1.SidecarSet) bool
+	// Injection, when set, says which admission path injects a SidecarSet: the status records it
+	// as the InjectedByPolicy condition.
+	Injection func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -74,6 +77,7 @@ type Controller struct {
 	podsPeriod time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
+	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -87,6 +91,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{
 		client:         o.Client,
 		injectionReady: o.InjectionReady,
+		injection:      o.Injection,
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
 		writer:         o.Writer,
@@ -364,6 +369,9 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.Sidec
 		st.CollisionCount = ss.Status.CollisionCount
 		if c.injectionReady == nil || c.injectionReady(cached) {
 			st.ObservedGeneration = cached.Generation
+			if c.injection != nil {
+				setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
+			}
 		}
 		if counts != nil {
 			st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated

@@ -383,6 +383,17 @@ type SidecarSetStatus struct {
 
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True
+	// when kube-apiserver injects new pods itself through the SidecarSet's
+	// MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing)
+	// injects them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -944,6 +944,7 @@ func autoConvert_v1alpha1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarS
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]metav1.Condition)(unsafe.Pointer(&in.Conditions))
 	return nil
 }
 
@@ -960,6 +961,7 @@ func autoConvert_apps_SidecarSetStatus_To_v1alpha1_SidecarSetStatus(in *apps.Sid
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
+	out.Conditions = *(*[]metav1.Condition)(unsafe.Pointer(&in.Conditions))
 	return nil
 }
 
