@@ -208,7 +208,7 @@ register() {
   local ca
   ca=$(base64 -w0 <"${STATE}/server-certs/apiserver.crt")
   local f
-  for f in "${ROOT}"/artifacts/local/*.yaml; do cat "$f"; echo "---"; done |
+  for f in "${ROOT}"/artifacts/local/*.yaml "${ROOT}"/artifacts/deploy/base/webhook.yaml; do cat "$f"; echo "---"; done |
     sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" | kc apply -f - >/dev/null
   wait_for "APIService v1alpha1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
     kc wait --for=condition=Available --timeout=1s apiservice/v1alpha1.apps.kruise.io
