@@ -30,7 +30,10 @@ if ((${#missing[@]})); then
   done
   go build -ldflags "${ldflags}" -o "${BIN}/" "${missing[@]}"
 fi
-[[ -x "${BIN}/etcd" ]] || go build -o "${BIN}/etcd" ./etcd
+# The local etcd is this folder's small program: rebuilt when its source is newer than the binary.
+if [[ ! -x "${BIN}/etcd" || etcd/main.go -nt "${BIN}/etcd" ]]; then
+  go build -o "${BIN}/etcd.tmp" ./etcd && mv "${BIN}/etcd.tmp" "${BIN}/etcd"
+fi
 
 if [[ ! -x "${KWOK}" ]]; then
   echo "building sigs.k8s.io/kwok/cmd/kwok ${KWOK_VERSION} (about 2-3 minutes the first time)..." >&2

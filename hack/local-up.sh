@@ -4,8 +4,9 @@
 # kube-scheduler, kwok with three fake nodes (kwok-node-0..2, label type=kwok) that play the kubelet
 # through the stages in hack/kwok/ (pods run and become ready, in-place image changes restart
 # containers, unpullable images stay in ImagePullBackOff; see hack/kwok/pod-stages.yaml), a second
-# etcd for this server's own storage, this server, the APIServices behind an ExternalName Service
-# and the injection webhook. Binaries come from hack/install-tools.sh; state and logs (one per
+# etcd for this server's own storage (TLS, client certificates required), this server running as
+# the shipped ServiceAccount with the shipped RBAC (artifacts/deploy/base/rbac.yaml, through a
+# token), the APIServices behind an ExternalName Service and the shipped injection webhooks. Binaries come from hack/install-tools.sh; state and logs (one per
 # process, e.g. logs/kwok.log) live in _output/local/.
 #
 #   hack/local-up.sh [run]        up, apply the manual's first SidecarSet, wait for Ctrl-C, down
@@ -14,6 +15,8 @@
 #   hack/local-up.sh restart-server | restart-server-etcd
 #   hack/local-up.sh stop-server | start-server
 #                                 stop this server and its etcd (an outage), start them again
+#   hack/local-up.sh stop-server-etcd | start-server-etcd
+#                                 stop the server's etcd alone (the server keeps running), start it
 #   hack/local-up.sh start-replica | stop-replica
 #                                 a second server process (sidecarset-apiserver-2) on the same
 #                                 server etcd, kubeconfig and --namespace, listening on
@@ -110,6 +113,10 @@ certs() {
   cert apiserver kube-apiserver "" cluster-ca "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
   cert admin admin system:masters cluster-ca
   cert front-proxy-client front-proxy-client "" front-proxy-ca
+  # The server's etcd: TLS for clients and peers, client certificates required.
+  ca etcd-ca
+  cert server-etcd server-etcd "" etcd-ca "IP:127.0.0.1,DNS:localhost"
+  cert server-etcd-client sidecarset-apiserver "" etcd-ca
   [[ -f "${CERTS}/sa.key" ]] || openssl genrsa -out "${CERTS}/sa.key" 2048 2>/dev/null
   [[ -f "${CERTS}/sa.pub" ]] || openssl rsa -in "${CERTS}/sa.key" -pubout -out "${CERTS}/sa.pub" 2>/dev/null
   cat >"${KUBECONFIG_FILE}" <<KC
@@ -176,15 +183,54 @@ kwok_nodes_untainted() {
   taints=$(kc get node kwok-node-0 kwok-node-1 kwok-node-2 -o jsonpath='{.items[*].spec.taints}') && [[ -z "${taints}" ]]
 }
 
-start_server() {
-  start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" \
-    -listen-client-urls "http://127.0.0.1:${SERVER_ETCD_PORT}" -listen-peer-urls "http://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
-  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
-  start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" \
-    --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_PORT}" --bind-address=127.0.0.1 \
-    --cert-dir="${STATE}/server-certs" --kubeconfig="${KUBECONFIG_FILE}" \
-    --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
+# start_server_etcd runs the server's etcd as artifacts/deploy runs it: TLS only, client
+# certificates required from clients and peers.
+start_server_etcd() {
+  local client="https://127.0.0.1:${SERVER_ETCD_PORT}" peer="https://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
+  start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" -listen-client-urls "${client}" -listen-peer-urls "${peer}" \
+    -cert-file "${CERTS}/server-etcd.crt" -key-file "${CERTS}/server-etcd.key" \
+    -client-cert-auth -trusted-ca-file "${CERTS}/etcd-ca.crt" \
+    -peer-cert-file "${CERTS}/server-etcd.crt" -peer-key-file "${CERTS}/server-etcd.key" \
+    -peer-client-cert-auth -peer-trusted-ca-file "${CERTS}/etcd-ca.crt"
+}
+
+# server_kubeconfig applies the shipped namespace, ServiceAccount and RBAC and writes a kubeconfig
+# with a token of that ServiceAccount: the server runs with exactly the shipped permissions.
+server_kubeconfig() {
+  kc apply -f "${ROOT}/artifacts/deploy/base/namespace.yaml" -f "${ROOT}/artifacts/deploy/base/rbac.yaml" >/dev/null
+  local token
+  token=$(kc -n "${NAMESPACE}" create token sidecarset-apiserver --duration=720h)
+  cat >"${STATE}/server.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:${KUBE_PORT}", certificate-authority: "${CERTS}/cluster-ca.crt"}
+users:
+- name: sidecarset-apiserver
+  user: {token: "${token}"}
+contexts:
+- name: local
+  context: {cluster: local, user: sidecarset-apiserver}
+current-context: local
+KC
+}
+
+# server_flags PORT CERT_DIR: the server's flags.
+server_flags() {
+  echo --etcd-servers="https://127.0.0.1:${SERVER_ETCD_PORT}" --etcd-cafile="${CERTS}/etcd-ca.crt" \
+    --etcd-certfile="${CERTS}/server-etcd-client.crt" --etcd-keyfile="${CERTS}/server-etcd-client.key" \
+    --secure-port="$1" --bind-address=127.0.0.1 --cert-dir="$2" --kubeconfig="${STATE}/server.kubeconfig" \
+    --authentication-kubeconfig="${STATE}/server.kubeconfig" --authorization-kubeconfig="${STATE}/server.kubeconfig" \
     --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}"
+}
+
+start_server() {
+  start_server_etcd
+  server_kubeconfig
+  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  # shellcheck disable=SC2046 # the flags hold no spaces
+  start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_PORT}" "${STATE}/server-certs")
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
 }
 
@@ -193,11 +239,8 @@ start_server() {
 start_replica() {
   [[ -f "${RUN}/server-etcd.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
   (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
-  start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" \
-    --etcd-servers="http://127.0.0.1:${SERVER_ETCD_PORT}" --secure-port="${SERVER_REPLICA_PORT}" --bind-address=127.0.0.1 \
-    --cert-dir="${STATE}/server-2-certs" --kubeconfig="${KUBECONFIG_FILE}" \
-    --authentication-kubeconfig="${KUBECONFIG_FILE}" --authorization-kubeconfig="${KUBECONFIG_FILE}" \
-    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}"
+  # shellcheck disable=SC2046 # the flags hold no spaces
+  start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_REPLICA_PORT}" "${STATE}/server-2-certs")
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"
   wait_for "the replica's /readyz" "${LOGS}/sidecarset-apiserver-2.log" \
     kc --server="https://127.0.0.1:${SERVER_REPLICA_PORT}" --certificate-authority="${STATE}/server-2-certs/apiserver.crt" \
@@ -253,10 +296,12 @@ case "${1:-run}" in
   restart-server) tools; stop sidecarset-apiserver; start_server; register ;;
   restart-server-etcd) tools; stop server-etcd; start_server; register ;;
   stop-server) stop sidecarset-apiserver; stop server-etcd ;;
+  stop-server-etcd) stop server-etcd ;;
+  start-server-etcd) tools; start_server_etcd ;;
   start-server) tools; start_server; register ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
   start-replica) tools; start_replica ;;
   stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
 esac

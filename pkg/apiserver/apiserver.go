@@ -5,6 +5,8 @@ package apiserver
 
 import (
 	"fmt"
+	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +52,8 @@ type ExtraConfig struct {
 	Reviewer sidecarinjection.Reviewer
 	// RolloutViewer computes GET sidecarsets/<name>/rollout; nil serves the SidecarSet's own view.
 	RolloutViewer sidecarsetstorage.RolloutViewer
+
+	storageGate *StorageGate // see Config.ServeWithoutStorage
 }
 
 // Config is the server configuration.
@@ -115,5 +119,27 @@ func (c completedConfig) New() (*Server, error) {
 	if err := generic.InstallAPIGroup(&admissionGroup); err != nil {
 		return nil, err
 	}
+	if gate := c.ExtraConfig.storageGate; gate != nil {
+		generic.AddPostStartHookOrDie("sidecarset-storage-gate", func(hc genericapiserver.PostStartHookContext) error {
+			go gate.Run(hc)
+			return nil
+		})
+	}
 	return s, nil
+}
+
+// ServeWithoutStorage, called once the generic options are applied, keeps the server live and
+// ready while its etcd is down (DecoupleFromStorage) and answers requests for stored resources
+// meanwhile with a clear 503 (StorageGate).
+func (c *Config) ServeWithoutStorage() {
+	etcd := DecoupleFromStorage(&c.GenericConfig.Config)
+	if etcd == nil {
+		return
+	}
+	gate := NewStorageGate(etcd, 2*time.Second)
+	c.ExtraConfig.storageGate = gate
+	next := c.GenericConfig.BuildHandlerChainFunc
+	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+		return next(gate.Wrap(h), gc)
+	}
 }

@@ -139,7 +139,7 @@ func applySidecarSet(t *testing.T, ss *v1alpha1.SidecarSet) error {
 func waitSettled(t *testing.T, name string) *v1alpha1.SidecarSet {
 	t.Helper()
 	var ss *v1alpha1.SidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true,
 		func(ctx context.Context) (bool, error) {
 			var err error
 			ss, err = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})

@@ -49,10 +49,10 @@ type Options struct {
 	// Injection is "policy" (MutatingAdmissionPolicies inside kube-apiserver, the webhook only for
 	// what a policy cannot express) or "webhook" (the webhook injects every SidecarSet).
 	Injection string
-	// WebhookConfiguration and WebhookName name the injection webhook whose match condition the
+	// WebhookConfiguration names the injection webhooks' configuration, whose match conditions the
 	// server keeps current in policy mode.
-	WebhookConfiguration, WebhookName string
-	// ExcludedNamespaces are never injected by policies (the webhook configuration excludes the same).
+	WebhookConfiguration string
+	// ExcludedNamespaces are never injected by policies, besides --namespace (the server's own).
 	ExcludedNamespaces []string
 	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
 	PolicyGrace time.Duration
@@ -79,8 +79,6 @@ func NewOptions() *Options {
 		KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
 		Injection:            InjectionPolicy,
 		WebhookConfiguration: "sidecarset-injector",
-		WebhookName:          "sidecarinjection.admission.kruise.io",
-		ExcludedNamespaces:   []string{"kube-system"},
 		PolicyGrace:          10 * time.Second,
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
@@ -116,10 +114,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"the webhook serves the rest and receives only their pods; falls back to webhook where the cluster does not serve admissionregistration.k8s.io/v1 "+
 			"MutatingAdmissionPolicy) or webhook (the webhook injects every SidecarSet).")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", o.WebhookConfiguration,
-		"MutatingWebhookConfiguration of the injection webhook; in policy mode the server keeps its match condition current (empty: leave it alone).")
-	fs.StringVar(&o.WebhookName, "webhook-name", o.WebhookName, "Name of the injection webhook in --webhook-configuration.")
+		"MutatingWebhookConfiguration of the injection webhooks; the server keeps the match condition of each of its webhooks current (empty: leave it alone).")
 	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,
-		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhook's namespaceSelector).")
+		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhooks' namespaceSelectors; kube-system is injected, as by OpenKruise).")
 	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,
 		"How long the webhook keeps injecting a SidecarSet after its policy was created or changed: kube-apiserver loads policies asynchronously (about every second).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,

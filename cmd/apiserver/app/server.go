@@ -131,7 +131,9 @@ func (o *Options) Config() (*apiserver.Config, *informerSet, error) {
 		}
 		extra.RolloutViewer = controller.Viewer{Pods: set.pods, Injection: o.describeInjection(set)}
 	}
-	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, set, nil
+	out := &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}
+	out.ServeWithoutStorage()
+	return out, set, nil
 }
 
 // describeInjection says, for the /rollout view, which path injects a SidecarSet in this server's
@@ -354,7 +356,6 @@ func (o *Options) policyController(main *rest.Config, set *informerSet) (*policy
 		Bindings:             owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
 		Webhooks:             webhooks.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		WebhookConfiguration: o.WebhookConfiguration,
-		WebhookName:          o.WebhookName,
 		ExcludedNamespaces:   append(append([]string(nil), o.ExcludedNamespaces...), o.Namespace),
 		Resync:               5 * time.Minute,
 		Grace:                o.PolicyGrace,

@@ -54,9 +54,9 @@ type Options struct {
 	// Webhooks watches the main cluster's MutatingWebhookConfigurations (only WebhookConfiguration
 	// is written).
 	Webhooks admissioninformers.MutatingWebhookConfigurationInformer
-	// WebhookConfiguration and WebhookName name the injection webhook whose match condition the
-	// controller keeps current; empty leaves the webhook alone.
-	WebhookConfiguration, WebhookName string
+	// WebhookConfiguration names the configuration of the injection webhooks (one per class of
+	// namespace) whose match condition the controller keeps current; empty leaves them alone.
+	WebhookConfiguration string
 	// ExcludedNamespaces are never injected by policies (those the webhook configuration excludes).
 	ExcludedNamespaces []string
 	// SortSidecarContainersByName is the injection option of the same name.
@@ -424,7 +424,8 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
-// applyWebhookCondition sets the injection webhook's match condition to expr ("" removes it).
+// applyWebhookCondition sets the match condition of every webhook of the injection webhooks'
+// configuration to expr ("" removes it).
 func (c *Controller) applyWebhookCondition(ctx context.Context, expr string) error {
 	if c.opts.WebhookConfiguration == "" {
 		return nil
@@ -440,18 +441,21 @@ func (c *Controller) applyWebhookCondition(ctx context.Context, expr string) err
 	if expr != "" {
 		want = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: expr}}
 	}
-	for i := range cfg.Webhooks {
-		w := &cfg.Webhooks[i]
-		if w.Name != c.opts.WebhookName || (len(w.MatchConditions) == 0 && len(want) == 0) || equality.Semantic.DeepEqual(w.MatchConditions, want) {
+	updated := cfg.DeepCopy()
+	changed := false
+	for i := range updated.Webhooks {
+		w := &updated.Webhooks[i]
+		if (len(w.MatchConditions) == 0 && len(want) == 0) || equality.Semantic.DeepEqual(w.MatchConditions, want) {
 			continue
 		}
-		cfg = cfg.DeepCopy()
-		cfg.Webhooks[i].MatchConditions = want
-		if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating the match condition of webhook %s: %w", c.opts.WebhookName, err)
-		}
-		klog.V(2).InfoS("updated the injection webhook's match condition", "webhook", c.opts.WebhookName)
+		w.MatchConditions, changed = want, true
+	}
+	if !changed {
 		return nil
 	}
+	if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating the match conditions of %s: %w", c.opts.WebhookConfiguration, err)
+	}
+	klog.V(2).InfoS("updated the injection webhooks' match condition", "configuration", c.opts.WebhookConfiguration)
 	return nil
 }

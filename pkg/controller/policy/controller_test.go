@@ -32,7 +32,7 @@ func sidecarSet(name, image string) *v1alpha1.SidecarSet {
 func webhookConfig() *admissionregistrationv1.MutatingWebhookConfiguration {
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"},
-		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "sidecarinjection.admission.kruise.io"}},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "sidecarinjection.admission.kruise.io"}, {Name: "sidecarinjection-system.admission.kruise.io"}},
 	}
 }
 
@@ -78,8 +78,8 @@ func newFixture(t *testing.T, webhookOnly bool, sets []*v1alpha1.SidecarSet, obj
 		Policies:             kinf.Admissionregistration().V1().MutatingAdmissionPolicies(),
 		Bindings:             kinf.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
 		Webhooks:             kinf.Admissionregistration().V1().MutatingWebhookConfigurations(),
-		WebhookConfiguration: "sidecarset-injector", WebhookName: "sidecarinjection.admission.kruise.io",
-		Grace: 10 * time.Second, Clock: f.clock, WebhookOnly: webhookOnly,
+		WebhookConfiguration: "sidecarset-injector",
+		Grace:                10 * time.Second, Clock: f.clock, WebhookOnly: webhookOnly,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +120,21 @@ func (f *fixture) condition(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Webhooks[0].MatchConditions) != 1 {
-		return ""
+	// Every webhook of the configuration (one per class of namespace) carries the same condition.
+	var exprs []string
+	for _, w := range cfg.Webhooks {
+		e := ""
+		if len(w.MatchConditions) == 1 {
+			e = w.MatchConditions[0].Expression
+		}
+		exprs = append(exprs, e)
 	}
-	return cfg.Webhooks[0].MatchConditions[0].Expression
+	for _, e := range exprs[1:] {
+		if e != exprs[0] {
+			t.Fatalf("the webhooks' match conditions differ: %q", exprs)
+		}
+	}
+	return exprs[0]
 }
 
 func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {

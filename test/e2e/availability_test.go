@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// TestEtcdOutage stops this server's etcd with the webhook injecting (webhook mode): matching pods
+// are still injected from the server's caches, /readyz and /livez stay healthy, SidecarSet writes
+// fail at once with a clear ServiceUnavailable error and succeed again by themselves once etcd is
+// back, and the server process is never restarted.
+func TestEtcdOutage(t *testing.T) {
+	restartServer(t, "webhook")
+	defer restartServer(t, "policy")
+	applyManualExample(t)
+	pid := serverPID(t, 1)
+	pod := nginxPod("default", fmt.Sprintf("etcd-outage-%d", time.Now().UnixNano()))
+	waitInjected(t, pod, "sidecar1")
+
+	if _, err := localUp("stop-server-etcd"); err != nil {
+		t.Fatal(err)
+	}
+	etcdUp := false
+	defer func() {
+		if !etcdUp {
+			_, _ = localUp("start-server-etcd")
+		}
+	}()
+	ctx := context.Background()
+	var writeErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		writeErr = labelSidecarSet(ctx, "outage", "1")
+		return apierrors.IsServiceUnavailable(writeErr), nil
+	})
+	if err != nil {
+		t.Fatalf("a SidecarSet write during the outage: %v, want ServiceUnavailable", writeErr)
+	}
+	if !strings.Contains(writeErr.Error(), "storage (etcd) is unavailable") {
+		t.Errorf("unclear error: %v", writeErr)
+	}
+	start := time.Now()
+	if err := labelSidecarSet(ctx, "outage", "2"); !apierrors.IsServiceUnavailable(err) || time.Since(start) > 5*time.Second {
+		t.Errorf("a write during the outage took %s and returned %v: want an immediate ServiceUnavailable", time.Since(start), err)
+	}
+	direct := kubernetes.NewForConfigOrDie(serverConfig(1))
+	for _, path := range []string{"/readyz", "/livez"} {
+		if body, err := direct.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx); err != nil {
+			t.Errorf("%s during the etcd outage: %v %s", path, err, body)
+		}
+	}
+	pod.Name += "-during"
+	got, err := createPodDryRun(pod)
+	if err != nil || !hasContainer(got, "sidecar1") {
+		t.Fatalf("a matching pod during the etcd outage: err %v, injected %v", err, got != nil && hasContainer(got, "sidecar1"))
+	}
+
+	if _, err := localUp("start-server-etcd"); err != nil {
+		t.Fatal(err)
+	}
+	etcdUp = true
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		writeErr = labelSidecarSet(ctx, "outage", "over")
+		return writeErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("SidecarSet writes do not recover after etcd is back: %v", writeErr)
+	}
+	if now := serverPID(t, 1); now != pid {
+		t.Errorf("the server process was restarted during the outage: pid %d then %d", pid, now)
+	}
+}
+
+// TestKubeSystemInjection: pods in kube-system are injected, by the webhook (failurePolicy
+// Ignore there) and by policies; pods in the server's own namespace never are.
+func TestKubeSystemInjection(t *testing.T) {
+	defer restartServer(t, "policy")
+	for _, mode := range []string{"webhook", "policy"} {
+		t.Run(mode, func(t *testing.T) {
+			restartServer(t, mode)
+			applyManualExample(t)
+			waitInjected(t, nginxPod("kube-system", "system-"+mode), "sidecar1")
+			own := nginxPod("kruise-system", "own-"+mode)
+			// Once a pod in kube-system is injected, the injection objects are in effect.
+			got, err := createPodDryRun(own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hasContainer(got, "sidecar1") {
+				t.Errorf("a pod in the server's own namespace was injected")
+			}
+		})
+	}
+}
+
+func nginxPod(namespace, name string) *corev1.Pod {
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace, pod.Labels = name, namespace, map[string]string{"app": "nginx"}
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
+	pod.Spec.AutomountServiceAccountToken = new(bool)
+	return pod
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// labelSidecarSet sets a label on the manual's SidecarSet through kube-apiserver.
+func labelSidecarSet(ctx context.Context, key, value string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+	_, err := sidecars.AppsV1alpha1().SidecarSets().Patch(ctx, "test-sidecarset", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	return err
+}
