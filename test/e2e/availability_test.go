@@ -124,3 +124,57 @@ func labelSidecarSet(ctx context.Context, key, value string) error {
 	_, err := sidecars.AppsV1alpha1().SidecarSets().Patch(ctx, "test-sidecarset", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	return err
 }
+
+// TestKubeSystemFailsOpen stops this server in webhook mode: a pod in kube-system is still created
+// (its webhook's failurePolicy is Ignore) but without its sidecars, while a pod elsewhere is
+// refused (Fail). Once the server is back, the pod admitted without injection is reported: an
+// event NotInjected on it and the metric sidecarset_pods_not_injected.
+func TestKubeSystemFailsOpen(t *testing.T) {
+	restartServer(t, "webhook")
+	defer restartServer(t, "policy")
+	applyManualExample(t)
+	ctx := context.Background()
+	if _, err := localUp("stop-server"); err != nil {
+		t.Fatal(err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			_, _ = localUp("start-server")
+		}
+	}()
+	if _, err := createPodDryRun(nginxPod("default", "fail-closed")); err == nil {
+		t.Error("a matching pod in default was created while the injection webhook was down (failurePolicy Fail)")
+	}
+	pod := nginxPod("kube-system", fmt.Sprintf("fail-open-%d", time.Now().UnixNano()))
+	created, err := kube.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a pod in kube-system while the injection webhook is down: %v", err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = kube.CoreV1().Pods("kube-system").Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	if hasContainer(created, "sidecar1") {
+		t.Fatal("the pod was injected although the server is down")
+	}
+	if _, err := localUp("start-server"); err != nil {
+		t.Fatal(err)
+	}
+	started = true
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		events, err := kube.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + created.Name + ",reason=NotInjected"})
+		return err == nil && len(events.Items) > 0 && strings.Contains(events.Items[0].Message, "test-sidecarset"), nil
+	})
+	if err != nil {
+		t.Fatalf("no NotInjected event on the pod admitted without injection: %v", err)
+	}
+	direct := kubernetes.NewForConfigOrDie(serverConfig(1))
+	metricsText, err := direct.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(metricsText), `sidecarset_pods_not_injected{sidecarset="test-sidecarset"} 1`) {
+		t.Errorf("metric sidecarset_pods_not_injected missing or not 1")
+	}
+}

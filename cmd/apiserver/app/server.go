@@ -71,6 +71,8 @@ type informerSet struct {
 	// of them, with the namespaces of the generic server's factory. Both nil without a main cluster.
 	podInformers kubeinformers.SharedInformerFactory
 	pods         *controller.PodSource
+	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
+	index *injection.Index
 }
 
 // ensureOwn creates the informer factory of the server's own API on the loopback client.
@@ -173,6 +175,7 @@ func (s *informerSet) watchPods(main *rest.Config, generic kubeinformers.SharedI
 // server knows the main cluster, its namespace lister.
 func newReviewer(cfg *genericapiserver.RecommendedConfig, set *informerSet) *webhook.Reviewer {
 	index := injection.NewIndex()
+	set.index = index
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
 	if _, err := sets.AddEventHandler(webhook.IndexHandler(index)); err != nil {
 		panic(err) // only fails on a stopped informer, which cannot be the case before start
@@ -295,6 +298,10 @@ func (o *Options) AddPostStartHooks(server *apiserver.Server, cfg *apiserver.Con
 	if policies != nil {
 		opts.InjectionReady = policies.Ready
 		opts.Injection = o.describeInjection(set)
+		opts.ExcludedNamespaces = append(append([]string(nil), o.ExcludedNamespaces...), o.Namespace)
+		if set.index != nil {
+			opts.Candidates = set.index.Candidates
+		}
 	}
 	ctrl, err := controller.New(opts)
 	if err != nil {

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // RevisionWriter records and prunes revisions; revisions are read-only to API clients, so the
@@ -54,6 +56,13 @@ type Options struct {
 	// status does not report the generation as observed: clients that wait for
 	// observedGeneration before creating pods get them injected.
 	InjectionReady func(*v1alpha1.SidecarSet) bool
+	// Candidates, when set, returns the SidecarSets whose selectors may select a pod with these
+	// labels in namespace (the injection index): a new pod that misses one of them is reported
+	// at once rather than at that SidecarSet's next round.
+	Candidates func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
+	// ExcludedNamespaces are never injected (the server's own): their pods are not reported as
+	// not injected.
+	ExcludedNamespaces []string
 	// Injection, when set, says which admission path injects a SidecarSet: the status records it
 	// as the InjectedByPolicy condition.
 	Injection func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
@@ -78,6 +87,8 @@ type Controller struct {
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
+	excluded       map[string]bool
+	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -92,6 +103,8 @@ func New(o Options) (*Controller, error) {
 		client:         o.Client,
 		injectionReady: o.InjectionReady,
 		injection:      o.Injection,
+		excluded:       map[string]bool{},
+		candidates:     o.Candidates,
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
 		writer:         o.Writer,
@@ -103,6 +116,9 @@ func New(o Options) (*Controller, error) {
 		pace:           newPacer(podSyncInterval, o.Clock),
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
+	}
+	for _, ns := range o.ExcludedNamespaces {
+		c.excluded[ns] = true
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -117,7 +133,7 @@ func New(o Options) (*Controller, error) {
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods
 		c.synced = append(c.synced, o.Pods.HasSynced)
-		if err := o.Pods.addEventHandler(podHandler(c.enqueueForPod, c.expect)); err != nil {
+		if err := o.Pods.addEventHandler(podHandler(c.enqueueForPod, c.enqueueForNewPod, c.expect)); err != nil {
 			return nil, err
 		}
 	}
@@ -143,6 +159,24 @@ func (c *Controller) enqueue(obj interface{}) {
 // enqueueForPod queues a round of SidecarSet name after a pod event, paced (see pacer).
 func (c *Controller) enqueueForPod(name string) {
 	c.add(name, c.pace.delay(name))
+}
+
+// newPodWindow is how recent a pod must be for its creation to be checked for missed injection
+// (the informer's first list replays every existing pod as new).
+const newPodWindow = time.Minute
+
+// enqueueForNewPod queues a round of each SidecarSet that may select a just created pod and that
+// the pod does not carry, so that a missed injection is reported at once.
+func (c *Controller) enqueueForNewPod(pod *rollout.Pod) {
+	if c.candidates == nil || c.clock.Since(pod.Created) > newPodWindow {
+		return
+	}
+	injected := sidecar.ParseInjectedList(pod.InjectedList())
+	for _, ss := range c.candidates(pod.Namespace, pod.Labels.Map()) {
+		if !slices.Contains(injected, ss.Name) {
+			c.enqueueForPod(ss.Name)
+		}
+	}
 }
 
 // add queues a round of name after delay, unless no term runs (the next term syncs everything).
@@ -272,6 +306,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return 0, err
 	}
 	c.metrics.observe(ss.Name, plan)
+	c.reportNotInjected(ss, plan.NotInjected)
 	if n := len(plan.NotUpgradable); n > 0 && c.recorder != nil { // none while paused or NotUpdate
 		c.recorder.Eventf(ss, corev1.EventTypeNormal, "NotUpgradablePods",
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)
@@ -283,6 +318,23 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil
+}
+
+// reportNotInjected publishes the pods that missed the SidecarSet's injection, outside the
+// excluded namespaces, with an event on each the first time.
+func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) {
+	missed := make([]*rollout.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !c.excluded[p.Namespace] {
+			missed = append(missed, p)
+		}
+	}
+	for _, p := range c.metrics.notInjected(ss.Name, missed) {
+		if c.recorder != nil {
+			c.recorder.Eventf(p.Ref(), corev1.EventTypeWarning, "NotInjected",
+				"SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)
+		}
+	}
 }
 
 // replace returns pods with the written ones substituted by key.

@@ -35,13 +35,19 @@ var (
 		Help:           "Matched pods not yet on the latest spec, by SidecarSet and by what they wait for.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sidecarset", "reason"})
+	podsNotInjected = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pods_not_injected",
+		Help:           "Active pods the SidecarSet selects, created after it, that do not carry it (admitted while injection was unavailable, e.g. in kube-system whose webhook fails open), by SidecarSet.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset"})
 )
 
 var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting)
+		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected)
 	})
 }
 
@@ -52,11 +58,12 @@ type progress struct {
 	mu      sync.Mutex
 	started map[types.UID]time.Time
 	reasons map[string]map[string]bool
+	missed  map[string]map[types.UID]bool // SidecarSet -> pods reported as not injected
 }
 
 func newProgress(c clock.PassiveClock) *progress {
 	registerMetrics()
-	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}}
+	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}, missed: map[string]map[types.UID]bool{}}
 }
 
 // upgraded records an in-place upgrade of pod by the SidecarSet.
@@ -103,6 +110,24 @@ func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
 	}
 }
 
+// notInjected publishes the pods of a round that missed the SidecarSet's injection and returns
+// those not reported before, each to be reported once.
+func (p *progress) notInjected(sidecarSet string, pods []*rollout.Pod) []*rollout.Pod {
+	podsNotInjected.WithLabelValues(sidecarSet).Set(float64(len(pods)))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before, now := p.missed[sidecarSet], make(map[types.UID]bool, len(pods))
+	var fresh []*rollout.Pod
+	for _, pod := range pods {
+		now[pod.UID] = true
+		if !before[pod.UID] {
+			fresh = append(fresh, pod)
+		}
+	}
+	p.missed[sidecarSet] = now
+	return fresh
+}
+
 // forget drops a deleted SidecarSet's gauges.
 func (p *progress) forget(sidecarSet string) {
 	if sidecarSet == "" {
@@ -110,6 +135,8 @@ func (p *progress) forget(sidecarSet string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	podsNotInjected.DeleteLabelValues(sidecarSet)
+	delete(p.missed, sidecarSet)
 	for reason := range p.reasons[sidecarSet] {
 		podsWaiting.DeleteLabelValues(sidecarSet, reason)
 	}

@@ -115,8 +115,8 @@ func (s *PodSource) get(namespace, name string) *rollout.Pod {
 }
 
 // podHandler enqueues the SidecarSets a pod names in its injected-list annotation whenever the
-// pod appears, changes or goes away.
-func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventHandler {
+// pod appears, changes or goes away, and hands each pod that appears to added.
+func podHandler(enqueue func(string), added func(*rollout.Pod), expect *expectations) cache.ResourceEventHandler {
 	notify := func(obj interface{}) {
 		pod, ok := obj.(*rollout.Pod)
 		if !ok {
@@ -127,7 +127,12 @@ func podHandler(enqueue func(string), expect *expectations) cache.ResourceEventH
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+		AddFunc: func(obj interface{}) {
+			notify(obj)
+			if pod, ok := obj.(*rollout.Pod); ok {
+				added(pod)
+			}
+		},
 		UpdateFunc: func(old, cur interface{}) {
 			if old.(*rollout.Pod).ResourceVersion != cur.(*rollout.Pod).ResourceVersion {
 				notify(cur)

@@ -68,6 +68,8 @@ type Result struct {
 	Reset []*Pod
 	// NotUpgradable are the pods the current spec cannot upgrade in place, to be marked so.
 	NotUpgradable []*Pod
+	// NotInjected are the selected pods that missed injection (MissedInjection).
+	NotInjected []*Pod
 	// MaxUnavailable and Partition are the resolved strategy values.
 	MaxUnavailable, Partition int32
 	// Unavailable counts the updated pods that are not available (before this round's upgrades).
@@ -85,13 +87,16 @@ func (r *Result) Done() bool {
 func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
 	p := newPlanner(ss)
 	managed := make([]*Pod, 0, len(pods))
+	res := &Result{}
 	for _, pod := range pods {
-		if Managed(ss, pod) {
+		switch {
+		case Managed(ss, pod):
 			managed = append(managed, pod)
+		case MissedInjection(ss, pod):
+			res.NotInjected = append(res.NotInjected, pod)
 		}
 	}
 	facts := make([]podFacts, len(managed))
-	res := &Result{}
 	for i, pod := range managed {
 		facts[i] = p.facts(pod)
 		res.Counts.add(&facts[i])

@@ -130,6 +130,15 @@ type Record struct {
 // Labels are a pod's labels as key, value pairs sorted by key; they implement labels.Labels.
 type Labels []text
 
+// Map returns the labels as a map.
+func (l Labels) Map() map[string]string {
+	m := make(map[string]string, len(l)/2)
+	for i := 0; i+1 < len(l); i += 2 {
+		m[l[i].String()] = l[i+1].String()
+	}
+	return m
+}
+
 // Lookup returns the value of key and whether it is set.
 func (l Labels) Lookup(key string) (string, bool) {
 	i := sort.Search(len(l)/2, func(i int) bool { return l[2*i].String() >= key })

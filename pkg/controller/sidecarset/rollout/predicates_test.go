@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -420,5 +421,38 @@ func TestInjectedListHas(t *testing.T) {
 				t.Errorf("injectedListHas(%q, %q) = %v, sidecar.InjectedListHas says %v", list, name, got, want)
 			}
 		}
+	}
+}
+
+func TestMissedInjection(t *testing.T) {
+	ss := newSidecarSet("sidecar:v1", "h1", "nh1", func(ss *v1alpha1.SidecarSet) {
+		ss.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	})
+	paused := ss.DeepCopy()
+	paused.Spec.InjectionStrategy.Paused = true
+	bare := func(p *corev1.Pod) {
+		delete(p.Annotations, sidecar.InjectedListAnnotation)
+		p.Spec.Containers = p.Spec.Containers[:1]
+	}
+	now := metav1.NewTime(t0)
+	for _, tc := range []struct {
+		name string
+		ss   *v1alpha1.SidecarSet
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"injected", ss, newPod("p", ss), false},
+		{"created after the SidecarSet, not injected", ss, newPod("p", ss, bare), true},
+		{"listing other SidecarSets only", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.Annotations[sidecar.InjectedListAnnotation] = "a,b" }), true},
+		{"created before the SidecarSet", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) }), false},
+		{"injection paused", paused, newPod("p", paused, bare), false},
+		{"terminating", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
+		{"succeeded", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MissedInjection(tc.ss, NewPod(tc.pod)); got != tc.want {
+				t.Errorf("MissedInjection = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

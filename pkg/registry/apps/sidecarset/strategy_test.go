@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -57,7 +58,7 @@ func TestPrepareForUpdate(t *testing.T) {
 			if ss.Generation != tc.wantGeneration {
 				t.Errorf("generation = %d, want %d", ss.Generation, tc.wantGeneration)
 			}
-			if ss.Status != old.Status {
+			if !apiequality.Semantic.DeepEqual(ss.Status, old.Status) {
 				t.Errorf("status changed through the main resource: %+v", ss.Status)
 			}
 		})
