@@ -31,7 +31,7 @@ OUT=""
 for arg in "$@"; do
   case "${arg}" in
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "deploy-certs: unknown flag ${arg}" >&2; exit 2 ;;
     *) [[ -z "${OUT}" ]] || { echo "deploy-certs: one OUT_DIR only" >&2; exit 2; }; OUT=${arg} ;;
   esac
