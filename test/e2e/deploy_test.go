@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidecarset/apiserver/test/deploycheck"
+)
+
+// TestDeployManifests builds the production manifests as an operator would (certificates from
+// hack/deploy-certs.sh, kubectl kustomize) and has the cluster's kube-apiserver validate every
+// object (apply --dry-run=server). It checks the etcd StatefulSet for TLS and client certificate
+// authentication, builds the cert-manager overlay (no dry run: the local cluster has no cert-manager
+// CRDs) and the image and namespace example overlay.
+func TestDeployManifests(t *testing.T) {
+	dir := t.TempDir()
+	// A copy without certs/ (an operator's certificates there must neither be used nor changed).
+	for _, d := range []string{"artifacts/deploy", "artifacts/deploy-example"} {
+		copyTree(t, filepath.Join(root, d), filepath.Join(dir, d), "certs")
+	}
+	deploy := filepath.Join(dir, "artifacts/deploy")
+	certs := filepath.Join(deploy, "certs")
+
+	deployCerts := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(root, "hack/deploy-certs.sh"), append(args, certs)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("hack/deploy-certs.sh: %v\n%s", err, out)
+		}
+	}
+	deployCerts()
+	first := readDir(t, certs)
+	deployCerts() // idempotent
+	if second := readDir(t, certs); !equalFiles(first, second) {
+		t.Error("a second hack/deploy-certs.sh run changed the certificates")
+	}
+	for _, f := range []string{"etcd-ca.crt", "etcd-server.crt", "etcd-peer.crt", "etcd-client.crt", "serving-ca.crt", "apiserver.crt", "apiservices-ca-bundle.yaml"} {
+		if len(first[f]) == 0 {
+			t.Errorf("hack/deploy-certs.sh wrote no %s", f)
+		}
+	}
+
+	built := kustomize(t, deploy)
+	if strings.Contains(built, "CA_BUNDLE") {
+		t.Error("the built manifest still holds the CA_BUNDLE placeholder")
+	}
+	checkEtcd(t, "artifacts/deploy", built)
+	for _, want := range []string{
+		"--etcd-servers=https://sidecarset-etcd-0.sidecarset-etcd.$(POD_NAMESPACE).svc:2379,",
+		"--etcd-certfile=", "--etcd-keyfile=", "--etcd-cafile=", "kind: NetworkPolicy", "kind: CronJob",
+	} {
+		if !strings.Contains(built, want) {
+			t.Errorf("the built manifest has no %q", want)
+		}
+	}
+	if out, err := runKubectl(t, built, "apply", "--dry-run=server", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply --dry-run=server -k artifacts/deploy: %v\n%s", err, out)
+	} else {
+		t.Logf("dry run:\n%s", out)
+	}
+	// The one-off maintenance Job of the README.
+	if out, err := runKubectl(t, "", "create", "--dry-run=server", "-f", filepath.Join(root, "artifacts/deploy/maintenance/etcd-defrag.yaml")); err != nil {
+		t.Errorf("kubectl create --dry-run=server -f artifacts/deploy/maintenance/etcd-defrag.yaml: %v\n%s", err, out)
+	}
+
+	cm := kustomize(t, filepath.Join(deploy, "overlays/cert-manager"))
+	checkEtcd(t, "overlays/cert-manager", cm)
+	for _, want := range []string{"kind: Certificate", "kind: Issuer", "cert-manager.io/inject-ca-from: kruise-system/sidecarset-apiserver-tls",
+		"secretName: sidecarset-etcd-peer", "secretName: sidecarset-etcd-server", "secretName: sidecarset-etcd-client", "secretName: sidecarset-apiserver-tls"} {
+		if !strings.Contains(cm, want) {
+			t.Errorf("the cert-manager overlay has no %q", want)
+		}
+	}
+	if strings.Contains(cm, "caBundle") || strings.Contains(cm, "kind: Secret") {
+		t.Error("the cert-manager overlay sets a caBundle or a Secret itself")
+	}
+
+	ex := kustomize(t, filepath.Join(dir, "artifacts/deploy-example"))
+	checkEtcd(t, "artifacts/deploy-example", ex)
+	if strings.Contains(ex, "kruise-system") {
+		t.Error("the namespace example overlay left kruise-system somewhere")
+	}
+	for _, want := range []string{"image: registry.example.com/sidecarset-apiserver:v0.1.0", "name: sidecarset-apiserver-auth-reader\n  namespace: kube-system"} {
+		if !strings.Contains(ex, want) {
+			t.Errorf("the example overlay has no %q", want)
+		}
+	}
+}
+
+func kustomize(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr)
+	}
+	return string(out)
+}
+
+func checkEtcd(t *testing.T, what, manifest string) {
+	t.Helper()
+	sts, err := deploycheck.FindStatefulSet([]byte(manifest), deploycheck.EtcdStatefulSetName)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if err := deploycheck.EtcdTLS(sts); err != nil {
+		t.Errorf("%s: etcd accepts or offers insecure connections:\n%v", what, err)
+	}
+}
+
+// copyTree copies the regular files under src to dst, leaving out top-level directories named skip.
+func copyTree(t *testing.T, src, dst, skip string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if rel == skip {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+func equalFiles(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, data := range a {
+		if !bytes.Equal(data, b[name]) {
+			return false
+		}
+	}
+	return true
+}
