@@ -78,3 +78,48 @@ func waitSettled(t *testing.T, s *framework.Server, name string) *v1alpha1.Sidec
 	}
 	return ss
 }
+
+// TestRevisionsGoWithTheirSidecarSet: deleting a SidecarSet deletes its revisions, and a new
+// SidecarSet of the same name starts a fresh history at revision 1.
+func TestRevisionsGoWithTheirSidecarSet(t *testing.T) {
+	s := framework.StartServer(t)
+	ctx := context.Background()
+	sets := s.Client.AppsV1alpha1().SidecarSets()
+	in := &v1alpha1.SidecarSet{}
+	if err := yaml.Unmarshal([]byte(manualExample), in); err != nil {
+		t.Fatal(err)
+	}
+	created, err := sets.Create(ctx, in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitSettled(t, s, created.Name).DeepCopy()
+	first.Spec.Containers[0].Image = "centos:7"
+	if _, err := sets.Update(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, s, created.Name)
+	revisions := s.Client.AppsV1alpha1().SidecarSetRevisions()
+	sel := metav1.ListOptions{LabelSelector: v1alpha1.SidecarSetNameLabel + "=" + created.Name}
+	if list, err := revisions.List(ctx, sel); err != nil || len(list.Items) != 2 {
+		t.Fatalf("revisions before the delete: %v %d", err, len(list.Items))
+	}
+	if err := sets.Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := revisions.List(ctx, sel); err != nil || len(list.Items) != 0 {
+		t.Fatalf("revisions after the delete: %v %d, want none", err, len(list.Items))
+	}
+	again := &v1alpha1.SidecarSet{}
+	if err := yaml.Unmarshal([]byte(manualExample), again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sets.Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(t, s, again.Name)
+	history, err := sets.GetRevisions(ctx, again.Name, metav1.GetOptions{})
+	if err != nil || len(history.Items) != 1 || history.Items[0].Revision != 1 {
+		t.Fatalf("a new SidecarSet of the same name: %v %+v, want a fresh history at revision 1", err, history)
+	}
+}

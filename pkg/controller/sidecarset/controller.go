@@ -288,6 +288,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
+	revs = ownedBy(revs, ss)
 	if ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods)); err != nil {
 		return 0, err
 	}
@@ -335,6 +336,18 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, pods []*rollout.
 				"SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)
 		}
 	}
+}
+
+// ownedBy keeps the revisions ss owns: a revision left by an earlier SidecarSet of the same name
+// (another UID) is not part of its history.
+func ownedBy(revs []*v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSetRevision {
+	out := revs[:0:0]
+	for _, r := range revs {
+		if owner := metav1.GetControllerOfNoCopy(r); owner == nil || owner.UID == ss.UID {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // replace returns pods with the written ones substituted by key.

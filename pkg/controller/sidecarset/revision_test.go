@@ -1,12 +1,14 @@
 package sidecarset
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
@@ -121,5 +123,27 @@ func TestRevisionRunByPodsIsNotPruned(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{v1.Name, v3.Name}, got.Prune); diff != "" {
 		t.Errorf("prune (-want +got):\n%s", diff)
+	}
+}
+
+func TestOwnedBy(t *testing.T) {
+	ss := &v1alpha1.SidecarSet{}
+	ss.Name, ss.UID = "ss", "uid-now"
+	rev := func(name string, owner types.UID) *v1alpha1.SidecarSetRevision {
+		r := &v1alpha1.SidecarSetRevision{}
+		r.Name = name
+		if owner != "" {
+			controller := true
+			r.OwnerReferences = []metav1.OwnerReference{{Kind: "SidecarSet", Name: "ss", UID: owner, Controller: &controller}}
+		}
+		return r
+	}
+	got := ownedBy([]*v1alpha1.SidecarSetRevision{rev("mine", "uid-now"), rev("earlier", "uid-before"), rev("unowned", "")}, ss)
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "mine,unowned" {
+		t.Errorf("ownedBy kept %v, want mine and unowned", names)
 	}
 }
