@@ -34,6 +34,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	appsinformers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	appslisters "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
@@ -149,7 +150,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(k)
-	if err := c.Reconcile(ctx); err != nil {
+	if err := contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }); err != nil {
 		klog.ErrorS(err, "reconciling injection policies")
 		c.queue.AddRateLimited(k)
 		return true

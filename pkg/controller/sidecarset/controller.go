@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -237,7 +238,11 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 	}
 	defer q.Done(name)
 	c.pace.started(name)
-	after, err := c.sync(ctx, name)
+	var after time.Duration
+	err := contain.Run("sidecarset-round", func() (err error) {
+		after, err = c.sync(ctx, name)
+		return err
+	})
 	switch {
 	case err != nil:
 		klog.ErrorS(err, "syncing sidecarset", "sidecarset", name)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -153,10 +154,22 @@ func podHandler(enqueue func(string), added func(*rollout.Pod), expect *expectat
 // CachePod is the pod informer's transform: it keeps what planning reads of a pod (see
 // rollout.Pod). Other objects pass unchanged, so it may see its own output again.
 func CachePod(obj interface{}) (interface{}, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return rollout.NewPod(pod), nil
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	var out *rollout.Pod
+	err := contain.Run("pod-cache", func() error {
+		out = rollout.NewPod(pod)
+		return nil
+	})
+	if err != nil {
+		// Keep the pod, with what cannot fail, and no annotations: no SidecarSet manages it.
+		out = rollout.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion, Labels: pod.Labels, CreationTimestamp: pod.CreationTimestamp,
+			DeletionTimestamp: pod.DeletionTimestamp}})
+	}
+	return out, nil
 }
 
 // expectations remembers the resourceVersions of the pods the controller wrote, so that a round
