@@ -95,7 +95,7 @@ func (c completedConfig) New() (*Server, error) {
 	if s.Revisions, err = sidecarsetrevision.NewStore(Scheme, optsGetter); err != nil {
 		return nil, fmt.Errorf("sidecarsetrevisions storage: %w", err)
 	}
-	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, c.ExtraConfig.RolloutViewer)
+	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, c.ExtraConfig.RolloutViewer, c.GenericConfig.AdmissionControl)
 	if err != nil {
 		return nil, fmt.Errorf("sidecarsets storage: %w", err)
 	}

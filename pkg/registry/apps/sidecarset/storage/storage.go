@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -32,8 +33,9 @@ type SidecarSetStorage struct {
 }
 
 // NewStorage builds the storage of sidecarsets. revisions is the store of SidecarSetRevisions;
-// viewer computes the rollout view (nil serves a view built from the SidecarSet alone).
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer) (SidecarSetStorage, error) {
+// viewer computes the rollout view (nil serves a view built from the SidecarSet alone); admit is
+// the server's admission chain, which admits the specs /rollout actions write as updates.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface) (SidecarSetStorage, error) {
 	strategy := sidecarset.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &apps.SidecarSet{} },
@@ -60,7 +62,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, re
 		SidecarSet: &REST{store},
 		Status:     &StatusREST{store: &statusStore},
 		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions},
-		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer},
+		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme},
 	}, nil
 }
 

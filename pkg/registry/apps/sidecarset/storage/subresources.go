@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
@@ -65,6 +67,10 @@ type RolloutREST struct {
 	sidecarSets *genericregistry.Store
 	revisions   *genericregistry.Store
 	viewer      RolloutViewer
+	// admit is the server's admission chain: the spec an action writes is admitted as an update
+	// of the SidecarSet (nil admits it without).
+	admit  admission.Interface
+	scheme *runtime.Scheme
 }
 
 var (
@@ -134,13 +140,45 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 		applyAction(ss, req.Spec.Action, revision)
 		return ss, nil
 	}
-	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply),
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false,
-		&metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager})
+	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
+	mutate, validate := r.admitAsUpdate(ctx, name, updateOpts)
+	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply, mutate),
+		rest.ValidateAllObjectFunc, validate, false, updateOpts)
 	if err != nil {
 		return nil, err
 	}
 	return r.view(ctx, updated.(*apps.SidecarSet))
+}
+
+// admitAsUpdate returns the steps that put the spec an action writes through the whole admission
+// chain (this server's plugins, the cluster's admission policies and webhooks) as an update of the
+// SidecarSet by the requesting user, exactly as a PUT would: whatever the subresource, no spec
+// reaches storage past the checks an update gets.
+func (r *RolloutREST) admitAsUpdate(ctx context.Context, name string, opts *metav1.UpdateOptions) (rest.TransformFunc, rest.ValidateObjectUpdateFunc) {
+	if r.admit == nil {
+		return func(_ context.Context, obj, _ runtime.Object) (runtime.Object, error) { return obj, nil }, rest.ValidateAllObjectUpdateFunc
+	}
+	user, _ := genericapirequest.UserFrom(ctx)
+	o := admission.NewObjectInterfacesFromScheme(r.scheme)
+	attrs := func(obj, old runtime.Object) admission.Attributes {
+		return admission.NewAttributesRecord(obj, old, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"), "", name,
+			v1alpha1.SchemeGroupVersion.WithResource("sidecarsets"), "", admission.Update, opts, len(opts.DryRun) > 0, user)
+	}
+	mutate := func(ctx context.Context, obj, old runtime.Object) (runtime.Object, error) {
+		if m, ok := r.admit.(admission.MutationInterface); ok && m.Handles(admission.Update) {
+			if err := m.Admit(ctx, attrs(obj, old), o); err != nil {
+				return nil, err
+			}
+		}
+		return obj, nil
+	}
+	validate := func(ctx context.Context, obj, old runtime.Object) error {
+		if v, ok := r.admit.(admission.ValidationInterface); ok && v.Handles(admission.Update) {
+			return v.Validate(ctx, attrs(obj, old), o)
+		}
+		return nil
+	}
+	return mutate, validate
 }
 
 func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
