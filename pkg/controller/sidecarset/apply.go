@@ -3,8 +3,6 @@ package sidecarset
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,12 +16,29 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
+// podFailure is a pod a round could not write, and what it tried.
+type podFailure struct {
+	pod    *rollout.Pod
+	action string
+	err    error
+}
+
+// Actions of a podFailure.
+const (
+	actionMarkNotUpgradable = "mark-not-upgradable"
+	actionReset             = "reset"
+	actionUpgrade           = "upgrade"
+	actionMarkUpgradable    = "mark-upgradable"
+)
+
 // apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
-// upgrades. It returns the pods it wrote (as written) and the errors, which end the round.
-func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, error) {
+// upgrades. A pod that cannot be written is skipped and returned among the failures: the others
+// go on within the budget. It returns the pods it wrote (as written).
+func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure) {
+	var failed []podFailure
 	for _, pod := range plan.NotUpgradable {
 		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable, ss.Name, false); err != nil {
-			return nil, err
+			failed = append(failed, podFailure{pod, actionMarkNotUpgradable, err})
 		}
 	}
 	var written []*corev1.Pod
@@ -35,14 +50,15 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			c.resetEvent(pod, err)
 		}
 		if err != nil {
-			return written, err
+			failed = append(failed, podFailure{pod, actionReset, err})
+			continue
 		}
 		if w != nil {
 			written = append(written, w)
 		}
 	}
-	upgraded, err := c.upgrade(ctx, ss, plan.Upgrade)
-	return append(written, upgraded...), err
+	upgraded, upgradeFailed := c.upgrade(ctx, ss, plan.Upgrade)
+	return append(written, upgraded...), append(failed, upgradeFailed...)
 }
 
 // upgradeParallelism is how many pods of a round are upgraded at once: a round may take a whole
@@ -50,10 +66,10 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 const upgradeParallelism = 16
 
 // upgrade upgrades the pods in place, several at once, and marks them upgradable. It returns the
-// pods it wrote and the first error.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]*corev1.Pod, error) {
+// pods it wrote and those it could not.
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]*corev1.Pod, []podFailure) {
 	written := make([]*corev1.Pod, len(pods))
-	errs := make([]error, len(pods))
+	failures := make([]*podFailure, len(pods))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
@@ -63,7 +79,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 			return true, nil
 		})
 		if err != nil {
-			errs[i] = fmt.Errorf("upgrading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			failures[i] = &podFailure{pod, actionUpgrade, err}
 			return
 		}
 		if w == nil {
@@ -71,7 +87,9 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 		}
 		written[i] = w
 		c.metrics.upgraded(ss.Name, w)
-		errs[i] = c.setUpgradable(ctx, w.Namespace, w.Name, upgradableCondition(w), ss.Name, true)
+		if err := c.setUpgradable(ctx, w.Namespace, w.Name, upgradableCondition(w), ss.Name, true); err != nil {
+			failures[i] = &podFailure{pod, actionMarkUpgradable, err}
+		}
 	})
 	out := written[:0]
 	for _, w := range written {
@@ -79,7 +97,26 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 			out = append(out, w)
 		}
 	}
-	return out, errors.Join(errs...)
+	var failed []podFailure
+	for _, f := range failures {
+		if f != nil {
+			failed = append(failed, *f)
+		}
+	}
+	return out, failed
+}
+
+// reportFailures records the pods a round could not write: an event on each and the metric
+// sidecarset_pod_write_errors_total.
+func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) {
+	for _, f := range failed {
+		podWriteErrors.WithLabelValues(ss.Name, f.action).Inc()
+		klog.ErrorS(f.err, "skipping a pod this round", "sidecarset", ss.Name, "pod", klog.KRef(f.pod.Namespace, f.pod.Name), "action", f.action)
+		if c.recorder != nil {
+			c.recorder.Eventf(f.pod.Ref(), corev1.EventTypeWarning, "SidecarSetPodWriteFailed",
+				"SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)
+		}
+	}
 }
 
 // writePod reads the pod the cache shows, applies mutate and updates it, retrying on conflicts:

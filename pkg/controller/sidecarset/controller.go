@@ -304,7 +304,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
 	}
 	plan := rollout.Plan(ss, pods)
-	written, applyErr := c.apply(ctx, ss, plan)
+	written, failed := c.apply(ctx, ss, plan)
 	if len(written) > 0 {
 		plan = rollout.Plan(ss, replace(pods, written))
 	}
@@ -317,8 +317,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.recorder.Eventf(ss, corev1.EventTypeNormal, "NotUpgradablePods",
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)
 	}
-	if applyErr != nil {
-		return 0, applyErr
+	if len(failed) > 0 {
+		c.reportFailures(ss, failed)
+		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
 	}
 	if !plan.Done() {
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner

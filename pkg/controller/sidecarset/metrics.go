@@ -35,6 +35,12 @@ var (
 		Help:           "Matched pods not yet on the latest spec, by SidecarSet and by what they wait for.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sidecarset", "reason"})
+	podWriteErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pod_write_errors_total",
+		Help:           "Pod writes of a round that failed (the pod was skipped, the others went on), by SidecarSet and action.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset", "action"})
 	podsNotInjected = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      "sidecarset",
 		Name:           "pods_not_injected",
@@ -47,7 +53,7 @@ var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected)
+		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected, podWriteErrors)
 	})
 }
 

@@ -1,0 +1,73 @@
+package sidecarset
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// TestApplySkipsAFailingPod: a pod whose status patch fails (marking it not upgradable) and a pod
+// whose update fails are skipped and reported; the other pod of the round is still upgraded.
+func TestApplySkipsAFailingPod(t *testing.T) {
+	old := newSidecarSet(t, upgradeSidecarSet, nil)
+	ss := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
+	pod := func(name string) *corev1.Pod {
+		p := injectedPod(t, old)
+		p.Name, p.UID = name, types.UID("uid-"+name)
+		return p
+	}
+	stuck, broken, good := pod("stuck"), pod("broken"), pod("good")
+	kube := fake.NewClientset(stuck, broken, good)
+	kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetName() == "stuck" {
+			return true, nil, errors.New("status patch refused")
+		}
+		return false, nil, nil
+	})
+	kube.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.UpdateAction).GetObject().(metav1.Object).GetName() == "broken" {
+			return true, nil, errors.New("update refused")
+		}
+		return false, nil, nil
+	})
+	events := record.NewFakeRecorder(10)
+	clk := clocktesting.NewFakeClock(t0)
+	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(), metrics: newProgress(clk)}
+	plan := &rollout.Result{
+		NotUpgradable: []*rollout.Pod{rollout.NewPod(stuck)},
+		Upgrade:       []*rollout.Pod{rollout.NewPod(broken), rollout.NewPod(good)},
+	}
+	written, failed := c.apply(context.Background(), ss, plan)
+	if len(written) != 1 || written[0].Name != "good" {
+		t.Fatalf("written %d pods, want only good", len(written))
+	}
+	if images(written[0])["log"] != "log:2" {
+		t.Errorf("good was not upgraded: %v", images(written[0]))
+	}
+	got := map[string]string{}
+	for _, f := range failed {
+		got[f.pod.Name] = f.action
+	}
+	if got["stuck"] != actionMarkNotUpgradable || got["broken"] != actionUpgrade || len(got) != 2 {
+		t.Fatalf("failures %v", got)
+	}
+	c.reportFailures(ss, failed)
+	for range 2 {
+		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
+			t.Errorf("event %q", e)
+		}
+	}
+}
