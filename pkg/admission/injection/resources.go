@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/resourceexpr"
@@ -29,9 +30,10 @@ var memoryWord = regexp.MustCompile(`\bmemory\b`)
 // native sidecars that are not sidecars of any matched SidecarSet (OpenKruise §4.8). The result
 // replaces the sidecar's resources.
 func computeResources(policy *v1alpha1.ResourcesPolicy, targets []*corev1.Container, eval ResourceEvaluator) (*corev1.ResourceRequirements, error) {
-	pattern, err := regexp.Compile(policy.TargetContainersNameRegex)
+	regex := ptr.Deref(policy.TargetContainersNameRegex, ".*")
+	pattern, err := regexp.Compile(regex)
 	if err != nil {
-		return nil, fmt.Errorf("targetContainersNameRegex: invalid regex pattern %q: %w", policy.TargetContainersNameRegex, err)
+		return nil, fmt.Errorf("targetContainersNameRegex: invalid regex pattern %q: %w", regex, err)
 	}
 	matched := make([]*corev1.Container, 0, len(targets))
 	for _, c := range targets {
@@ -40,7 +42,7 @@ func computeResources(policy *v1alpha1.ResourcesPolicy, targets []*corev1.Contai
 		}
 	}
 	if len(matched) == 0 {
-		return nil, fmt.Errorf("targetContainersNameRegex: no containers match the regex pattern %q", policy.TargetContainersNameRegex)
+		return nil, fmt.Errorf("targetContainersNameRegex: no containers match the regex pattern %q", regex)
 	}
 	limits, requests := aggregate(matched, policy.TargetContainersMode)
 	out := &corev1.ResourceRequirements{}

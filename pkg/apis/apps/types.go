@@ -160,9 +160,10 @@ type ResourcesPolicy struct {
 	// TargetContainersMode aggregates the target containers' resources: sum or max.
 	TargetContainersMode TargetContainersModeType
 
-	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*".
-	// Sidecars of matched SidecarSets are never targets. No target rejects the pod.
-	TargetContainersNameRegex string
+	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*"
+	// when absent; an explicit empty value is invalid. Sidecars of matched SidecarSets are never
+	// targets. No target rejects the pod.
+	TargetContainersNameRegex *string
 
 	// ResourcesExpr holds the expressions that compute the resources.
 	ResourcesExpr ResourcesExpr

@@ -462,7 +462,7 @@ func schema_pkg_apis_apps_v1alpha1_ResourcesPolicy(ref common.ReferenceCallback)
 					},
 					"targetContainersNameRegex": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to \".*\". Sidecars of matched SidecarSets are never targets. No target rejects the pod.",
+							Description: "TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to \".*\" when absent (as OpenKruise's CRD does); an explicit empty value is invalid. Sidecars of matched SidecarSets are never targets. No target rejects the pod.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -63,6 +63,9 @@ func setDefaultsSidecarContainer(c *SidecarContainer, policy PodInjectPolicyType
 	if c.ShareVolumePolicy.Type == "" {
 		c.ShareVolumePolicy.Type = ShareVolumePolicyDisabled
 	}
+	if c.ResourcesPolicy != nil && c.ResourcesPolicy.TargetContainersNameRegex == nil {
+		c.ResourcesPolicy.TargetContainersNameRegex = ptr.To(".*") // OpenKruise's CRD default
+	}
 	for i := range c.TransferEnv {
 		if from := c.TransferEnv[i].SourceContainerNameFrom; from != nil {
 			setDefaultsFieldSelector(from.FieldRef)

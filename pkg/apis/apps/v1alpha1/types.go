@@ -186,10 +186,11 @@ type ResourcesPolicy struct {
 	// TargetContainersMode aggregates the target containers' resources: sum or max.
 	TargetContainersMode TargetContainersModeType `json:"targetContainersMode"`
 
-	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*".
-	// Sidecars of matched SidecarSets are never targets. No target rejects the pod.
+	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*"
+	// when absent (as OpenKruise's CRD does); an explicit empty value is invalid. Sidecars of
+	// matched SidecarSets are never targets. No target rejects the pod.
 	// +optional
-	TargetContainersNameRegex string `json:"targetContainersNameRegex,omitempty"`
+	TargetContainersNameRegex *string `json:"targetContainersNameRegex,omitempty"`
 
 	// ResourcesExpr holds the expressions that compute the resources.
 	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`

@@ -410,7 +410,7 @@ func Convert_apps_ResourcesExpr_To_v1alpha1_ResourcesExpr(in *apps.ResourcesExpr
 
 func autoConvert_v1alpha1_ResourcesPolicy_To_apps_ResourcesPolicy(in *ResourcesPolicy, out *apps.ResourcesPolicy, s conversion.Scope) error {
 	out.TargetContainersMode = apps.TargetContainersModeType(in.TargetContainersMode)
-	out.TargetContainersNameRegex = in.TargetContainersNameRegex
+	out.TargetContainersNameRegex = (*string)(unsafe.Pointer(in.TargetContainersNameRegex))
 	if err := Convert_v1alpha1_ResourcesExpr_To_apps_ResourcesExpr(&in.ResourcesExpr, &out.ResourcesExpr, s); err != nil {
 		return err
 	}
@@ -424,7 +424,7 @@ func Convert_v1alpha1_ResourcesPolicy_To_apps_ResourcesPolicy(in *ResourcesPolic
 
 func autoConvert_apps_ResourcesPolicy_To_v1alpha1_ResourcesPolicy(in *apps.ResourcesPolicy, out *ResourcesPolicy, s conversion.Scope) error {
 	out.TargetContainersMode = TargetContainersModeType(in.TargetContainersMode)
-	out.TargetContainersNameRegex = in.TargetContainersNameRegex
+	out.TargetContainersNameRegex = (*string)(unsafe.Pointer(in.TargetContainersNameRegex))
 	if err := Convert_apps_ResourcesExpr_To_v1alpha1_ResourcesExpr(&in.ResourcesExpr, &out.ResourcesExpr, s); err != nil {
 		return err
 	}

@@ -102,11 +102,16 @@ func validateResourcesPolicy(c *apps.SidecarContainer, path *field.Path) field.E
 	policy := c.ResourcesPolicy
 	allErrs := validateEnum(policy.TargetContainersMode, []apps.TargetContainersModeType{
 		apps.TargetContainersModeSum, apps.TargetContainersModeMax}, path.Child("targetContainersMode"))
-	if policy.TargetContainersNameRegex == "" {
+	switch regex := policy.TargetContainersNameRegex; {
+	case regex == nil:
+		// absent: defaulted to ".*" when decoded
+	case *regex == "":
 		allErrs = append(allErrs, field.Required(path.Child("targetContainersNameRegex"), "invalid empty regex"))
-	} else if _, err := regexp.Compile(policy.TargetContainersNameRegex); err != nil {
-		allErrs = append(allErrs, field.Invalid(path.Child("targetContainersNameRegex"), policy.TargetContainersNameRegex,
-			fmt.Sprintf("invalid regex pattern: %v", err)))
+	default:
+		if _, err := regexp.Compile(*regex); err != nil {
+			allErrs = append(allErrs, field.Invalid(path.Child("targetContainersNameRegex"), *regex,
+				fmt.Sprintf("invalid regex pattern: %v", err)))
+		}
 	}
 	expr := policy.ResourcesExpr
 	p := path.Child("resourcesExpr")

@@ -369,7 +369,7 @@ func TestValidateSidecarSetTransferEnv(t *testing.T) {
 
 func TestValidateSidecarSetResourcesPolicy(t *testing.T) {
 	policy := func(mode apps.TargetContainersModeType, regex string, expr apps.ResourcesExpr) *apps.ResourcesPolicy {
-		return &apps.ResourcesPolicy{TargetContainersMode: mode, TargetContainersNameRegex: regex, ResourcesExpr: expr}
+		return &apps.ResourcesPolicy{TargetContainersMode: mode, TargetContainersNameRegex: &regex, ResourcesExpr: expr}
 	}
 	limitsCPU := func(e string) apps.ResourcesExpr { return apps.ResourcesExpr{Limits: &apps.ResourceExprLimits{CPU: e}} }
 	c0 := func(p *apps.ResourcesPolicy) func(*apps.SidecarSet) {

@@ -29,8 +29,9 @@ import (
 type ResourcesPolicyApplyConfiguration struct {
 	// TargetContainersMode aggregates the target containers' resources: sum or max.
 	TargetContainersMode *appsv1alpha1.TargetContainersModeType `json:"targetContainersMode,omitempty"`
-	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*".
-	// Sidecars of matched SidecarSets are never targets. No target rejects the pod.
+	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*"
+	// when absent (as OpenKruise's CRD does); an explicit empty value is invalid. Sidecars of
+	// matched SidecarSets are never targets. No target rejects the pod.
 	TargetContainersNameRegex *string `json:"targetContainersNameRegex,omitempty"`
 	// ResourcesExpr holds the expressions that compute the resources.
 	ResourcesExpr *ResourcesExprApplyConfiguration `json:"resourcesExpr,omitempty"`
