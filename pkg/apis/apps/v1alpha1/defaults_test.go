@@ -24,20 +24,30 @@ func TestCRDDefaults(t *testing.T) {
 	}{
 		{"containers[].resourcesPolicy.targetContainersNameRegex = .* (CRD)", func(ss *SidecarSet) {
 			ss.Spec.Containers[0].ResourcesPolicy = &ResourcesPolicy{TargetContainersMode: "sum"}
-		}, func(ss *SidecarSet) bool { return ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex != nil && *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == ".*" }},
+		}, func(ss *SidecarSet) bool {
+			return ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex != nil && *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == ".*"
+		}},
 		{"initContainers[].resourcesPolicy.targetContainersNameRegex = .* (CRD)", func(ss *SidecarSet) {
 			ss.Spec.InitContainers[0].ResourcesPolicy = &ResourcesPolicy{TargetContainersMode: "max"}
-		}, func(ss *SidecarSet) bool { return ss.Spec.InitContainers[0].ResourcesPolicy.TargetContainersNameRegex != nil && *ss.Spec.InitContainers[0].ResourcesPolicy.TargetContainersNameRegex == ".*" }},
+		}, func(ss *SidecarSet) bool {
+			return ss.Spec.InitContainers[0].ResourcesPolicy.TargetContainersNameRegex != nil && *ss.Spec.InitContainers[0].ResourcesPolicy.TargetContainersNameRegex == ".*"
+		}},
 		{"an explicit targetContainersNameRegex is kept", func(ss *SidecarSet) {
 			ss.Spec.Containers[0].ResourcesPolicy = &ResourcesPolicy{TargetContainersMode: "sum", TargetContainersNameRegex: ptr.To("^app$")}
-		}, func(ss *SidecarSet) bool { return *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == "^app$" }},
+		}, func(ss *SidecarSet) bool {
+			return *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == "^app$"
+		}},
 		{"an explicit empty targetContainersNameRegex stays empty (validation refuses it)", func(ss *SidecarSet) {
 			ss.Spec.Containers[0].ResourcesPolicy = &ResourcesPolicy{TargetContainersMode: "sum", TargetContainersNameRegex: ptr.To("")}
-		}, func(ss *SidecarSet) bool { return *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == "" }},
+		}, func(ss *SidecarSet) bool {
+			return *ss.Spec.Containers[0].ResourcesPolicy.TargetContainersNameRegex == ""
+		}},
 		{"injectionStrategy.revision.policy = Always (CRD)", func(ss *SidecarSet) {
 			v := "v1"
 			ss.Spec.InjectionStrategy.Revision = &SidecarSetInjectRevision{CustomVersion: &v}
-		}, func(ss *SidecarSet) bool { return ss.Spec.InjectionStrategy.Revision.Policy == AlwaysSidecarSetInjectRevisionPolicy }},
+		}, func(ss *SidecarSet) bool {
+			return ss.Spec.InjectionStrategy.Revision.Policy == AlwaysSidecarSetInjectRevisionPolicy
+		}},
 		{"updateStrategy: RollingUpdate, maxUnavailable 1, partition 0", nil, func(ss *SidecarSet) bool {
 			u := ss.Spec.UpdateStrategy
 			return u.Type == RollingUpdateSidecarSetStrategyType && *u.MaxUnavailable == intstr.FromInt32(1) && *u.Partition == intstr.FromInt32(0)
@@ -52,7 +62,9 @@ func TestCRDDefaults(t *testing.T) {
 		}},
 		{"patchPodMetadata patchPolicy Retain", func(ss *SidecarSet) {
 			ss.Spec.PatchPodMetadata = []SidecarSetPatchPodMetadata{{Annotations: map[string]string{"a": "b"}}}
-		}, func(ss *SidecarSet) bool { return ss.Spec.PatchPodMetadata[0].PatchPolicy == SidecarSetRetainPatchPolicy }},
+		}, func(ss *SidecarSet) bool {
+			return ss.Spec.PatchPodMetadata[0].PatchPolicy == SidecarSetRetainPatchPolicy
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := base()
