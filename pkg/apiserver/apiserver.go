@@ -136,7 +136,7 @@ func (c *Config) ServeWithoutStorage() {
 	if etcd == nil {
 		return
 	}
-	gate := NewStorageGate(etcd, 2*time.Second)
+	gate := NewStorageGate(etcd, time.Second) // the etcd check probes at most once a second
 	c.ExtraConfig.storageGate = gate
 	next := c.GenericConfig.BuildHandlerChainFunc
 	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {

@@ -110,15 +110,21 @@ func TestManualExampleInjection(t *testing.T) {
 	}
 }
 
-// TestRestartKeepsSidecarSets restarts the server and its etcd: nothing is lost.
+// TestRestartKeepsSidecarSets restarts the server and its etcd: nothing is lost (reads answer
+// ServiceUnavailable until the server sees its etcd back, within seconds).
 func TestRestartKeepsSidecarSets(t *testing.T) {
 	applyManualExample(t)
 	for _, what := range []string{"restart-server", "restart-server-etcd"} {
 		if _, err := localUp(what); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sidecars.AppsV1alpha1().SidecarSets().Get(context.Background(), "test-sidecarset", metav1.GetOptions{}); err != nil {
-			t.Errorf("after %s: %v", what, err)
+		var getErr error
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, getErr = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+			return getErr == nil, nil
+		})
+		if err != nil {
+			t.Errorf("after %s: %v", what, getErr)
 		}
 	}
 }

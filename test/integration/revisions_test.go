@@ -107,8 +107,12 @@ func TestRevisionsGoWithTheirSidecarSet(t *testing.T) {
 	if err := sets.Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if list, err := revisions.List(ctx, sel); err != nil || len(list.Items) != 0 {
-		t.Fatalf("revisions after the delete: %v %d, want none", err, len(list.Items))
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := revisions.List(ctx, sel)
+		return err == nil && len(list.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the revisions of the deleted SidecarSet are still there: %v", err)
 	}
 	again := &v1alpha1.SidecarSet{}
 	if err := yaml.Unmarshal([]byte(manualExample), again); err != nil {

@@ -127,6 +127,7 @@ func New(o Options) (*Controller, error) {
 		DeleteFunc: func(obj interface{}) {
 			c.metrics.forget(objectName(obj))
 			c.pace.forget(objectName(obj))
+			c.add(objectName(obj), 0) // its round deletes its revisions
 		},
 	}); err != nil {
 		return nil, err
@@ -221,6 +222,16 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	for _, ss := range sets {
 		q.Add(ss.Name)
 	}
+	// Revisions of SidecarSets deleted while no term ran are deleted by their name's round.
+	revs, err := c.revisions.List(labels.Everything())
+	if err != nil {
+		klog.ErrorS(err, "listing sidecarset revisions")
+	}
+	for _, r := range revs {
+		if _, err := c.sets.Get(r.SidecarSetName); apierrors.IsNotFound(err) {
+			q.Add(r.SidecarSetName)
+		}
+	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) {
@@ -277,7 +288,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
-		return 0, nil
+		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
 		return 0, err
@@ -289,11 +300,10 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return 0, err
 		}
 	}
-	revs, err := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
-	if err != nil {
+	revs, stale := splitOwned(c.revisionsNamed(name), ss)
+	if err := c.deleteRevisions(ctx, stale); err != nil {
 		return 0, err
 	}
-	revs = ownedBy(revs, ss)
 	if ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods)); err != nil {
 		return 0, err
 	}
@@ -344,16 +354,34 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, pods []*rollout.
 	}
 }
 
-// ownedBy keeps the revisions ss owns: a revision left by an earlier SidecarSet of the same name
-// (another UID) is not part of its history.
-func ownedBy(revs []*v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSetRevision {
-	out := revs[:0:0]
+// revisionsNamed returns the cached revisions labelled with SidecarSet name.
+func (c *Controller) revisionsNamed(name string) []*v1alpha1.SidecarSetRevision {
+	revs, _ := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
+	return revs
+}
+
+// splitOwned separates the revisions ss owns from those an earlier SidecarSet of the same name
+// (another UID) left: those are not part of its history.
+func splitOwned(revs []*v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) (owned, stale []*v1alpha1.SidecarSetRevision) {
 	for _, r := range revs {
 		if owner := metav1.GetControllerOfNoCopy(r); owner == nil || owner.UID == ss.UID {
-			out = append(out, r)
+			owned = append(owned, r)
+		} else {
+			stale = append(stale, r)
 		}
 	}
-	return out
+	return owned, stale
+}
+
+// deleteRevisions deletes revisions whose SidecarSet is gone: they have no delete verb for users,
+// so the controller collects them, as the garbage collector would for its owner.
+func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.SidecarSetRevision) error {
+	for _, r := range revs {
+		if err := c.writer.Delete(ctx, r.Name); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting revision %s of a deleted SidecarSet: %w", r.Name, err)
+		}
+	}
+	return nil
 }
 
 // replace returns pods with the written ones substituted by key.

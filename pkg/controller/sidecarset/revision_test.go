@@ -126,7 +126,7 @@ func TestRevisionRunByPodsIsNotPruned(t *testing.T) {
 	}
 }
 
-func TestOwnedBy(t *testing.T) {
+func TestSplitOwned(t *testing.T) {
 	ss := &v1alpha1.SidecarSet{}
 	ss.Name, ss.UID = "ss", "uid-now"
 	rev := func(name string, owner types.UID) *v1alpha1.SidecarSetRevision {
@@ -138,12 +138,15 @@ func TestOwnedBy(t *testing.T) {
 		}
 		return r
 	}
-	got := ownedBy([]*v1alpha1.SidecarSetRevision{rev("mine", "uid-now"), rev("earlier", "uid-before"), rev("unowned", "")}, ss)
-	var names []string
-	for _, r := range got {
-		names = append(names, r.Name)
+	owned, stale := splitOwned([]*v1alpha1.SidecarSetRevision{rev("mine", "uid-now"), rev("earlier", "uid-before"), rev("unowned", "")}, ss)
+	names := func(revs []*v1alpha1.SidecarSetRevision) string {
+		var out []string
+		for _, r := range revs {
+			out = append(out, r.Name)
+		}
+		return strings.Join(out, ",")
 	}
-	if strings.Join(names, ",") != "mine,unowned" {
-		t.Errorf("ownedBy kept %v, want mine and unowned", names)
+	if names(owned) != "mine,unowned" || names(stale) != "earlier" {
+		t.Errorf("owned %s, stale %s; want mine,unowned and earlier", names(owned), names(stale))
 	}
 }

@@ -4,23 +4,16 @@ package storage
 
 import (
 	"context"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
 )
 
@@ -52,7 +45,6 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, re
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sidecarset.GetAttrs}); err != nil {
 		return SidecarSetStorage{}, err
 	}
-	store.AfterDelete = deleteHistory(revisions)
 	statusStore := *store
 	statusStrategy := sidecarset.NewStatusStrategy(strategy)
 	statusStore.UpdateStrategy = statusStrategy
@@ -112,35 +104,3 @@ func (r *StatusREST) ConvertToTable(ctx context.Context, obj runtime.Object, opt
 
 // ReadinessCheck reports whether the storage is ready.
 func (r *StatusREST) ReadinessCheck() error { return r.store.ReadinessCheck() }
-
-// deleteHistory returns the hook that deletes a deleted SidecarSet's revisions with it (those it
-// owns, by UID): revisions have no delete verb, so nothing else would, and a new SidecarSet of the
-// same name starts a fresh history. The controller also ignores revisions another SidecarSet of
-// that name owned, should this hook not finish (a crash between the two deletes).
-func deleteHistory(revisions *genericregistry.Store) genericregistry.AfterDeleteFunc {
-	return func(obj runtime.Object, options *metav1.DeleteOptions) {
-		ss, ok := obj.(*apps.SidecarSet)
-		if !ok || (options != nil && len(options.DryRun) > 0) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(genericapirequest.NewContext(), 30*time.Second)
-		defer cancel()
-		sel := labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: ss.Name})
-		list, err := revisions.List(ctx, &metainternalversion.ListOptions{LabelSelector: sel})
-		if err != nil {
-			klog.ErrorS(err, "listing the revisions of a deleted SidecarSet", "sidecarset", ss.Name)
-			return
-		}
-		for i := range list.(*apps.SidecarSetRevisionList).Items {
-			rev := &list.(*apps.SidecarSetRevisionList).Items[i]
-			if owner := metav1.GetControllerOfNoCopy(rev); owner != nil && owner.UID != ss.UID {
-				continue
-			}
-			uid := rev.UID
-			_, _, err := revisions.Delete(ctx, rev.Name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				klog.ErrorS(err, "deleting a revision of a deleted SidecarSet", "sidecarset", ss.Name, "revision", rev.Name)
-			}
-		}
-	}
-}
