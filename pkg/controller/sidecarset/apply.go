@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -119,9 +120,11 @@ func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure
 	}
 }
 
-// writePod reads the pod the cache shows, applies mutate and updates it, retrying on conflicts:
-// the cache keeps only what planning reads, and the pod is written whole. It returns the
-// written pod, or nil when mutate changed nothing or the pod is gone or was replaced.
+// writePod reads the pod the cache shows, applies mutate and patches what mutate changed, guarded
+// by the resourceVersion it read, retrying on conflicts: the cache keeps only what planning reads.
+// Only the changed fields are sent, so pod fields this client does not know (a newer cluster's)
+// are never erased. It returns the written pod, or nil when mutate changed nothing or the pod is
+// gone or was replaced.
 func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
 	var written *corev1.Pod
@@ -133,11 +136,16 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 		if pod.UID != cached.UID || pod.DeletionTimestamp != nil {
 			return nil
 		}
+		before := pod.DeepCopy()
 		changed, err := mutate(pod)
 		if err != nil || !changed {
 			return err
 		}
-		written, err = pods.Update(ctx, pod, metav1UpdateOptions)
+		patch, err := ownedPatch(before, pod)
+		if err != nil {
+			return err
+		}
+		written, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
@@ -178,4 +186,32 @@ func (c *Controller) resetEvent(pod *rollout.Pod, err error) {
 		return
 	}
 	c.recorder.Event(pod.Ref(), corev1.EventTypeNormal, "ResetContainerSucceed", "reset sidecar container image empty successfully")
+}
+
+// ownedPatch is the strategic merge patch from before to after, with before's resourceVersion as a
+// precondition (a pod changed meanwhile answers Conflict).
+func ownedPatch(before, after *corev1.Pod) ([]byte, error) {
+	original, err := json.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	modified, err := json.Marshal(after)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(original, modified, corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]interface{}
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["metadata"].(map[string]interface{})
+	if meta == nil {
+		meta = map[string]interface{}{}
+		m["metadata"] = meta
+	}
+	meta["resourceVersion"] = before.ResourceVersion
+	return json.Marshal(m)
 }

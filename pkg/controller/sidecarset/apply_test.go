@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -32,14 +31,11 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	stuck, broken, good := pod("stuck"), pod("broken"), pod("good")
 	kube := fake.NewClientset(stuck, broken, good)
 	kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.PatchAction).GetName() == "stuck" {
+		switch p := a.(k8stesting.PatchAction); {
+		case p.GetName() == "stuck" && p.GetSubresource() == "status":
 			return true, nil, errors.New("status patch refused")
-		}
-		return false, nil, nil
-	})
-	kube.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.UpdateAction).GetObject().(metav1.Object).GetName() == "broken" {
-			return true, nil, errors.New("update refused")
+		case p.GetName() == "broken" && p.GetSubresource() == "":
+			return true, nil, errors.New("patch refused")
 		}
 		return false, nil, nil
 	})
@@ -68,6 +64,31 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	for range 2 {
 		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
 			t.Errorf("event %q", e)
+		}
+	}
+}
+
+// TestOwnedPatch: the patch carries the changed image and the resourceVersion read, and not the
+// fields nothing changed.
+func TestOwnedPatch(t *testing.T) {
+	ss := newSidecarSet(t, upgradeSidecarSet, nil)
+	before := injectedPod(t, ss)
+	before.ResourceVersion = "42"
+	after := before.DeepCopy()
+	after.Spec.Containers[1].Image = "log:2"
+	patch, err := ownedPatch(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(patch)
+	for _, want := range []string{`"resourceVersion":"42"`, `"image":"log:2"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("patch %s lacks %s", got, want)
+		}
+	}
+	for _, unwanted := range []string{`"app:1"`, `"nodeName"`, `"status"`} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("patch %s carries %s, which did not change", got, unwanted)
 		}
 	}
 }
