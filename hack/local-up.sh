@@ -197,9 +197,14 @@ start_server_etcd() {
 # server_kubeconfig applies the shipped namespace, ServiceAccount and RBAC and writes a kubeconfig
 # with a token of that ServiceAccount: the server runs with exactly the shipped permissions.
 server_kubeconfig() {
-  kc apply -f "${ROOT}/artifacts/deploy/base/namespace.yaml" -f "${ROOT}/artifacts/deploy/base/rbac.yaml" >/dev/null
-  local token
-  token=$(kc -n "${NAMESPACE}" create token sidecarset-apiserver --duration=720h)
+  wait_for "the shipped RBAC" "${LOGS}/kube-apiserver.log" \
+    kc apply -f "${ROOT}/artifacts/deploy/base/namespace.yaml" -f "${ROOT}/artifacts/deploy/base/rbac.yaml"
+  local token="" _
+  for _ in $(seq 120); do # kube-apiserver may still be starting its ServiceAccount token signer
+    token=$(kc -n "${NAMESPACE}" create token sidecarset-apiserver --duration=720h 2>/dev/null) && break
+    sleep 0.5
+  done
+  [[ -n "${token}" ]] || { log "cannot create a token for the server's ServiceAccount"; return 1; }
   cat >"${STATE}/server.kubeconfig" <<KC
 apiVersion: v1
 kind: Config
