@@ -3,16 +3,24 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// DecodeStrict decodes one YAML (or JSON) document into out, rejecting unknown and duplicate fields.
+// DecodeStrict decodes one YAML (or JSON) document into out, rejecting unknown and duplicate
+// fields. Field names match case-sensitively, as in the Kubernetes API (encoding/json would accept
+// `sameUidAsSetUp` for `sameUidAsSetup`).
 func DecodeStrict(data []byte, out interface{}) error {
-	return yaml.UnmarshalStrict(data, out)
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	return strictJSON(j, out)
 }
 
 // ReadStrict decodes the YAML file at path into out strictly. A missing file is not an error when
@@ -111,27 +119,49 @@ func V(x interface{}) Value { return Value{Set: true, V: Normalize(x)} }
 // Text is prose (notes): a string or a list of strings.
 type Text string
 
-// UnmarshalJSON accepts a string or a list of strings (joined with newlines).
+// UnmarshalJSON accepts a string or a list of strings (joined with newlines); other scalars (YAML
+// reads a bare `yes` or `1.5` as a bool or a number) are kept as they read.
 func (t *Text) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*t = Text(s)
-		return nil
+	var v interface{}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
 	}
-	var list []string
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("notes: want a string or a list of strings: %w", err)
+	switch x := v.(type) {
+	case nil:
+		*t = ""
+	case string:
+		*t = Text(x)
+	case []interface{}:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			s, ok := p.(string)
+			if !ok {
+				s = strings.TrimSpace(string(mustJSON(p)))
+			}
+			parts[i] = s
+		}
+		*t = Text(strings.Join(parts, "\n"))
+	case map[string]interface{}:
+		return fmt.Errorf("notes: want a string or a list of strings, got an object")
+	default:
+		*t = Text(mustJSON(x))
 	}
-	*t = Text(strings.Join(list, "\n"))
 	return nil
 }
 
-// strictJSON decodes JSON into out rejecting unknown fields (for custom unmarshalers, which the
-// strict YAML decoder does not reach into).
+func mustJSON(v interface{}) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// strictJSON decodes JSON into out, case-sensitively, rejecting unknown and duplicate fields (also
+// used by the custom unmarshalers, which a strict decoder does not reach into).
 func strictJSON(b []byte, out interface{}) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(out)
+	strict, err := kjson.UnmarshalStrict(b, out)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 // OneOrMany is a field documented as one object that a scenario may also give as a list.

@@ -121,7 +121,18 @@ func (c *Captures) UnmarshalJSON(b []byte) error {
 		}
 		return nil
 	case len(b) > 0 && b[0] == '{':
-		if cp, err := one(b); err == nil {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(b, &probe); err != nil {
+			return err
+		}
+		_, hasPath := probe["path"]
+		_, hasVar := probe["var"]
+		_, hasName := probe["name"]
+		if hasPath || hasVar || hasName {
+			cp, err := one(b)
+			if err != nil {
+				return err
+			}
 			*c = Captures{cp}
 			return nil
 		}

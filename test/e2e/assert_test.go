@@ -98,7 +98,7 @@ func yamlToJSON(y string) ([]byte, error) { return yaml.YAMLToJSON([]byte(y)) }
 // validate: fields unknown to this project's types are an error rather than silently dropped.
 func decodeSidecarSet(data []byte) (*v1alpha1.SidecarSet, error) {
 	ss := &v1alpha1.SidecarSet{}
-	if err := yaml.UnmarshalStrict(data, ss); err != nil {
+	if err := conformance.DecodeStrict(data, ss); err != nil {
 		return nil, err
 	}
 	return ss, nil

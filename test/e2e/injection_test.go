@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/test/conformance"
 )
@@ -94,7 +93,7 @@ func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+	if err := conformance.DecodeStrict(data, pod); err != nil {
 		t.Fatalf("%s: %v", podFile, err)
 	}
 	if pod.Namespace == "" {

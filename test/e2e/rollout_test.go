@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -67,7 +66,7 @@ func newScenarioRun(t *testing.T, sc *conformance.Scenario) *scenarioRun {
 	r := &scenarioRun{t: t, sc: sc, podNS: map[string]string{}, deployments: map[string]*deploymentState{},
 		setupUIDs: map[string]types.UID{}, setupPaths: map[string]interface{}{}}
 	if sc.Setup.PodTemplate.Set() {
-		if err := yaml.UnmarshalStrict(sc.Setup.PodTemplate, &r.template); err != nil {
+		if err := conformance.DecodeStrict(sc.Setup.PodTemplate, &r.template); err != nil {
 			t.Fatalf("setup.podTemplate: %v", err)
 		}
 	}
