@@ -317,25 +317,32 @@ func TestExpectationVariants(t *testing.T) {
 func TestValidationMatch(t *testing.T) {
 	rejectedOrAccepted := ValidationExpect{Outcome: Outcome{Rejected: true, MessageContains: "exclusive"},
 		Alternative: &Outcome{Rejected: false, When: "v1.9"}}
+	storedOrNot := ValidationExpect{Outcome: Outcome{Stored: Expectation{{Check: Check{Path: ".a", Equals: V(1)}}}},
+		Alternative: &Outcome{Stored: Expectation{{Check: Check{Path: ".a", Absent: true}}}}}
 	tests := []struct {
 		name     string
 		expect   ValidationExpect
 		err      error
-		wantAlt  bool
+		want     []bool // Alternative of each candidate, in order
 		mismatch bool
 	}{
-		{"rejected as expected", rejectedOrAccepted, errors.New("are mutually exclusive"), false, false},
-		{"alternative accepted", rejectedOrAccepted, nil, true, false},
-		{"wrong message, no alternative for rejections", rejectedOrAccepted, errors.New("other"), false, true},
-		{"accepted as expected", ValidationExpect{}, nil, false, false},
-		{"rejected but accepted expected", ValidationExpect{}, errors.New("x"), false, true},
-		{"rejection without message", ValidationExpect{Outcome: Outcome{Rejected: true}}, errors.New("any"), false, false},
+		{"rejected as expected", rejectedOrAccepted, errors.New("are mutually exclusive"), []bool{false}, false},
+		{"alternative accepted", rejectedOrAccepted, nil, []bool{true}, false},
+		{"wrong message, no alternative for rejections", rejectedOrAccepted, errors.New("other"), nil, true},
+		{"accepted as expected", ValidationExpect{}, nil, []bool{false}, false},
+		{"rejected but accepted expected", ValidationExpect{}, errors.New("x"), nil, true},
+		{"rejection without message", ValidationExpect{Outcome: Outcome{Rejected: true}}, errors.New("any"), []bool{false}, false},
+		{"both accepted: main first", storedOrNot, nil, []bool{false, true}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, alt, mismatch := tt.expect.Match(tt.err)
-			if alt != tt.wantAlt || (mismatch != nil) != tt.mismatch {
-				t.Errorf("alternative %v mismatch %v, want %v %v", alt, mismatch, tt.wantAlt, tt.mismatch)
+			cands, mismatch := tt.expect.Match(tt.err)
+			var got []bool
+			for _, c := range cands {
+				got = append(got, c.Alternative)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" || (mismatch != nil) != tt.mismatch {
+				t.Errorf("candidates (-want +got):\n%s\nmismatch %v, want %v", diff, mismatch, tt.mismatch)
 			}
 		})
 	}

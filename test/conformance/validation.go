@@ -49,17 +49,29 @@ func (e ValidationExpect) Validate() error {
 	return nil
 }
 
-// Match picks the outcome the server's answer (err == nil: accepted) corresponds to: the main one,
-// or else the alternative. It returns an error when neither matches (rejection and message).
-func (e ValidationExpect) Match(err error) (o Outcome, alternative bool, mismatch error) {
+// Candidate is an outcome the server's answer is consistent with.
+type Candidate struct {
+	Outcome
+	// Alternative is true for the documented alternative.
+	Alternative bool
+}
+
+// Match returns the outcomes the server's answer (err == nil: accepted) matches by rejection and
+// message, the main one first; when none does, the error says why the main one does not. The caller
+// then takes the first candidate whose stored assertions pass.
+func (e ValidationExpect) Match(err error) ([]Candidate, error) {
+	var out []Candidate
 	main := e.Outcome.matches(err)
 	if main == nil {
-		return e.Outcome, false, nil
+		out = append(out, Candidate{Outcome: e.Outcome})
 	}
 	if e.Alternative != nil && e.Alternative.matches(err) == nil {
-		return *e.Alternative, true, nil
+		out = append(out, Candidate{Outcome: *e.Alternative, Alternative: true})
 	}
-	return e.Outcome, false, main
+	if len(out) == 0 {
+		return nil, main
+	}
+	return out, nil
 }
 
 func (o Outcome) matches(err error) error {

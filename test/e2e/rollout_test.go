@@ -352,7 +352,7 @@ func (r *scenarioRun) labelNamespace(l *conformance.LabelNamespace) error {
 	if !l.ThenDeletePods {
 		return nil
 	}
-	time.Sleep(time.Second) // let the injection objects see the new labels
+	time.Sleep(3 * time.Second) // let the injection objects (webhook cache, policies) see the new labels
 	old := r.scenarioPods(name, nil)
 	for _, p := range old {
 		if err := kube.CoreV1().Pods(name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
