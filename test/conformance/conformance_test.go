@@ -520,3 +520,22 @@ func TestNonEmpty(t *testing.T) {
 		}
 	}
 }
+
+func TestClassifyInvariants(t *testing.T) {
+	tests := []struct {
+		text string
+		want Invariant
+	}{
+		{"readyPods <= matchedPods and updatedReadyPods <= min(updatedPods, readyPods)", InvariantCountersConsistent},
+		{"updatedPods - updatedReadyPods <= 1 (maxUnavailable) whenever observedGeneration == generation", InvariantMaxUnavailable},
+		{"a pod whose sidecar spec image changed but whose status still reports the old image is not counted in readyPods", InvariantReadyExcludesStale},
+		{"sidecar-2 reports image nginx:1.26 (running, ready) before sidecar-1's spec image is set to the empty image", InvariantHotUpgradeOrder},
+		{"at no moment do both sidecar-1 and sidecar-2 have the empty image in the pod spec", InvariantHotUpgradeOrder},
+		{"the moon is made of cheese", InvariantUnknown},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.text); got != tt.want {
+			t.Errorf("Classify(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}

@@ -397,6 +397,7 @@ func (r *scenarioRun) scaleDeployments(scales map[string]int32) error {
 // the way, then checks they keep holding for stableForSeconds.
 func (r *scenarioRun) expect(step *conformance.Step) {
 	t := r.t
+	r.logInvariants(step)
 	var seen []conformance.StatusCounts
 	var lastErr error
 	deadline := time.Now().Add(rolloutTimeout)
@@ -424,14 +425,23 @@ func (r *scenarioRun) expect(step *conformance.Step) {
 }
 
 // sample records the status counters of the observed SidecarSets (deduplicating repeats) and
-// checks the invariants the step declares.
+// checks the invariants the step declares (see conformance.Classify).
 func (r *scenarioRun) sample(step *conformance.Step, seen []conformance.StatusCounts) []conformance.StatusCounts {
+	kinds := invariantKinds(step)
 	names := map[string]bool{}
 	for _, s := range step.Expect.ObservedSequenceContains {
 		names[s.Name] = true
 	}
 	for _, s := range step.Expect.Eventually.SidecarSetStatus {
 		names[s.Name] = true
+	}
+	if kinds[conformance.InvariantCountersConsistent] || kinds[conformance.InvariantMaxUnavailable] {
+		list, err := sidecars.AppsV1alpha1().SidecarSets().List(context.Background(), metav1.ListOptions{})
+		if err == nil {
+			for _, ss := range list.Items {
+				names[ss.Name] = true
+			}
+		}
 	}
 	for name := range names {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(context.Background(), name, metav1.GetOptions{})
@@ -442,14 +452,35 @@ func (r *scenarioRun) sample(step *conformance.Step, seen []conformance.StatusCo
 		if len(seen) == 0 || seen[len(seen)-1] != c {
 			seen = append(seen, c)
 		}
-		if len(step.Expect.InvariantsWhileRunning) > 0 {
-			r.checkStatusInvariants(ss)
-		}
+		r.checkStatusInvariants(ss, kinds)
 	}
-	if len(step.Expect.OrderingInvariants) > 0 {
+	if kinds[conformance.InvariantHotUpgradeOrder] {
 		r.checkHotUpgradeInvariants()
 	}
 	return seen
+}
+
+// invariantKinds classifies the step's invariants.
+func invariantKinds(step *conformance.Step) map[conformance.Invariant]bool {
+	kinds := map[conformance.Invariant]bool{}
+	for _, text := range append(append([]string(nil), step.Expect.InvariantsWhileRunning...), step.Expect.OrderingInvariants...) {
+		kinds[conformance.Classify(text)] = true
+	}
+	return kinds
+}
+
+// logInvariants says which declared invariants are sampled and which only reported.
+func (r *scenarioRun) logInvariants(step *conformance.Step) {
+	for _, text := range append(append([]string(nil), step.Expect.InvariantsWhileRunning...), step.Expect.OrderingInvariants...) {
+		switch conformance.Classify(text) {
+		case conformance.InvariantUnknown:
+			r.t.Logf("step %q: invariant not checked mechanically: %s", step.Name, text)
+		case conformance.InvariantReadyExcludesStale:
+			r.t.Logf("step %q: invariant not sampled (status and pods cannot be read at one moment): %s", step.Name, text)
+		default:
+			r.t.Logf("step %q: invariant sampled at every poll: %s", step.Name, text)
+		}
+	}
 }
 
 func countsOf(ss *v1alpha1.SidecarSet) conformance.StatusCounts {
@@ -457,15 +488,16 @@ func countsOf(ss *v1alpha1.SidecarSet) conformance.StatusCounts {
 		ReadyPods: ss.Status.ReadyPods, UpdatedReadyPods: ss.Status.UpdatedReadyPods}
 }
 
-// checkStatusInvariants: readyPods <= matchedPods, updatedReadyPods <= min(updated, ready), and,
-// once the controller observed the spec, at most maxUnavailable updated pods are not ready.
-func (r *scenarioRun) checkStatusInvariants(ss *v1alpha1.SidecarSet) {
+// checkStatusInvariants: readyPods <= matchedPods and updatedReadyPods <= min(updated, ready)
+// (InvariantCountersConsistent); once the controller observed the spec, at most maxUnavailable
+// updated pods are not ready (InvariantMaxUnavailable).
+func (r *scenarioRun) checkStatusInvariants(ss *v1alpha1.SidecarSet, kinds map[conformance.Invariant]bool) {
 	s := ss.Status
-	if s.ReadyPods > s.MatchedPods || s.UpdatedReadyPods > min(s.UpdatedPods, s.ReadyPods) {
+	if kinds[conformance.InvariantCountersConsistent] && (s.ReadyPods > s.MatchedPods || s.UpdatedReadyPods > min(s.UpdatedPods, s.ReadyPods)) {
 		r.t.Errorf("inconsistent counters of %s: %+v", ss.Name, s)
 	}
 	maxUnavailable := rollout.ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, s.MatchedPods)
-	if s.ObservedGeneration == ss.Generation && s.UpdatedPods-s.UpdatedReadyPods > maxUnavailable {
+	if kinds[conformance.InvariantMaxUnavailable] && s.ObservedGeneration == ss.Generation && s.UpdatedPods-s.UpdatedReadyPods > maxUnavailable {
 		r.t.Errorf("%s: %d updated pods unavailable, maxUnavailable %d: %+v", ss.Name, s.UpdatedPods-s.UpdatedReadyPods, maxUnavailable, s)
 	}
 }
