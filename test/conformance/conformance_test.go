@@ -407,6 +407,7 @@ func TestProcedurePlan(t *testing.T) {
 	}{
 		{"published form", "steps:\n- apply: each document of sidecarsets.yaml in order\n  waitFor: x\n- createPod: pod.yaml\n", 3, [][]int{{0, 1, 2}, nil}, false},
 		{"one by one", "steps:\n- apply: first version\n- apply: second version\n", 2, [][]int{{0}, {1}}, false},
+		{"words containing all are not all", "steps:\n- apply: install the first version\n- apply: apply all remaining versions\n", 3, [][]int{{0}, {1, 2}}, false},
 		{"numbered", "steps:\n- apply: document 2\n- apply: '#1'\n- apply: 3\n", 3, [][]int{{1}, {0}, {2}}, false},
 		{"past the end", "steps:\n- apply: a\n- apply: b\n", 1, nil, true},
 		{"number out of range", "steps:\n- apply: document 4\n", 3, nil, true},

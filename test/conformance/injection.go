@@ -220,6 +220,8 @@ type PlannedStep struct {
 	CreatePod string
 }
 
+var allDocuments = regexp.MustCompile(`(?i)\b(each|all|every|remaining)\b`)
+
 var docNumber = regexp.MustCompile(`(?i)(?:#|\bdocument\s+|\bdoc\s+|^)(\d+)\b`)
 
 // Plan resolves the steps against n documents: "each"/"all"/"every"/"remaining" applies every
@@ -231,9 +233,8 @@ func (p Procedure) Plan(n int) ([]PlannedStep, error) {
 	for i, st := range p.Steps {
 		ps := PlannedStep{Capture: st.Capture, Substitute: st.Substitute, CreatePod: st.CreatePod}
 		if sel := strings.TrimSpace(string(st.Apply)); sel != "" {
-			lower := strings.ToLower(sel)
 			switch m := docNumber.FindStringSubmatch(sel); {
-			case strings.Contains(lower, "each") || strings.Contains(lower, "all ") || strings.Contains(lower, "every") || strings.Contains(lower, "remaining"):
+			case allDocuments.MatchString(sel):
 				for ; next < n; next++ {
 					ps.Documents = append(ps.Documents, next)
 				}
