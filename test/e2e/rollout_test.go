@@ -136,7 +136,7 @@ func (r *scenarioRun) setup() {
 		cleanNamespace(t, ns)
 	}
 	if r.sc.Setup.PodsBeforeSidecarSets {
-		r.createPods(r.sc.Setup.Pods)
+		r.setupPods()
 	}
 	for i, obj := range r.sc.Setup.SidecarSets {
 		ss, err := decodeSidecarSet(obj)
@@ -149,7 +149,7 @@ func (r *scenarioRun) setup() {
 		waitSettled(t, ss.Name)
 	}
 	if !r.sc.Setup.PodsBeforeSidecarSets {
-		r.createPods(r.sc.Setup.Pods)
+		r.setupPods()
 	}
 	for _, d := range r.sc.Setup.Deployments {
 		r.createDeployment(d)
@@ -170,6 +170,12 @@ func (r *scenarioRun) setup() {
 	}
 }
 
+func (r *scenarioRun) setupPods() {
+	if err := r.createPods(r.sc.Setup.Pods); err != nil {
+		r.t.Fatalf("setup: %v", err)
+	}
+}
+
 // currentLabels returns the labels setup.namespace gives a namespace, or the existing ones.
 func (r *scenarioRun) currentLabels(name string) map[string]string {
 	for _, ns := range r.sc.Setup.Namespace {
@@ -187,7 +193,7 @@ func (r *scenarioRun) currentLabels(name string) map[string]string {
 // createPods creates the pods in createOrder, each after the previous one runs (and is ready
 // unless it is meant not to be) and at least 1.1 s later: creation and ready times have
 // one-second resolution and the default upgrade order compares them.
-func (r *scenarioRun) createPods(pods []conformance.Pod) {
+func (r *scenarioRun) createPods(pods []conformance.Pod) error {
 	sorted := append([]conformance.Pod(nil), pods...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreateOrder < sorted[j].CreateOrder })
 	for i, sp := range sorted {
@@ -208,12 +214,18 @@ func (r *scenarioRun) createPods(pods []conformance.Pod) {
 		if !sp.IsReady() {
 			pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 		}
-		if _, err := kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-			r.t.Fatalf("create pod %s: %v", sp.Name, err)
+		created, err := kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create pod %s: %w", sp.Name, err)
 		}
 		r.podNS[sp.Name] = pod.Namespace
+		// A pod created by a later step is compared with itself as created (sameUidAsSetup).
+		if _, ok := r.setupUIDs[pod.Namespace+"/"+sp.Name]; !ok {
+			r.setupUIDs[pod.Namespace+"/"+sp.Name] = created.UID
+		}
 		waitPodRunning(r.t, pod.Namespace, sp.Name, sp.IsReady())
 	}
+	return nil
 }
 
 func (r *scenarioRun) createDeployment(d conformance.Deployment) {
@@ -298,7 +310,7 @@ func (r *scenarioRun) act(step *conformance.Step) error {
 	case a.RepeatPatchSidecarSet != nil:
 		return r.repeatPatch(a.RepeatPatchSidecarSet)
 	case len(a.CreatePods) > 0:
-		r.createPods(a.CreatePods)
+		return r.createPods(a.CreatePods)
 	case a.LabelPod != nil:
 		return r.labelPod(a.LabelPod)
 	case a.LabelNamespace != nil:
