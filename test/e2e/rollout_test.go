@@ -151,9 +151,6 @@ func (r *scenarioRun) setup() {
 	if !r.sc.Setup.PodsBeforeSidecarSets {
 		r.setupPods()
 	}
-	for _, d := range r.sc.Setup.Deployments {
-		r.createDeployment(d)
-	}
 	for _, p := range r.scenarioPods("", nil) {
 		r.setupUIDs[p.Namespace+"/"+p.Name] = p.UID
 	}
@@ -170,9 +167,14 @@ func (r *scenarioRun) setup() {
 	}
 }
 
+// setupPods creates setup.pods, then setup.deployments (both before or both after the
+// SidecarSets, as podsBeforeSidecarSets says).
 func (r *scenarioRun) setupPods() {
 	if err := r.createPods(r.sc.Setup.Pods); err != nil {
 		r.t.Fatalf("setup: %v", err)
+	}
+	for _, d := range r.sc.Setup.Deployments {
+		r.createDeployment(d)
 	}
 }
 
