@@ -115,6 +115,7 @@ func applyRequirements(t *testing.T, tokens []string) conformance.Requirements {
 	}
 	setWhitelist(t, req.Whitelist)
 	if req.NativeSidecars {
+		applyNamespaces(t, filepath.Join(conformanceDir, "common", "namespace.yaml")) // the probe's namespace
 		if err := nativeSidecarsAccepted(); err != nil {
 			t.Skipf("requires %s, which this cluster does not provide: %v", conformance.K8sNativeSidecars, err)
 		}
