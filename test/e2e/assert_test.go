@@ -1,132 +1,86 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
 	"os"
-	"reflect"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
 
-	"github.com/itchyny/gojq"
-	"k8s.io/apimachinery/pkg/api/resource"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/test/conformance"
 )
 
-// assertion is one item of a conformance expect.yaml.
-type assertion struct {
-	Path     string      `json:"path"`
-	Equals   interface{} `json:"equals"`
-	Absent   bool        `json:"absent"`
-	Contains interface{} `json:"contains"`
-	Quantity bool        `json:"quantity"`
-	Variant  string      `json:"variant"`
-	Internal bool        `json:"internal"`
-	// Rejected, with MessageContains, is the only item of an expectation that the create fails.
-	Rejected        bool   `json:"rejected"`
-	MessageContains string `json:"messageContains"`
-}
+// Scenario folders: the published catalogue (a copy of the shared one) and this project's extra
+// scenarios in the same format. common/ files always come from the published catalogue.
+const (
+	conformanceDir = "testdata/conformance"
+	extraDir       = "testdata/extra-conformance"
+)
 
-// check evaluates the assertion on a JSON document (decoded into interface{} values).
-func (a assertion) check(doc interface{}) error {
-	outs, err := a.outputs(doc)
-	if err != nil {
-		return err
-	}
-	switch {
-	case a.Absent:
-		if len(outs) == 0 || (len(outs) == 1 && outs[0] == nil) {
-			return nil
+// scenarioDirs lists the scenario folders of one kind (injection, validation, rollout) in both
+// catalogues; the extra ones are named extra/<NN-name> in subtests.
+func scenarioDirs(t *testing.T, kind string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, root := range []string{conformanceDir, extraDir} {
+		dirs, err := filepath.Glob(filepath.Join(root, kind, "*"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		return fmt.Errorf("%s: want absent, got %v", a.Path, outs)
-	case a.Contains != nil:
-		if len(outs) != 1 || !contains(outs[0], normalize(a.Contains)) {
-			return fmt.Errorf("%s: want it to contain %v, got %v", a.Path, a.Contains, outs)
-		}
-		return nil
-	}
-	if len(outs) != 1 {
-		return fmt.Errorf("%s: want one output equal to %v, got %v", a.Path, a.Equals, outs)
-	}
-	if a.Quantity {
-		return equalQuantities(a.Path, a.Equals, outs[0])
-	}
-	if !reflect.DeepEqual(normalize(a.Equals), normalize(outs[0])) {
-		return fmt.Errorf("%s: want %v, got %v", a.Path, a.Equals, outs[0])
-	}
-	return nil
-}
-
-// outputs runs the assertion's jq program on doc.
-func (a assertion) outputs(doc interface{}) ([]interface{}, error) {
-	q, err := gojq.Parse(a.Path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", a.Path, err)
-	}
-	var outs []interface{}
-	iter := q.Run(doc)
-	for {
-		v, ok := iter.Next()
-		if !ok {
-			return outs, nil
-		}
-		if err, isErr := v.(error); isErr {
-			return nil, fmt.Errorf("%s: %w", a.Path, err)
-		}
-		outs = append(outs, v)
-	}
-}
-
-func contains(got, want interface{}) bool {
-	if list, ok := got.([]interface{}); ok {
-		if _, wantList := want.([]interface{}); !wantList {
-			for _, v := range list {
-				if reflect.DeepEqual(normalize(v), want) {
-					return true
-				}
+		for _, dir := range dirs {
+			name := filepath.Base(dir)
+			if root == extraDir {
+				name = "extra/" + name
 			}
-			return false
+			out[name] = dir
 		}
 	}
-	q, err := gojq.Parse("contains($want)")
-	if err != nil {
-		return false
-	}
-	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$want"}))
-	if err != nil {
-		return false
-	}
-	v, _ := code.Run(normalize(got), want).Next()
-	return v == true
-}
-
-func equalQuantities(path string, want, got interface{}) error {
-	w, err := resource.ParseQuantity(fmt.Sprint(want))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	g, err := resource.ParseQuantity(fmt.Sprint(got))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if w.Cmp(g) != 0 {
-		return fmt.Errorf("%s: want quantity %s, got %s", path, w.String(), g.String())
-	}
-	return nil
-}
-
-// normalize makes numbers comparable by passing a value through JSON.
-func normalize(v interface{}) interface{} {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out interface{}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return v
+	if len(out) == 0 {
+		t.Fatalf("no %s scenarios", kind)
 	}
 	return out
 }
 
-// readYAML decodes a YAML file into out; a missing file leaves out untouched.
+// sortedNames returns the keys of a scenario map in order.
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && names[j] < names[j-1]; j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+	return names
+}
+
+// mustRead decodes a scenario file strictly (see package conformance).
+func mustRead(t *testing.T, path string, optional bool, out interface{}) bool {
+	t.Helper()
+	found, err := conformance.ReadStrict(path, optional, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// normalize makes numbers comparable by passing a value through JSON.
+func normalize(v interface{}) interface{} { return conformance.Normalize(v) }
+
+// toDoc renders an object as the generic JSON document assertions run on.
+func toDoc(obj interface{}) interface{} { return conformance.Normalize(obj) }
+
+// readYAML decodes a YAML file into out (not strictly: for Kubernetes objects); a missing file
+// leaves out untouched.
 func readYAML(path string, out interface{}) error {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -139,3 +93,188 @@ func readYAML(path string, out interface{}) error {
 }
 
 func yamlToJSON(y string) ([]byte, error) { return yaml.YAMLToJSON([]byte(y)) }
+
+// decodeSidecarSet decodes one SidecarSet manifest (YAML or JSON). The manifest is the server's to
+// validate: fields unknown to this project's types are an error rather than silently dropped.
+func decodeSidecarSet(data []byte) (*v1alpha1.SidecarSet, error) {
+	ss := &v1alpha1.SidecarSet{}
+	if err := conformance.DecodeStrict(data, ss); err != nil {
+		return nil, err
+	}
+	return ss, nil
+}
+
+// applyRequirements checks a scenario's requirement tokens and makes the cluster provide them:
+// the whitelist ConfigMap in force or absent, native sidecars accepted (else the scenario is
+// skipped: a runner cannot upgrade the cluster).
+func applyRequirements(t *testing.T, tokens []string) conformance.Requirements {
+	t.Helper()
+	req, err := conformance.ParseRequirements(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setWhitelist(t, req.Whitelist)
+	if req.NativeSidecars {
+		applyNamespaces(t, filepath.Join(conformanceDir, "common", "namespace.yaml")) // the probe's namespace
+		if err := nativeSidecarsAccepted(); err != nil {
+			t.Skipf("requires %s, which this cluster does not provide: %v", conformance.K8sNativeSidecars, err)
+		}
+	}
+	return req
+}
+
+var nativeSidecars struct {
+	once sync.Once
+	err  error
+}
+
+// nativeSidecarsAccepted dry-runs a pod whose initContainer has restartPolicy Always and checks the
+// API server keeps it (Kubernetes >= 1.29, or 1.28 with the SidecarContainers gate).
+func nativeSidecarsAccepted() error {
+	nativeSidecars.once.Do(func() {
+		always := corev1.ContainerRestartPolicyAlways
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "native-sidecar-probe", Namespace: "sidecarset-acc"},
+			Spec: corev1.PodSpec{
+				AutomountServiceAccountToken: new(bool),
+				InitContainers:               []corev1.Container{{Name: "probe", Image: "busybox:1.36", RestartPolicy: &always}},
+				Containers:                   []corev1.Container{{Name: "app", Image: "busybox:1.36"}},
+			},
+		}
+		got, err := kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err != nil:
+			nativeSidecars.err = err
+		case len(got.Spec.InitContainers) == 0 || got.Spec.InitContainers[0].RestartPolicy == nil ||
+			*got.Spec.InitContainers[0].RestartPolicy != always:
+			nativeSidecars.err = errorString("initContainers[].restartPolicy: Always was dropped")
+		}
+	})
+	return nativeSidecars.err
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// setWhitelist installs the documented whitelist ConfigMap (common/patch-metadata-whitelist.yaml)
+// or removes it (the secure default, requirement patch-pod-metadata-not-configured).
+func setWhitelist(t *testing.T, wanted bool) {
+	t.Helper()
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{}
+	if err := readYAML(filepath.Join(conformanceDir, "common", "patch-metadata-whitelist.yaml"), cm); err != nil {
+		t.Fatal(err)
+	}
+	cms := kube.CoreV1().ConfigMaps(cm.Namespace)
+	if !wanted {
+		if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		return
+	}
+	cur, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+	case err == nil:
+		cur.Data = cm.Data
+		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+}
+
+// applyNamespaces creates the namespaces of a namespace.yaml, or updates their labels, and returns
+// their names.
+func applyNamespaces(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	nss, err := conformance.Namespaces(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var names []string
+	for _, ns := range nss {
+		setNamespace(t, ns.Name, ns.Labels)
+		names = append(names, ns.Name)
+	}
+	return names
+}
+
+// setNamespace creates a namespace with the labels, or sets its labels to them, and waits for
+// its default ServiceAccount.
+func setNamespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		_, err = kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	} else if err == nil {
+		cur.Labels = map[string]string{}
+		for k, v := range labels {
+			cur.Labels[k] = v
+		}
+		_, err = kube.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// readSidecarSetDocs returns the documents of a multi-document SidecarSet file as text (nil when
+// the file does not exist), so that ${VAR} can be substituted before decoding.
+func readSidecarSetDocs(t *testing.T, path string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conformance.SplitDocuments(data)
+}
+
+// readSidecarSets decodes the SidecarSets of a multi-document YAML file; any other kind is an error.
+func readSidecarSets(t *testing.T, path string) []*v1alpha1.SidecarSet {
+	t.Helper()
+	var out []*v1alpha1.SidecarSet
+	for i, doc := range readSidecarSetDocs(t, path) {
+		ss, err := decodeSidecarSet(doc)
+		if err != nil {
+			t.Fatalf("%s document %d: %v", path, i+1, err)
+		}
+		if ss.Kind != "SidecarSet" {
+			t.Fatalf("%s document %d: kind %q, want SidecarSet", path, i+1, ss.Kind)
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+// errorContains reports whether err's message contains every substring.
+func errorContains(err error, subs ...string) bool {
+	for _, s := range subs {
+		if !strings.Contains(err.Error(), s) {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,16 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/test/conformance"
 )
 
-// injectionSkips are scenarios this harness does not drive, with the reason.
-var injectionSkips = map[string]string{
-	"41-kube-system-pods-injected": "the webhook configuration excludes kube-system by design (an environment property per the scenario notes)",
-}
+// commonNamespace is the namespace of common/namespace.yaml, used when a pod names none.
+const commonNamespace = "sidecarset-acc"
 
 // TestInjectionConformance creates each scenario's pod with a server-side dry run through
 // kube-apiserver and evaluates expect.yaml on the returned pod, internal assertions included, in
@@ -28,23 +26,16 @@ var injectionSkips = map[string]string{
 // a new SidecarSet is not loaded yet, the webhook serves it during the grace period) and once the
 // grace period is over (the policies inject what they can express, the webhook the rest).
 func TestInjectionConformance(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(conformance, "injection", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
+	dirs := scenarioDirs(t, "injection")
 	defer restartServer(t, "policy")
 	answers := map[string]map[string]*corev1.Pod{}
 	for _, mode := range []string{"webhook", "policy"} {
 		answers[mode] = map[string]*corev1.Pod{}
 		t.Run(mode, func(t *testing.T) {
 			restartServer(t, mode)
-			for _, dir := range dirs {
-				name := filepath.Base(dir)
+			for _, name := range sortedNames(dirs) {
 				t.Run(name, func(t *testing.T) {
-					if why, ok := injectionSkips[name]; ok {
-						t.Skip(why)
-					}
-					answers[mode][name] = runInjectionScenario(t, dir, mode == "policy")
+					answers[mode][name] = runInjectionScenario(t, dirs[name], mode == "policy")
 				})
 			}
 		})
@@ -67,31 +58,46 @@ const policySettle = 5 * time.Second
 
 // runInjectionScenario runs one scenario and returns the admitted pod (nil when rejected).
 func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
-	var meta scenarioMeta
-	if err := readYAML(filepath.Join(dir, "meta.yaml"), &meta); err != nil {
-		t.Fatal(err)
+	var meta conformance.Meta
+	var expect conformance.Expectation
+	var proc conformance.Procedure
+	mustRead(t, filepath.Join(dir, "meta.yaml"), false, &meta)
+	mustRead(t, filepath.Join(dir, "expect.yaml"), false, &expect)
+	hasProcedure := mustRead(t, filepath.Join(dir, "procedure.yaml"), true, &proc)
+	if err := meta.Validate(); err != nil {
+		t.Fatalf("meta.yaml: %v", err)
+	}
+	if err := expect.Validate(); err != nil {
+		t.Fatalf("expect.yaml: %v", err)
+	}
+	if hasProcedure {
+		if err := proc.Validate(); err != nil {
+			t.Fatalf("procedure.yaml: %v", err)
+		}
 	}
 	deleteAllSidecarSets(t)
-	setWhitelist(t, meta.Requires)
-	applyNamespaces(t, filepath.Join(conformance, "common", "namespace.yaml"))
-	applyNamespaces(t, filepath.Join(dir, "namespace.yaml"))
-	// procedure.yaml, where present, says the same: apply each version in order and settle.
-	for _, ss := range readSidecarSets(t, filepath.Join(dir, "sidecarsets.yaml")) {
-		if err := applySidecarSet(t, ss); err != nil {
-			t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
+	applyNamespaces(t, filepath.Join(conformanceDir, "common", "namespace.yaml"))
+	applyRequirements(t, meta.Requires)
+	namespaces := applyNamespaces(t, filepath.Join(dir, "namespace.yaml"))
+	docs := readSidecarSetDocs(t, filepath.Join(dir, "sidecarsets.yaml"))
+	podFile := "pod.yaml"
+	if hasProcedure {
+		podFile = runProcedure(t, proc, docs)
+	} else {
+		for i := range docs {
+			applySidecarSetDoc(t, docs[i], nil)
 		}
-		waitSettled(t, ss.Name)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, podFile))
+	if err != nil {
+		t.Fatal(err)
 	}
 	pod := &corev1.Pod{}
-	if err := readYAML(filepath.Join(dir, "pod.yaml"), pod); err != nil {
-		t.Fatal(err)
+	if err := conformance.DecodeStrict(data, pod); err != nil {
+		t.Fatalf("%s: %v", podFile, err)
 	}
 	if pod.Namespace == "" {
-		pod.Namespace = "sidecarset-acc"
-	}
-	var expect []assertion
-	if err := readYAML(filepath.Join(dir, "expect.yaml"), &expect); err != nil {
-		t.Fatal(err)
+		pod.Namespace = conformance.NamespaceFromNotes(meta.Notes, append(namespaces, commonNamespace), commonNamespace)
 	}
 	got, err := createPodDryRun(pod)
 	checkInjection(t, meta.Title, expect, got, err)
@@ -104,6 +110,90 @@ func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 		return nil
 	}
 	return got
+}
+
+// runProcedure follows procedure.yaml: applies the documents each step names in order (each
+// settled), captures jq results of the settled objects into variables and substitutes ${VAR} in
+// later documents. It returns the pod file the procedure creates (pod.yaml by default).
+func runProcedure(t *testing.T, proc conformance.Procedure, docs [][]byte) string {
+	t.Helper()
+	plan, err := proc.Plan(len(docs))
+	if err != nil {
+		t.Fatalf("procedure.yaml: %v", err)
+	}
+	vars := map[string]string{}
+	applied := map[int]bool{}
+	podFile := ""
+	for i, st := range plan {
+		for k, v := range st.Substitute.Values {
+			vars[k] = v
+		}
+		for _, name := range st.Substitute.Names {
+			if _, ok := vars[name]; !ok {
+				t.Fatalf("procedure step %d: substitute %s, which no earlier step captured", i+1, name)
+			}
+		}
+		var last interface{}
+		for _, d := range st.Documents {
+			last = toDoc(applySidecarSetDoc(t, docs[d], vars))
+			applied[d] = true
+		}
+		for _, c := range st.Capture {
+			if last == nil {
+				t.Fatalf("procedure step %d: capture %s without an applied document", i+1, c.Var)
+			}
+			v, err := conformance.EvalOne(c.Path, last)
+			if err != nil || v == nil {
+				t.Fatalf("procedure step %d: capture %s = %s: %v (got %v)", i+1, c.Var, c.Path, err, v)
+			}
+			vars[c.Var] = captureString(v)
+			t.Logf("captured %s = %s", c.Var, vars[c.Var])
+		}
+		if st.CreatePod != "" {
+			podFile = strings.TrimSpace(st.CreatePod)
+		}
+	}
+	if len(applied) != len(docs) {
+		t.Fatalf("procedure.yaml applies %d of the %d documents of sidecarsets.yaml", len(applied), len(docs))
+	}
+	if podFile == "" {
+		podFile = "pod.yaml"
+	}
+	return podFile
+}
+
+// captureString renders a captured jq value for substitution: strings as they are, anything
+// else as JSON.
+func captureString(v interface{}) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// applySidecarSetDoc substitutes ${VAR} in a SidecarSet document, applies it and waits until it
+// is settled; it returns the settled object.
+func applySidecarSetDoc(t *testing.T, doc []byte, vars map[string]string) interface{} {
+	t.Helper()
+	text := string(doc)
+	if strings.Contains(text, "${") {
+		var err error
+		if text, err = conformance.Expand(text, vars); err != nil {
+			t.Fatalf("sidecarsets.yaml: %v", err)
+		}
+	}
+	ss, err := decodeSidecarSet([]byte(text))
+	if err != nil {
+		t.Fatalf("sidecarsets.yaml: %v", err)
+	}
+	if ss.Kind != "SidecarSet" {
+		t.Fatalf("sidecarsets.yaml: kind %q, want SidecarSet", ss.Kind)
+	}
+	if err := applySidecarSet(t, ss); err != nil {
+		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
+	}
+	return waitSettled(t, ss.Name)
 }
 
 // createPodDryRun retries briefly: the server's SidecarSet cache follows writes asynchronously.
@@ -121,80 +211,25 @@ func createPodDryRun(pod *corev1.Pod) (*corev1.Pod, error) {
 	return got, err
 }
 
-func checkInjection(t *testing.T, title string, expect []assertion, got *corev1.Pod, err error) {
+func checkInjection(t *testing.T, title string, expect conformance.Expectation, got *corev1.Pod, err error) {
 	t.Helper()
-	if len(expect) == 1 && expect[0].Rejected {
+	if rej, ok := expect.Rejection(); ok {
 		if err == nil {
 			t.Fatalf("%s: want the pod rejected, it was admitted", title)
 		}
-		if !strings.Contains(err.Error(), expect[0].MessageContains) {
-			t.Errorf("%s: error %q does not contain %q", title, err, expect[0].MessageContains)
+		if !strings.Contains(err.Error(), rej.MessageContains) {
+			t.Errorf("%s: error %q does not contain %q", title, err, rej.MessageContains)
 		}
 		return
 	}
 	if err != nil {
 		t.Fatalf("%s: create pod: %v", title, err)
 	}
-	doc := normalize(got)
-	variants := map[string][]error{}
-	for _, a := range expect {
-		err := a.check(doc)
-		if a.Variant != "" {
-			variants[a.Variant] = append(variants[a.Variant], err)
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", title, err)
-		}
+	res := expect.Evaluate(toDoc(got), false)
+	if res.Variant != "" {
+		t.Logf("%s: variant %s passes", title, res.Variant)
 	}
-	if len(variants) > 0 && !oneVariantPasses(variants) {
-		t.Errorf("%s: no variant group passes: %v", title, variants)
+	if err := res.Err(); err != nil {
+		t.Errorf("%s: %v", title, err)
 	}
-}
-
-func oneVariantPasses(groups map[string][]error) bool {
-	passing := 0
-	for _, errs := range groups {
-		ok := true
-		for _, err := range errs {
-			ok = ok && err == nil
-		}
-		if ok {
-			passing++
-		}
-	}
-	return passing == 1
-}
-
-// applyNamespaces creates the namespaces of a YAML file, or updates their labels.
-func applyNamespaces(t *testing.T, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, doc := range strings.Split(string(data), "\n---") {
-		ns := &corev1.Namespace{}
-		if err := yaml.Unmarshal([]byte(doc), ns); err != nil || ns.Name == "" {
-			continue
-		}
-		cur, err := kube.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-		} else if err == nil {
-			cur.Labels = ns.Labels
-			_, err = kube.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().ServiceAccounts("sidecarset-acc").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
 }

@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -19,131 +17,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
+	"github.com/sidecarset/apiserver/test/conformance"
 )
 
-// rolloutScenario is a conformance rollout/NN-name/scenario.yaml (see testdata/conformance/README.md).
-type rolloutScenario struct {
-	Title   string   `json:"title"`
-	Sources []string `json:"sources"`
-	Notes   string   `json:"notes"`
-	Setup   struct {
-		SidecarSets           []v1alpha1.SidecarSet  `json:"sidecarSets"`
-		PodsBeforeSidecarSets bool                   `json:"podsBeforeSidecarSets"`
-		PodTemplate           corev1.PodTemplateSpec `json:"podTemplate"`
-		Pods                  []scenarioPod          `json:"pods"`
-		Deployments           []struct {
-			Name      string            `json:"name"`
-			Replicas  int32             `json:"replicas"`
-			PodLabels map[string]string `json:"podLabels"`
-		} `json:"deployments"`
-	} `json:"setup"`
-	Steps []rolloutStep `json:"steps"`
-}
-
-type scenarioPod struct {
-	Name        string            `json:"name"`
-	CreateOrder int               `json:"createOrder"`
-	Labels      map[string]string `json:"labels"`
-	Ready       *bool             `json:"ready"`
-}
-
-type rolloutStep struct {
-	Name   string `json:"name"`
-	Notes  string `json:"notes"`
-	Action *struct {
-		PatchSidecarSet *struct {
-			Name       string          `json:"name"`
-			MergePatch json.RawMessage `json:"mergePatch"`
-		} `json:"patchSidecarSet"`
-		ReplaceSidecarSet *v1alpha1.SidecarSet `json:"replaceSidecarSet"`
-		CreatePods        []scenarioPod        `json:"createPods"`
-		ScaleDeployments  map[string]int32     `json:"scaleDeployments"`
-	} `json:"action"`
-	Expect struct {
-		Eventually               facts          `json:"eventually"`
-		StableForSeconds         int            `json:"stableForSeconds"`
-		ObservedSequenceContains []statusCounts `json:"observedSequenceContains"`
-		// Prose invariants; the ones this harness knows are checked on every sample (see
-		// checkInvariants).
-		InvariantsWhileRunning []string `json:"invariantsWhileRunning"`
-		OrderingInvariants     []string `json:"orderingInvariants"`
-		Notes                  string   `json:"notes"`
-	} `json:"expect"`
-}
-
-// facts must all hold at the same moment.
-type facts struct {
-	SidecarSetStatus          *statusCounts    `json:"sidecarSetStatus"`
-	Pods                      []podFact        `json:"pods"`
-	Events                    []eventFact      `json:"events"`
-	SidecarSetPaths           []sidecarSetFact `json:"sidecarSetPaths"`
-	ObservedGenerationCurrent bool             `json:"observedGenerationCurrent"`
-}
-
-type statusCounts struct {
-	Name             string `json:"name"`
-	MatchedPods      int32  `json:"matchedPods"`
-	UpdatedPods      int32  `json:"updatedPods"`
-	ReadyPods        int32  `json:"readyPods"`
-	UpdatedReadyPods int32  `json:"updatedReadyPods"`
-}
-
-type podFact struct {
-	Pod            string      `json:"pod"`
-	Path           string      `json:"path"`
-	Equals         interface{} `json:"equals"`
-	Contains       interface{} `json:"contains"`
-	Internal       bool        `json:"internal"`
-	SameUIDAsSetup bool        `json:"sameUidAsSetup"`
-	CountPods      *struct {
-		PodLabels map[string]string `json:"podLabels"`
-		Namespace string            `json:"namespace"`
-		Path      string            `json:"path"`
-		Equals    interface{}       `json:"equals"`
-	} `json:"countPods"`
-}
-
-type eventFact struct {
-	InvolvedObject struct {
-		Kind string `json:"kind"`
-		Name string `json:"name"`
-	} `json:"involvedObject"`
-	Type     string `json:"type"`
-	Reason   string `json:"reason"`
-	Message  string `json:"message"`
-	Internal bool   `json:"internal"`
-}
-
-type sidecarSetFact struct {
-	Name               string      `json:"name"`
-	Path               string      `json:"path"`
-	Equals             interface{} `json:"equals"`
-	UnchangedFromSetup bool        `json:"unchangedFromSetup"`
-	Internal           bool        `json:"internal"`
-}
-
-const rolloutTimeout = 180 * time.Second
+// rolloutTimeout bounds each `eventually` (the README: 300 s is enough for a real cluster) and
+// each wait for pods and Deployments.
+const rolloutTimeout = 300 * time.Second
 
 // TestRolloutConformance runs every rollout scenario against the local cluster, whose kwok nodes
 // play the kubelet (including in-place image changes and unpullable images).
 func TestRolloutConformance(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(conformance, "rollout", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, "scenario.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sc rolloutScenario
-			if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+	dirs := scenarioDirs(t, "rollout")
+	for _, name := range sortedNames(dirs) {
+		t.Run(name, func(t *testing.T) {
+			var sc conformance.Scenario
+			mustRead(t, filepath.Join(dirs[name], "scenario.yaml"), false, &sc)
+			if err := sc.Validate(); err != nil {
 				t.Fatalf("scenario.yaml: %v", err)
 			}
 			newScenarioRun(t, &sc).run()
@@ -153,19 +46,59 @@ func TestRolloutConformance(t *testing.T) {
 
 // scenarioRun is the state of one scenario: what setup created, to compare against later.
 type scenarioRun struct {
-	t          *testing.T
-	sc         *rolloutScenario
-	namespace  string
-	setupUIDs  map[string]types.UID
-	setupPaths map[string]interface{}
+	t           *testing.T
+	sc          *conformance.Scenario
+	template    corev1.PodTemplateSpec
+	namespace   string            // the pod template's namespace (default sidecarset-acc)
+	namespaces  []string          // every namespace the scenario's pods may live in
+	podNS       map[string]string // pod name -> namespace, for pods the scenario names
+	deployments map[string]*deploymentState
+	setupUIDs   map[string]types.UID
+	setupPaths  map[string]interface{}
 }
 
-func newScenarioRun(t *testing.T, sc *rolloutScenario) *scenarioRun {
-	ns := sc.Setup.PodTemplate.Namespace
-	if ns == "" {
-		ns = "sidecarset-acc"
+type deploymentState struct {
+	namespace string
+	replicas  int32
+}
+
+func newScenarioRun(t *testing.T, sc *conformance.Scenario) *scenarioRun {
+	r := &scenarioRun{t: t, sc: sc, podNS: map[string]string{}, deployments: map[string]*deploymentState{},
+		setupUIDs: map[string]types.UID{}, setupPaths: map[string]interface{}{}}
+	if sc.Setup.PodTemplate.Set() {
+		if err := conformance.DecodeStrict(sc.Setup.PodTemplate, &r.template); err != nil {
+			t.Fatalf("setup.podTemplate: %v", err)
+		}
 	}
-	return &scenarioRun{t: t, sc: sc, namespace: ns, setupUIDs: map[string]types.UID{}, setupPaths: map[string]interface{}{}}
+	r.namespace = r.template.Namespace
+	if r.namespace == "" {
+		r.namespace = commonNamespace
+	}
+	seen := map[string]bool{}
+	add := func(ns string) {
+		if ns != "" && !seen[ns] {
+			seen[ns] = true
+			r.namespaces = append(r.namespaces, ns)
+		}
+	}
+	add(r.namespace)
+	for _, ns := range sc.Setup.Namespace {
+		add(ns.Name)
+	}
+	for _, p := range sc.Setup.Pods {
+		add(p.Namespace)
+	}
+	for _, d := range sc.Setup.Deployments {
+		add(d.Namespace)
+	}
+	for _, st := range sc.Steps {
+		if st.Action != nil {
+			for _, p := range st.Action.CreatePods {
+				add(p.Namespace)
+			}
+		}
+	}
+	return r
 }
 
 func (r *scenarioRun) run() {
@@ -173,37 +106,53 @@ func (r *scenarioRun) run() {
 	for i := range r.sc.Steps {
 		step := &r.sc.Steps[i]
 		r.t.Logf("step %d: %s", i+1, step.Name)
-		r.act(step)
+		err := r.act(step)
+		if rejected, msg := step.ExpectsRejection(); rejected {
+			if err == nil {
+				r.t.Fatalf("step %q: want the action rejected, it succeeded", step.Name)
+			}
+			if !strings.Contains(err.Error(), msg) {
+				r.t.Fatalf("step %q: error %q does not contain %q", step.Name, err, msg)
+			}
+		} else if err != nil {
+			r.t.Fatalf("step %q: %v", step.Name, err)
+		}
 		r.expect(step)
 	}
 }
 
-// setup starts from a clean slate: no SidecarSets, no pods or Deployments in the namespace.
+// setup starts from a clean slate: no SidecarSets, no pods or Deployments in the scenario's
+// namespaces; then the namespaces, SidecarSets, pods and Deployments of setup.
 func (r *scenarioRun) setup() {
-	t, ctx := r.t, context.Background()
+	t := r.t
 	deleteAllSidecarSets(t)
-	setWhitelist(t, nil)
-	applyNamespaces(t, filepath.Join(conformance, "common", "namespace.yaml"))
-	cleanNamespace(t, r.namespace)
-	if r.sc.Setup.PodsBeforeSidecarSets {
-		r.createPods(r.sc.Setup.Pods)
+	applyNamespaces(t, filepath.Join(conformanceDir, "common", "namespace.yaml"))
+	applyRequirements(t, r.sc.Requires)
+	for _, ns := range r.sc.Setup.Namespace {
+		setNamespace(t, ns.Name, ns.Labels)
 	}
-	for i := range r.sc.Setup.SidecarSets {
-		ss := &r.sc.Setup.SidecarSets[i]
+	for _, ns := range r.namespaces {
+		setNamespace(t, ns, r.currentLabels(ns))
+		cleanNamespace(t, ns)
+	}
+	if r.sc.Setup.PodsBeforeSidecarSets {
+		r.setupPods()
+	}
+	for i, obj := range r.sc.Setup.SidecarSets {
+		ss, err := decodeSidecarSet(obj)
+		if err != nil {
+			t.Fatalf("setup.sidecarSets[%d]: %v", i, err)
+		}
 		if err := applySidecarSet(t, ss); err != nil {
 			t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
 		}
 		waitSettled(t, ss.Name)
 	}
 	if !r.sc.Setup.PodsBeforeSidecarSets {
-		r.createPods(r.sc.Setup.Pods)
+		r.setupPods()
 	}
-	for _, d := range r.sc.Setup.Deployments {
-		r.createDeployment(ctx, d.Name, d.Replicas, d.PodLabels)
-	}
-	pods := r.scenarioPods(nil)
-	for _, p := range pods {
-		r.setupUIDs[p.Name] = p.UID
+	for _, p := range r.scenarioPods("", nil) {
+		r.setupUIDs[p.Namespace+"/"+p.Name] = p.UID
 	}
 	for _, st := range r.sc.Steps {
 		for _, f := range st.Expect.Eventually.SidecarSetPaths {
@@ -218,113 +167,252 @@ func (r *scenarioRun) setup() {
 	}
 }
 
+// setupPods creates setup.pods, then setup.deployments (both before or both after the
+// SidecarSets, as podsBeforeSidecarSets says).
+func (r *scenarioRun) setupPods() {
+	if err := r.createPods(r.sc.Setup.Pods); err != nil {
+		r.t.Fatalf("setup: %v", err)
+	}
+	for _, d := range r.sc.Setup.Deployments {
+		r.createDeployment(d)
+	}
+}
+
+// currentLabels returns the labels setup.namespace gives a namespace, or the existing ones.
+func (r *scenarioRun) currentLabels(name string) map[string]string {
+	for _, ns := range r.sc.Setup.Namespace {
+		if ns.Name == name {
+			return ns.Labels
+		}
+	}
+	cur, err := kube.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return cur.Labels
+}
+
 // createPods creates the pods in createOrder, each after the previous one runs (and is ready
 // unless it is meant not to be) and at least 1.1 s later: creation and ready times have
 // one-second resolution and the default upgrade order compares them.
-func (r *scenarioRun) createPods(pods []scenarioPod) {
-	sorted := append([]scenarioPod(nil), pods...)
-	for i := 1; i < len(sorted); i++ {
-		for j := i; j > 0 && sorted[j].CreateOrder < sorted[j-1].CreateOrder; j-- {
-			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
-		}
-	}
+func (r *scenarioRun) createPods(pods []conformance.Pod) error {
+	sorted := append([]conformance.Pod(nil), pods...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreateOrder < sorted[j].CreateOrder })
 	for i, sp := range sorted {
 		if i > 0 {
 			time.Sleep(1100 * time.Millisecond)
 		}
-		pod := &corev1.Pod{ObjectMeta: *r.sc.Setup.PodTemplate.ObjectMeta.DeepCopy(), Spec: *r.sc.Setup.PodTemplate.Spec.DeepCopy()}
+		pod := &corev1.Pod{ObjectMeta: *r.template.ObjectMeta.DeepCopy(), Spec: *r.template.Spec.DeepCopy()}
 		pod.Name, pod.Namespace = sp.Name, r.namespace
+		if sp.Namespace != "" {
+			pod.Namespace = sp.Namespace
+		}
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}
 		for k, v := range sp.Labels {
 			pod.Labels[k] = v
 		}
-		ready := sp.Ready == nil || *sp.Ready
-		if !ready {
+		if !sp.IsReady() {
 			pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 		}
-		if _, err := kube.CoreV1().Pods(r.namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-			r.t.Fatalf("create pod %s: %v", sp.Name, err)
+		created, err := kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create pod %s: %w", sp.Name, err)
 		}
-		waitPodRunning(r.t, r.namespace, sp.Name, ready)
+		r.podNS[sp.Name] = pod.Namespace
+		// A pod created by a later step is compared with itself as created (sameUidAsSetup).
+		if _, ok := r.setupUIDs[pod.Namespace+"/"+sp.Name]; !ok {
+			r.setupUIDs[pod.Namespace+"/"+sp.Name] = created.UID
+		}
+		waitPodRunning(r.t, pod.Namespace, sp.Name, sp.IsReady())
 	}
+	return nil
 }
 
-func (r *scenarioRun) createDeployment(ctx context.Context, name string, replicas int32, podLabels map[string]string) {
-	tmpl := r.sc.Setup.PodTemplate.DeepCopy()
+func (r *scenarioRun) createDeployment(d conformance.Deployment) {
+	ns := r.namespace
+	if d.Namespace != "" {
+		ns = d.Namespace
+	}
+	tmpl := r.template.DeepCopy()
 	tmpl.Namespace = ""
 	if tmpl.Labels == nil {
 		tmpl.Labels = map[string]string{}
 	}
-	for k, v := range podLabels {
+	for k, v := range d.PodLabels {
 		tmpl.Labels[k] = v
 	}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.namespace},
+	selector := d.PodLabels
+	if len(selector) == 0 {
+		selector = tmpl.Labels
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Replicas: ptr.To(d.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: *tmpl,
 		},
 	}
-	if _, err := kube.AppsV1().Deployments(r.namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		r.t.Fatalf("create Deployment %s: %v", name, err)
+	if _, err := kube.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		r.t.Fatalf("create Deployment %s: %v", d.Name, err)
 	}
-	r.waitDeployment(name, replicas)
+	r.deployments[d.Name] = &deploymentState{namespace: ns, replicas: d.Replicas}
+	r.waitDeployment(d.Name)
 }
 
-func (r *scenarioRun) waitDeployment(name string, replicas int32) {
+// waitDeployment waits until the Deployment has exactly its replicas, all ready and none
+// terminating.
+func (r *scenarioRun) waitDeployment(name string) {
+	st := r.deployments[name]
+	if st == nil {
+		r.t.Fatalf("Deployment %s is not one of the scenario's", name)
+	}
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		d, err := kube.AppsV1().Deployments(r.namespace).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == replicas &&
-			d.Status.Replicas == replicas, nil
+		d, err := kube.AppsV1().Deployments(st.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || d.Status.ObservedGeneration != d.Generation || d.Status.ReadyReplicas != st.replicas ||
+			d.Status.Replicas != st.replicas {
+			return false, nil
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return false, err
+		}
+		pods, err := kube.CoreV1().Pods(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		return err == nil && len(pods.Items) == int(st.replicas), nil
 	})
 	if err != nil {
-		r.t.Fatalf("Deployment %s not ready with %d replicas: %v", name, replicas, err)
+		r.t.Fatalf("Deployment %s not ready with %d replicas: %v", name, st.replicas, err)
 	}
 }
 
-func (r *scenarioRun) act(step *rolloutStep) {
+// act performs the step's action; an API error (which a step may expect) is returned.
+func (r *scenarioRun) act(step *conformance.Step) error {
 	a := step.Action
 	if a == nil {
-		return
+		return nil
 	}
-	t, ctx := r.t, context.Background()
+	ctx := context.Background()
 	client := sidecars.AppsV1alpha1().SidecarSets()
-	if p := a.PatchSidecarSet; p != nil {
+	switch {
+	case a.PatchSidecarSet != nil:
+		p := a.PatchSidecarSet
 		if _, err := client.Patch(ctx, p.Name, types.MergePatchType, p.MergePatch, metav1.PatchOptions{}); err != nil {
-			t.Fatalf("patch SidecarSet %s: %v", p.Name, err)
+			return fmt.Errorf("patch SidecarSet %s: %w", p.Name, err)
 		}
-	}
-	if ss := a.ReplaceSidecarSet; ss != nil {
-		if err := applySidecarSet(t, ss); err != nil {
-			t.Fatalf("replace SidecarSet %s: %v", ss.Name, err)
-		}
-	}
-	if len(a.CreatePods) > 0 {
-		r.createPods(a.CreatePods)
-	}
-	for name, replicas := range a.ScaleDeployments {
-		scale, err := kube.AppsV1().Deployments(r.namespace).GetScale(ctx, name, metav1.GetOptions{})
+	case a.ReplaceSidecarSet.Set():
+		ss, err := decodeSidecarSet(a.ReplaceSidecarSet)
 		if err != nil {
-			t.Fatal(err)
+			r.t.Fatalf("replaceSidecarSet: %v", err)
+		}
+		if err := applySidecarSet(r.t, ss); err != nil {
+			return fmt.Errorf("replace SidecarSet %s: %w", ss.Name, err)
+		}
+	case a.RepeatPatchSidecarSet != nil:
+		return r.repeatPatch(a.RepeatPatchSidecarSet)
+	case len(a.CreatePods) > 0:
+		return r.createPods(a.CreatePods)
+	case a.LabelPod != nil:
+		return r.labelPod(a.LabelPod)
+	case a.LabelNamespace != nil:
+		return r.labelNamespace(a.LabelNamespace)
+	case len(a.ScaleDeployments) > 0:
+		return r.scaleDeployments(a.ScaleDeployments)
+	}
+	return nil
+}
+
+// repeatPatch applies the merge patch for i = from..to, waiting for observedGeneration each time.
+func (r *scenarioRun) repeatPatch(rp *conformance.RepeatPatch) error {
+	patches, err := rp.Patches()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for i, p := range patches {
+		if _, err := sidecars.AppsV1alpha1().SidecarSets().Patch(context.Background(), rp.Name, types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("repeatPatchSidecarSet %s, i=%d: %w", rp.Name, rp.From+i, err)
+		}
+		waitSettled(r.t, rp.Name)
+	}
+	return nil
+}
+
+func (r *scenarioRun) labelPod(l *conformance.LabelPod) error {
+	name := l.PodName()
+	ns := r.podNamespace(name, l.Namespace)
+	patch, err := conformance.LabelPatch(l.Labels)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Pods(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label pod %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// labelNamespace patches the namespace's labels; with thenDeletePods it deletes the scenario's pods
+// there and waits until they are gone and the Deployments there have their replicas again.
+func (r *scenarioRun) labelNamespace(l *conformance.LabelNamespace) error {
+	ctx := context.Background()
+	name := l.NamespaceName()
+	patch, err := conformance.LabelPatch(l.Labels)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label namespace %s: %w", name, err)
+	}
+	if !l.ThenDeletePods {
+		return nil
+	}
+	time.Sleep(3 * time.Second) // let the injection objects (webhook cache, policies) see the new labels
+	old := r.scenarioPods(name, nil)
+	for _, p := range old {
+		if err := kube.CoreV1().Pods(name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			return fmt.Errorf("delete pod %s/%s: %w", name, p.Name, err)
+		}
+	}
+	for _, p := range old {
+		waitGoneUID(r.t, name, p.Name, p.UID)
+	}
+	for dn, st := range r.deployments {
+		if st.namespace == name {
+			r.waitDeployment(dn)
+		}
+	}
+	return nil
+}
+
+func (r *scenarioRun) scaleDeployments(scales map[string]int32) error {
+	ctx := context.Background()
+	for name, replicas := range scales {
+		st := r.deployments[name]
+		if st == nil {
+			r.t.Fatalf("scaleDeployments: %s is not one of the scenario's Deployments", name)
+		}
+		scale, err := kube.AppsV1().Deployments(st.namespace).GetScale(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
 		scale.Spec.Replicas = replicas
-		if _, err := kube.AppsV1().Deployments(r.namespace).UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("scale Deployment %s: %v", name, err)
+		if _, err := kube.AppsV1().Deployments(st.namespace).UpdateScale(ctx, name, scale, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("scale Deployment %s: %w", name, err)
 		}
+		st.replicas = replicas
 	}
-	for name, replicas := range a.ScaleDeployments {
-		r.waitDeployment(name, replicas)
+	for name := range scales {
+		r.waitDeployment(name)
 	}
+	return nil
 }
 
 // expect waits until the facts hold together, sampling the status counters and invariants on
 // the way, then checks they keep holding for stableForSeconds.
-func (r *scenarioRun) expect(step *rolloutStep) {
+func (r *scenarioRun) expect(step *conformance.Step) {
 	t := r.t
-	var seen []statusCounts
+	r.logInvariants(step)
+	var seen []conformance.StatusCounts
 	var lastErr error
 	deadline := time.Now().Add(rolloutTimeout)
 	for {
@@ -351,14 +439,23 @@ func (r *scenarioRun) expect(step *rolloutStep) {
 }
 
 // sample records the status counters of the observed SidecarSets (deduplicating repeats) and
-// checks the invariants the step declares.
-func (r *scenarioRun) sample(step *rolloutStep, seen []statusCounts) []statusCounts {
+// checks the invariants the step declares (see conformance.Classify).
+func (r *scenarioRun) sample(step *conformance.Step, seen []conformance.StatusCounts) []conformance.StatusCounts {
+	kinds := invariantKinds(step)
 	names := map[string]bool{}
 	for _, s := range step.Expect.ObservedSequenceContains {
 		names[s.Name] = true
 	}
-	if s := step.Expect.Eventually.SidecarSetStatus; s != nil {
+	for _, s := range step.Expect.Eventually.SidecarSetStatus {
 		names[s.Name] = true
+	}
+	if kinds[conformance.InvariantCountersConsistent] || kinds[conformance.InvariantMaxUnavailable] {
+		list, err := sidecars.AppsV1alpha1().SidecarSets().List(context.Background(), metav1.ListOptions{})
+		if err == nil {
+			for _, ss := range list.Items {
+				names[ss.Name] = true
+			}
+		}
 	}
 	for name := range names {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(context.Background(), name, metav1.GetOptions{})
@@ -369,30 +466,52 @@ func (r *scenarioRun) sample(step *rolloutStep, seen []statusCounts) []statusCou
 		if len(seen) == 0 || seen[len(seen)-1] != c {
 			seen = append(seen, c)
 		}
-		if len(step.Expect.InvariantsWhileRunning) > 0 {
-			r.checkStatusInvariants(ss)
-		}
+		r.checkStatusInvariants(ss, kinds)
 	}
-	if len(step.Expect.OrderingInvariants) > 0 {
+	if kinds[conformance.InvariantHotUpgradeOrder] {
 		r.checkHotUpgradeInvariants()
 	}
 	return seen
 }
 
-func countsOf(ss *v1alpha1.SidecarSet) statusCounts {
-	return statusCounts{Name: ss.Name, MatchedPods: ss.Status.MatchedPods, UpdatedPods: ss.Status.UpdatedPods,
+// invariantKinds classifies the step's invariants.
+func invariantKinds(step *conformance.Step) map[conformance.Invariant]bool {
+	kinds := map[conformance.Invariant]bool{}
+	for _, text := range append(append([]string(nil), step.Expect.InvariantsWhileRunning...), step.Expect.OrderingInvariants...) {
+		kinds[conformance.Classify(text)] = true
+	}
+	return kinds
+}
+
+// logInvariants says which declared invariants are sampled and which only reported.
+func (r *scenarioRun) logInvariants(step *conformance.Step) {
+	for _, text := range append(append([]string(nil), step.Expect.InvariantsWhileRunning...), step.Expect.OrderingInvariants...) {
+		switch conformance.Classify(text) {
+		case conformance.InvariantUnknown:
+			r.t.Logf("step %q: invariant not checked mechanically: %s", step.Name, text)
+		case conformance.InvariantReadyExcludesStale:
+			r.t.Logf("step %q: invariant not sampled (status and pods cannot be read at one moment): %s", step.Name, text)
+		default:
+			r.t.Logf("step %q: invariant sampled at every poll: %s", step.Name, text)
+		}
+	}
+}
+
+func countsOf(ss *v1alpha1.SidecarSet) conformance.StatusCounts {
+	return conformance.StatusCounts{Name: ss.Name, MatchedPods: ss.Status.MatchedPods, UpdatedPods: ss.Status.UpdatedPods,
 		ReadyPods: ss.Status.ReadyPods, UpdatedReadyPods: ss.Status.UpdatedReadyPods}
 }
 
-// checkStatusInvariants: readyPods <= matchedPods, updatedReadyPods <= min(updated, ready), and,
-// once the controller observed the spec, at most maxUnavailable updated pods are not ready.
-func (r *scenarioRun) checkStatusInvariants(ss *v1alpha1.SidecarSet) {
+// checkStatusInvariants: readyPods <= matchedPods and updatedReadyPods <= min(updated, ready)
+// (InvariantCountersConsistent); once the controller observed the spec, at most maxUnavailable
+// updated pods are not ready (InvariantMaxUnavailable).
+func (r *scenarioRun) checkStatusInvariants(ss *v1alpha1.SidecarSet, kinds map[conformance.Invariant]bool) {
 	s := ss.Status
-	if s.ReadyPods > s.MatchedPods || s.UpdatedReadyPods > min(s.UpdatedPods, s.ReadyPods) {
+	if kinds[conformance.InvariantCountersConsistent] && (s.ReadyPods > s.MatchedPods || s.UpdatedReadyPods > min(s.UpdatedPods, s.ReadyPods)) {
 		r.t.Errorf("inconsistent counters of %s: %+v", ss.Name, s)
 	}
 	maxUnavailable := rollout.ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, s.MatchedPods)
-	if s.ObservedGeneration == ss.Generation && s.UpdatedPods-s.UpdatedReadyPods > maxUnavailable {
+	if kinds[conformance.InvariantMaxUnavailable] && s.ObservedGeneration == ss.Generation && s.UpdatedPods-s.UpdatedReadyPods > maxUnavailable {
 		r.t.Errorf("%s: %d updated pods unavailable, maxUnavailable %d: %+v", ss.Name, s.UpdatedPods-s.UpdatedReadyPods, maxUnavailable, s)
 	}
 }
@@ -404,7 +523,7 @@ func (r *scenarioRun) checkHotUpgradeInvariants() {
 	if err != nil {
 		return
 	}
-	pods := r.scenarioPods(nil)
+	pods := r.scenarioPods("", nil)
 	for _, ss := range list.Items {
 		for _, sc := range ss.Spec.Containers {
 			if !sidecar.IsHotUpgrade(&sc) {
@@ -435,18 +554,18 @@ func (r *scenarioRun) checkHotUpgradeInvariants() {
 }
 
 // check evaluates all facts once.
-func (r *scenarioRun) check(f *facts) error {
+func (r *scenarioRun) check(f *conformance.Facts) error {
 	ctx := context.Background()
 	var errs []error
-	if s := f.SidecarSetStatus; s != nil {
+	for _, s := range f.SidecarSetStatus {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, s.Name, metav1.GetOptions{})
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 		case ss.Status.ObservedGeneration != ss.Generation:
 			errs = append(errs, fmt.Errorf("%s: observedGeneration %d, generation %d", s.Name, ss.Status.ObservedGeneration, ss.Generation))
-		case countsOf(ss) != *s:
-			errs = append(errs, fmt.Errorf("%s: status %+v, want %+v", s.Name, countsOf(ss), *s))
+		case countsOf(ss) != s.Counters():
+			errs = append(errs, fmt.Errorf("%s: status %+v, want %+v", s.Name, countsOf(ss), s.Counters()))
 		}
 	}
 	if f.ObservedGenerationCurrent {
@@ -462,77 +581,133 @@ func (r *scenarioRun) check(f *facts) error {
 		}
 	}
 	for _, pf := range f.Pods {
-		if err := r.checkPod(pf); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, r.checkPod(pf))
 	}
 	for _, ef := range f.Events {
-		if err := r.checkEvent(ef); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, r.checkEvent(ef))
 	}
 	for _, sf := range f.SidecarSetPaths {
-		got, err := r.sidecarSetPath(sf.Name, sf.Path)
-		want := sf.Equals
-		if sf.UnchangedFromSetup {
-			want = r.setupPaths[sf.Name+"\x00"+sf.Path]
-		}
-		if err == nil && !reflect.DeepEqual(normalize(got), normalize(want)) {
-			err = fmt.Errorf("SidecarSet %s %s = %v, want %v", sf.Name, sf.Path, got, want)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, r.checkSidecarSetPath(sf))
+	}
+	for _, rf := range f.Revisions {
+		errs = append(errs, r.checkRevisions(rf))
 	}
 	return errors.Join(errs...)
 }
 
-func (r *scenarioRun) checkPod(pf podFact) error {
-	ctx := context.Background()
-	if c := pf.CountPods; c != nil {
-		ns := r.namespace
-		if c.Namespace != "" {
-			ns = c.Namespace
+func (r *scenarioRun) checkSidecarSetPath(sf conformance.PathFact) error {
+	got, err := r.sidecarSetPath(sf.Name, sf.Path)
+	switch {
+	case err != nil:
+		return err
+	case sf.NonEmpty:
+		if !conformance.NonEmpty(got) {
+			return fmt.Errorf("SidecarSet %s %s = %v, want a non-empty value", sf.Name, sf.Path, got)
 		}
-		n := 0
-		for _, p := range r.scenarioPodsIn(ns, c.PodLabels) {
-			if (assertion{Path: c.Path, Equals: c.Equals}).check(toDoc(p)) == nil {
-				n++
-			}
+	case sf.UnchangedFromSetup:
+		if want := r.setupPaths[sf.Name+"\x00"+sf.Path]; !conformance.Equal(got, want) {
+			return fmt.Errorf("SidecarSet %s %s = %v, want %v as after setup", sf.Name, sf.Path, got, want)
 		}
-		if !reflect.DeepEqual(normalize(n), normalize(pf.Equals)) {
-			return fmt.Errorf("%d pods with %s == %v, want %v", n, c.Path, c.Equals, pf.Equals)
+	default:
+		if !conformance.Equal(got, sf.Equals.V) {
+			return fmt.Errorf("SidecarSet %s %s = %v, want %v", sf.Name, sf.Path, got, sf.Equals.V)
 		}
-		return nil
 	}
-	pod, err := kube.CoreV1().Pods(r.namespace).Get(ctx, pf.Pod, metav1.GetOptions{})
+	return nil
+}
+
+// checkRevisions reads the SidecarSet's recorded revisions (SidecarSetRevisions labelled
+// apps.kruise.io/sidecarset-name) and evaluates the fact.
+func (r *scenarioRun) checkRevisions(rf conformance.RevisionFact) error {
+	ctx := context.Background()
+	ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, rf.SidecarSet, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	if pf.SameUIDAsSetup && pod.UID != r.setupUIDs[pf.Pod] {
-		return fmt.Errorf("pod %s was recreated (uid %s, setup %s)", pf.Pod, pod.UID, r.setupUIDs[pf.Pod])
+	list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{v1alpha1.SidecarSetNameLabel: rf.SidecarSet}.String()})
+	if err != nil {
+		return err
+	}
+	var revs []conformance.Revision
+	for _, rev := range list.Items {
+		if rev.SidecarSetName == rf.SidecarSet {
+			revs = append(revs, conformance.Revision{Name: rev.Name, Number: rev.Revision})
+		}
+	}
+	return rf.Evaluate(revs, toDoc(ss))
+}
+
+func (r *scenarioRun) checkPod(pf conformance.PodFact) error {
+	ctx := context.Background()
+	if c := pf.CountPods; c != nil {
+		n := 0
+		for _, p := range r.scenarioPods(c.Namespace, c.PodLabels) {
+			if c.Check.Evaluate(toDoc(p)) == nil {
+				n++
+			}
+		}
+		if !conformance.Equal(n, pf.Equals.V) {
+			return fmt.Errorf("%d pods (namespace %q, labels %v) with %s, want %v", n, c.Namespace, c.PodLabels, c.Path, pf.Equals.V)
+		}
+		return nil
+	}
+	ns := r.podNamespace(pf.Pod, pf.Namespace)
+	pod, err := kube.CoreV1().Pods(ns).Get(ctx, pf.Pod, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if pf.SameUIDAsSetup {
+		setup, ok := r.setupUIDs[ns+"/"+pf.Pod]
+		if !ok {
+			return fmt.Errorf("pod %s/%s did not exist after setup", ns, pf.Pod)
+		}
+		if pod.UID != setup {
+			return fmt.Errorf("pod %s was recreated (uid %s, setup %s)", pf.Pod, pod.UID, setup)
+		}
 	}
 	if pf.Path == "" {
 		return nil
 	}
-	if err := (assertion{Path: pf.Path, Equals: pf.Equals, Contains: pf.Contains}).check(toDoc(pod)); err != nil {
+	if err := pf.Check.Evaluate(toDoc(pod)); err != nil {
 		return fmt.Errorf("pod %s: %w", pf.Pod, err)
 	}
 	return nil
 }
 
-func (r *scenarioRun) checkEvent(ef eventFact) error {
-	list, err := kube.CoreV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+// podNamespace returns a named pod's namespace: the one given, the one the scenario created it
+// in, or the template's.
+func (r *scenarioRun) podNamespace(name, given string) string {
+	if given != "" {
+		return given
+	}
+	if ns, ok := r.podNS[name]; ok {
+		return ns
+	}
+	return r.namespace
+}
+
+func (r *scenarioRun) checkEvent(ef conformance.EventFact) error {
+	list, err := kube.CoreV1().Events(ef.InvolvedObject.Namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	for _, e := range list.Items {
 		if e.InvolvedObject.Kind == ef.InvolvedObject.Kind && e.InvolvedObject.Name == ef.InvolvedObject.Name &&
-			(ef.Type == "" || e.Type == ef.Type) && e.Reason == ef.Reason && strings.Contains(e.Message, ef.Message) {
+			(ef.Type == "" || e.Type == ef.Type) && e.Reason == ef.Reason && containsAll(e.Message, ef.MessageSubstrings()) {
 			return nil
 		}
 	}
-	return fmt.Errorf("no %s event %s on %s %s", ef.Type, ef.Reason, ef.InvolvedObject.Kind, ef.InvolvedObject.Name)
+	return fmt.Errorf("no %s event %s on %s %s with message containing %q", ef.Type, ef.Reason, ef.InvolvedObject.Kind, ef.InvolvedObject.Name, ef.MessageSubstrings())
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *scenarioRun) sidecarSetPath(name, path string) (interface{}, error) {
@@ -540,31 +715,33 @@ func (r *scenarioRun) sidecarSetPath(name, path string) (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	return evalOne(path, toDoc(ss))
+	return conformance.EvalOne(path, toDoc(ss))
 }
 
-// scenarioPods lists the scenario's pods: those in its namespace with the template's labels
-// (and extra labels when given).
-func (r *scenarioRun) scenarioPods(extra map[string]string) []*corev1.Pod {
-	return r.scenarioPodsIn(r.namespace, extra)
-}
-
-func (r *scenarioRun) scenarioPodsIn(namespace string, extra map[string]string) []*corev1.Pod {
+// scenarioPods lists the scenario's active pods: those with the template's labels (and extra
+// labels when given) in namespace, or in every namespace of the scenario when namespace is "".
+func (r *scenarioRun) scenarioPods(namespace string, extra map[string]string) []*corev1.Pod {
 	set := labels.Set{}
-	for k, v := range r.sc.Setup.PodTemplate.Labels {
+	for k, v := range r.template.Labels {
 		set[k] = v
 	}
 	for k, v := range extra {
 		set[k] = v
 	}
-	list, err := kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: set.String()})
-	if err != nil {
-		r.t.Fatal(err)
+	nss := r.namespaces
+	if namespace != "" {
+		nss = []string{namespace}
 	}
-	out := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil {
-			out = append(out, &list.Items[i])
+	var out []*corev1.Pod
+	for _, ns := range nss {
+		list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: set.String()})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for i := range list.Items {
+			if list.Items[i].DeletionTimestamp == nil {
+				out = append(out, &list.Items[i])
+			}
 		}
 	}
 	return out
@@ -585,6 +762,18 @@ func cleanNamespace(t *testing.T, ns string) {
 	})
 	if err != nil {
 		t.Fatalf("namespace %s not cleaned: %v", ns, err)
+	}
+}
+
+// waitGoneUID waits until the pod of that uid no longer exists (a new pod may take its name).
+func waitGoneUID(t *testing.T, ns, name string, uid types.UID) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err != nil || p.UID != uid, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s not deleted: %v", ns, name, err)
 	}
 }
 
@@ -611,38 +800,11 @@ func podIsReady(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// toDoc renders an object as the generic JSON document assertions run on.
-func toDoc(obj interface{}) interface{} {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		panic(err)
-	}
-	var doc interface{}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		panic(err)
-	}
-	return doc
-}
-
-// evalOne returns the single output of a jq program (nil for none).
-func evalOne(path string, doc interface{}) (interface{}, error) {
-	outs, err := assertion{Path: path}.outputs(doc)
-	switch {
-	case err != nil:
-		return nil, err
-	case len(outs) > 1:
-		return nil, fmt.Errorf("%s: %d outputs, want one", path, len(outs))
-	case len(outs) == 0:
-		return nil, nil
-	}
-	return outs[0], nil
-}
-
 // subsequence reports whether want occurs in seen in order (not necessarily adjacent).
-func subsequence(want, seen []statusCounts) bool {
+func subsequence(want, seen []conformance.StatusCounts) bool {
 	i := 0
 	for _, s := range seen {
-		if i < len(want) && s == want[i] {
+		if i < len(want) && s == want[i].Counters() {
 			i++
 		}
 	}
