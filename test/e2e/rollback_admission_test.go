@@ -17,8 +17,8 @@ import (
 // patchPodMetadata is: the admission chain sees the rollback as an update of the SidecarSet.
 func TestRollbackIsAdmittedAsAnUpdate(t *testing.T) {
 	deleteAllSidecarSets(t)
-	setWhitelist(t, []string{"patch-pod-metadata-whitelist-configmap"})
-	defer setWhitelist(t, nil)
+	setWhitelist(t, true)
+	defer setWhitelist(t, false)
 	ctx := context.Background()
 	client := sidecars.AppsV1alpha1().SidecarSets()
 	ss := &v1alpha1.SidecarSet{}
@@ -40,7 +40,7 @@ func TestRollbackIsAdmittedAsAnUpdate(t *testing.T) {
 	if current.Status.LatestRevision == first.Status.LatestRevision {
 		t.Fatal("removing patchPodMetadata recorded no new revision")
 	}
-	setWhitelist(t, nil)
+	setWhitelist(t, false)
 
 	back := current.DeepCopy()
 	back.Spec.PatchPodMetadata = first.Spec.PatchPodMetadata
