@@ -144,14 +144,18 @@ func deleteAllSidecarSets(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	client := sidecars.AppsV1alpha1().SidecarSets()
-	// Deleting a thousand SidecarSets can outlast kube-apiserver's request timeout; the server goes
-	// on deleting them, so a timeout is followed by waiting.
-	if err := client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Deleting a thousand SidecarSets can outlast kube-apiserver's request timeout, which ends the
+	// deletion where it is: delete again what is left until nothing is.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := client.List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, nil
+		if err != nil || len(list.Items) == 0 {
+			return err == nil, nil
+		}
+		err = client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+			return false, err
+		}
+		return false, nil
 	})
 	if err != nil {
 		t.Fatalf("SidecarSets not deleted: %v", err)
