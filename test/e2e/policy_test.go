@@ -80,10 +80,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	deleteAllSidecarSets(t)
 	applyManualExample(t)
 	waitOwnedPolicies(t, 1)
-	pod := &corev1.Pod{}
-	pod.Name, pod.Namespace, pod.Labels = fmt.Sprintf("outage-%d", time.Now().UnixNano()), "default", map[string]string{"app": "nginx"}
-	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
-	pod.Spec.AutomountServiceAccountToken = new(bool)
+	pod := nginxPod("default", fmt.Sprintf("outage-%d", time.Now().UnixNano()))
 	before := waitInjected(t, pod, "sidecar1")
 	waitWebhookLeavesLabels(t)
 	checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)

@@ -43,11 +43,7 @@ func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 			} else {
 				checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
 			}
-			pod := &corev1.Pod{}
-			pod.Name, pod.Namespace, pod.Labels = "edited", "default", map[string]string{"app": "nginx"}
-			pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}
-			pod.Spec.AutomountServiceAccountToken = new(bool)
-			got := waitInjected(t, pod, "sidecar1")
+			got := waitInjected(t, nginxPod("default", "edited"), "sidecar1")
 			var sidecars []corev1.Container
 			for _, c := range got.Spec.Containers {
 				if c.Name == "sidecar1" {

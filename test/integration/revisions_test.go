@@ -19,11 +19,7 @@ func TestRevisionHistoryAndRollback(t *testing.T) {
 	s := framework.StartServer(t)
 	ctx := context.Background()
 	sets := s.Client.AppsV1alpha1().SidecarSets()
-	in := &v1alpha1.SidecarSet{}
-	if err := yaml.Unmarshal([]byte(manualExample), in); err != nil {
-		t.Fatal(err)
-	}
-	created, err := sets.Create(ctx, in, metav1.CreateOptions{})
+	created, err := sets.Create(ctx, manualSidecarSet(t), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +81,7 @@ func TestRevisionsGoWithTheirSidecarSet(t *testing.T) {
 	s := framework.StartServer(t)
 	ctx := context.Background()
 	sets := s.Client.AppsV1alpha1().SidecarSets()
-	in := &v1alpha1.SidecarSet{}
-	if err := yaml.Unmarshal([]byte(manualExample), in); err != nil {
-		t.Fatal(err)
-	}
-	created, err := sets.Create(ctx, in, metav1.CreateOptions{})
+	created, err := sets.Create(ctx, manualSidecarSet(t), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +106,22 @@ func TestRevisionsGoWithTheirSidecarSet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the revisions of the deleted SidecarSet are still there: %v", err)
 	}
-	again := &v1alpha1.SidecarSet{}
-	if err := yaml.Unmarshal([]byte(manualExample), again); err != nil {
+	if _, err := sets.Create(ctx, manualSidecarSet(t), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sets.Create(ctx, again, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(t, s, again.Name)
-	history, err := sets.GetRevisions(ctx, again.Name, metav1.GetOptions{})
+	waitSettled(t, s, created.Name)
+	history, err := sets.GetRevisions(ctx, created.Name, metav1.GetOptions{})
 	if err != nil || len(history.Items) != 1 || history.Items[0].Revision != 1 {
 		t.Fatalf("a new SidecarSet of the same name: %v %+v, want a fresh history at revision 1", err, history)
 	}
+}
+
+// manualSidecarSet is the manual's first example.
+func manualSidecarSet(t *testing.T) *v1alpha1.SidecarSet {
+	t.Helper()
+	ss := &v1alpha1.SidecarSet{}
+	if err := yaml.Unmarshal([]byte(manualExample), ss); err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }
