@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -111,7 +112,11 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatalf("creating a pod nothing matches with the server down: %v", err)
 	}
-	name := policy.PolicyName("test-sidecarset")
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "test-sidecarset", metav1.GetOptions{})
+	if err != nil || view.Status.Injection == nil || view.Status.Injection.Policy == "" {
+		t.Fatalf("/rollout names no policy for test-sidecarset: %+v, %v", view, err)
+	}
+	name := view.Status.Injection.Policy
 	if err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,23 +213,35 @@ func restartServer(t *testing.T, mode string) {
 	}
 }
 
-// waitOwnedPolicies waits until the server owns n policies and as many bindings.
+// waitOwnedPolicies waits until the policies the server owns inject n SidecarSets in all, each
+// policy with its binding.
 func waitOwnedPolicies(t *testing.T, n int) {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
 	ar := kube.AdmissionregistrationV1()
-	// A thousand policies and as many bindings take the controller about a minute at its QPS on
-	// an idle machine; allow for a busy one.
+	// A thousand SidecarSets take the controller well under a minute on an idle machine; allow for
+	// a busy one.
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ps, err := ar.MutatingAdmissionPolicies().List(ctx, sel)
-		if err != nil || len(ps.Items) != n {
+		if err != nil {
+			return false, nil
+		}
+		served := 0
+		for i := range ps.Items {
+			recs := map[string]json.RawMessage{}
+			if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
+				return false, nil
+			}
+			served += len(recs)
+		}
+		if served != n {
 			return false, nil
 		}
 		bs, err := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
-		return err == nil && len(bs.Items) == n, nil
+		return err == nil && len(bs.Items) == len(ps.Items), nil
 	})
 	if err != nil {
-		t.Fatalf("the server does not own %d policies and bindings: %v", n, err)
+		t.Fatalf("the server's policies do not inject %d SidecarSets: %v", n, err)
 	}
 }
 

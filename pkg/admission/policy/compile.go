@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
@@ -16,14 +14,16 @@ import (
 
 // Well-known names of the compiled objects.
 const (
-	// NamePrefix prefixes the name of a SidecarSet's policy and binding.
-	NamePrefix = "sidecarset-"
+	// NamePrefix prefixes the name of every policy and binding this server owns.
+	NamePrefix = "sidecarsets-"
 	// ManagedByLabel marks the objects this server owns; its value is ManagedByValue.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of ManagedByLabel on compiled objects.
 	ManagedByValue = "sidecarset-apiserver"
-	// HashAnnotation on a compiled object carries the hash of the SidecarSet spec it was compiled from.
-	HashAnnotation = "apps.kruise.io/sidecarset-hash"
+	// SidecarSetsAnnotation on a compiled policy records the SidecarSets it injects: a JSON object
+	// from SidecarSet name to the spec hash it was compiled from, when (the updateTimestamp its
+	// pods' hash annotation entries carry) and a digest of what it injects where.
+	SidecarSetsAnnotation = "apps.kruise.io/sidecarsets"
 
 	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
 	baseAnnotation   = "apps.kruise.io/sidecarset-base"
@@ -55,7 +55,7 @@ const (
 	ReasonShareVolumeDevices  = "ShareVolumeDevicePolicy"
 	ReasonSortedContainers    = "SortSidecarContainersByName"
 	ReasonAmbiguousContainers = "AmbiguousContainerNames"
-	ReasonNameTooLong         = "NameTooLong"
+	ReasonTooLarge            = "TooLarge"
 	ReasonNoSelector          = "NoSelector"
 	ReasonCompiled            = "Compiled"
 	ReasonWebhookMode         = "WebhookMode"
@@ -81,7 +81,7 @@ type Input struct {
 	SortSidecarContainersByName bool
 }
 
-// Result is the outcome of Compile.
+// Result says which path serves a SidecarSet.
 type Result struct {
 	// Path serves the SidecarSet.
 	Path Path
@@ -89,58 +89,30 @@ type Result struct {
 	Reason string
 	// Message explains Reason to a person.
 	Message string
-	// Policy and Binding are set for PathPolicy.
-	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
-	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// PolicyName, for PathPolicy, is the policy (and binding) that injects the SidecarSet.
+	PolicyName string
 }
 
-// Compile turns a SidecarSet into a MutatingAdmissionPolicy and its binding that inject it as
-// package injection does, or says which path serves it instead and why.
-func Compile(in Input) (Result, error) {
+// compileMember classifies a SidecarSet and renders its part of a group policy when a policy
+// serves it.
+func compileMember(in Input) (Result, *member, error) {
 	ss := in.SidecarSet
 	if in.Neighbours == nil {
 		in.Neighbours = Neighbours(ss, in.Others)
 	}
 	if r, ok := classify(&in); !ok {
-		return r, nil
+		return r, nil, nil
 	}
-	m, err := newMutation(&in, in.Neighbours)
+	m, err := newMember(&in)
 	if err != nil {
-		return Result{}, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
+		return Result{}, nil, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
-	name := PolicyName(ss.Name)
-	meta := metav1.ObjectMeta{
-		Name:   name,
-		Labels: map[string]string{ManagedByLabel: ManagedByValue, v1alpha1.SidecarSetNameLabel: ss.Name},
-		Annotations: map[string]string{
-			HashAnnotation:       ss.Annotations[sidecar.HashAnnotation],
-			CompiledAtAnnotation: in.Stamp.UTC().Format(time.RFC3339),
-		},
+	if m.size() > maxExpressionSize {
+		return Result{Path: PathWebhook, Reason: ReasonTooLarge,
+			Message: fmt.Sprintf("its sidecars need about %d characters of CEL, more than a policy expression holds", m.size())}, nil, nil
 	}
-	fail := admissionregistrationv1.Fail
-	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
-	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: *meta.DeepCopy(),
-		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   matchConstraints(ss, in.ExcludedNamespaces),
-			MatchConditions:    m.matchConditions(),
-			Variables:          m.variables(),
-			Mutations:          []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{Expression: m.expression()}}},
-			FailurePolicy:      &fail,
-			ReinvocationPolicy: ifNeeded,
-		},
-	}
-	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: *meta.DeepCopy(),
-		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
-	}
-	return Result{Path: PathPolicy, Reason: ReasonCompiled, Message: "injected by MutatingAdmissionPolicy " + name, Policy: policy, Binding: binding}, nil
+	return Result{Path: PathPolicy, Reason: ReasonCompiled}, m, nil
 }
-
-// PolicyName is the name of the policy and binding of SidecarSet name.
-func PolicyName(name string) string { return NamePrefix + name }
 
 // classify returns the result for a SidecarSet a policy does not serve, and false; or true when
 // it compiles.
@@ -156,8 +128,6 @@ func classify(in *Input) (Result, bool) {
 		return Result{Path: PathNone, Reason: ReasonNoSelector, Message: "spec.selector selects no pod"}, false
 	case in.SortSidecarContainersByName:
 		return webhook(ReasonSortedContainers, "the server sorts sidecar containers by name")
-	case len(validation.IsDNS1123Subdomain(PolicyName(ss.Name))) > 0:
-		return webhook(ReasonNameTooLong, "the name %q is too long for a policy name", PolicyName(ss.Name))
 	case isCanaryOrBase(ss, in.Others):
 		return webhook(ReasonCanary, "canary SidecarSets and their bases choose between each other per pod")
 	case ss.Spec.InjectionStrategy.Revision != nil:

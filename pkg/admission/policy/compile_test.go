@@ -4,12 +4,12 @@ import (
 	"context"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -82,23 +82,22 @@ func webhookPod(t testing.TB, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *
 	return res.Pod
 }
 
-// compileAll compiles every SidecarSet against the others and fails unless all are policy-path.
+// compileAll plans every SidecarSet into group policies and fails unless each is policy-path
+// (or injects nothing).
 func compileAll(t testing.TB, sets []*v1alpha1.SidecarSet, excluded []string) []*compiledPolicy {
 	t.Helper()
-	var out []*compiledPolicy
-	for i, ss := range sets {
-		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
-		r, err := Compile(Input{SidecarSet: ss, Others: others, ExcludedNamespaces: excluded, Stamp: testStamp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch r.Path {
-		case PathNone:
-			continue
-		case PathWebhook:
+	plan, err := PlanPolicies(PlanInput{SidecarSets: sets, ExcludedNamespaces: excluded, Now: testStamp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ss := range sets {
+		if r := plan.Results[ss.Name]; r.Path == PathWebhook {
 			t.Fatalf("SidecarSet %s: webhook path: %s: %s", ss.Name, r.Reason, r.Message)
 		}
-		out = append(out, compilePolicy(t, r.Policy))
+	}
+	var out []*compiledPolicy
+	for _, p := range plan.Policies {
+		out = append(out, compilePolicy(t, p))
 	}
 	return out
 }
@@ -123,7 +122,7 @@ func checkSame(t *testing.T, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *c
 	want := normalize(webhookPod(t, sets, pod, ns))
 	policies := compileAll(t, sets, nil)
 	if deferring := deferred(sets, pod); len(deferring) > 0 {
-		checkDeferred(t, policies, deferring, pod, ns)
+		checkDeferred(t, policies, deferring, want, pod, ns)
 	}
 	for _, order := range orders {
 		if len(order) != len(policies) {
@@ -175,22 +174,36 @@ func deferred(sets []*v1alpha1.SidecarSet, pod *corev1.Pod) map[string]bool {
 	return out
 }
 
-// checkDeferred checks that exactly the deferring SidecarSets' policies leave the pod alone.
-func checkDeferred(t *testing.T, policies []*compiledPolicy, deferring map[string]bool, pod *corev1.Pod, ns *corev1.Namespace) {
+// checkDeferred checks that each policy, run alone, injects exactly the SidecarSets of its group
+// that the webhook injects and that do not leave the pod to it.
+func checkDeferred(t *testing.T, policies []*compiledPolicy, deferring map[string]bool, want *corev1.Pod, pod *corev1.Pod, ns *corev1.Namespace) {
 	t.Helper()
+	wanted := injectedList(want)
 	for _, cp := range policies {
-		if !cp.selects(t, pod, ns) {
-			continue
+		got := injectedList(pod)
+		if cp.selects(t, pod, ns) {
+			out, err := cp.run(context.Background(), pod.DeepCopy(), ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = injectedList(out)
 		}
-		out, err := cp.run(context.Background(), pod.DeepCopy(), ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := cp.policy.Labels[v1alpha1.SidecarSetNameLabel]
-		if changed := !equality.Semantic.DeepEqual(out, pod); changed == deferring[name] {
-			t.Fatalf("policy %s: changed the pod: %v, deferring: %v", cp.policy.Name, changed, deferring[name])
+		for name := range records(cp.policy) {
+			if should := wanted[name] && !deferring[name] && !injectedList(pod)[name]; got[name] != should {
+				t.Fatalf("policy %s: injected %s: %v, want %v (deferring: %v)", cp.policy.Name, name, got[name], should, deferring[name])
+			}
 		}
 	}
+}
+
+func injectedList(pod *corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range strings.Split(pod.Annotations[sidecar.InjectedListAnnotation], ",") {
+		if n != "" {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 func identity(n int) []int {

@@ -2,10 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,9 +13,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// mutation builds the CEL of one SidecarSet's policy. Every value it injects is rendered once, in
-// Go, by the same renderer as the webhook (sidecar.Render on a pod without containers: the
-// features that read the pod are webhook-path), so the policy only decides where things go:
+// member is one SidecarSet inside a group policy (see group.go): what it injects, rendered once in
+// Go by the same renderer as the webhook (sidecar.Render on a pod without containers: the features
+// that read the pod are webhook-path), and the facts that decide where its parts go:
 //
 //   - a pod that itself declares a container (init container) named like a sidecar of this
 //     SidecarSet or of a neighbour is left to the webhook (the injector replaces such a container
@@ -31,8 +31,10 @@ import (
 //     across SidecarSets is not part of the answer);
 //   - the entry of this SidecarSet goes into the JSON hash annotations at its sorted key, and its
 //     name into the sorted injected list.
-type mutation struct {
-	name string // SidecarSet name
+type member struct {
+	name  string // SidecarSet name
+	sel   string // CEL: the SidecarSet's selector and spec.namespace select the pod
+	selNS string // CEL: its namespaceSelector selects the pod's namespace ("" without one)
 
 	containers     []entry // Before ones first, each group in spec order
 	nBefore        int
@@ -55,9 +57,9 @@ type entry struct {
 	name, literal string
 }
 
-func newMutation(in *Input, near []*v1alpha1.SidecarSet) (*mutation, error) {
+func newMember(in *Input) (*member, error) {
 	ss := in.SidecarSet
-	m := &mutation{name: ss.Name}
+	m := &member{name: ss.Name, sel: selectsCEL(ss), selNS: namespaceSelectsCEL(ss)}
 	empty := &corev1.Pod{}
 	var volumeNames []string
 	var err error
@@ -95,7 +97,7 @@ func newMutation(in *Input, near []*v1alpha1.SidecarSet) (*mutation, error) {
 	if m.secrets, err = secretEntries(ss.Spec.ImagePullSecrets); err != nil {
 		return nil, err
 	}
-	m.placeAmong(near)
+	m.placeAmong(in.Neighbours)
 	m.hashEntries(ss, in)
 	return m, nil
 }
@@ -147,7 +149,7 @@ func secretEntries(secrets []corev1.LocalObjectReference) ([]entry, error) {
 
 // placeAmong records the sidecar names of the neighbours that decide where this SidecarSet's
 // containers go.
-func (m *mutation) placeAmong(near []*v1alpha1.SidecarSet) {
+func (m *member) placeAmong(near []*v1alpha1.SidecarSet) {
 	for _, o := range near {
 		for i := range o.Spec.Containers {
 			c := &o.Spec.Containers[i]
@@ -170,12 +172,12 @@ func (m *mutation) placeAmong(near []*v1alpha1.SidecarSet) {
 	m.deferNames = append(m.deferNames, names(m.containers)...)
 	m.deferInitNames = append(m.deferInitNames, names(m.initContainers)...)
 	for _, s := range []*[]string{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames} {
-		sort.Strings(*s)
+		*s = distinctSorted(*s)
 	}
 }
 
 // hashEntries renders this SidecarSet's members of the two hash annotations.
-func (m *mutation) hashEntries(ss *v1alpha1.SidecarSet, in *Input) {
+func (m *member) hashEntries(ss *v1alpha1.SidecarSet, in *Input) {
 	if len(m.containers)+len(m.initContainers) == 0 {
 		return
 	}
@@ -191,126 +193,97 @@ func (m *mutation) hashEntries(ss *v1alpha1.SidecarSet, in *Input) {
 		SidecarSetName: ss.Name, SidecarList: list})
 }
 
-// matchConditions skip pods this SidecarSet already injected (reinvocation, or a pod submitted
-// with its sidecars), pods that are not active, as the injector does, and pods left to the
-// webhook because they declare a sidecar's name.
-func (m *mutation) matchConditions() []admissionregistrationv1.MatchCondition {
-	declares := fmt.Sprintf("!object.spec.containers.exists(c, c.name in %s && !(%s))", stringList(m.deferNames), isInjected("c"))
-	if len(m.deferInitNames) > 0 {
-		declares += fmt.Sprintf(" && !object.spec.?initContainers.orValue([]).exists(c, c.name in %s && !(%s))", stringList(m.deferInitNames), isInjected("c"))
+// size estimates the characters this member adds to a policy's expressions.
+func (m *member) size() int {
+	n := 400 + len(m.sel) + len(m.selNS) + len(m.hashEntry) + len(m.hashEntryWithoutImage)
+	for _, es := range [][]entry{m.containers, m.initContainers, m.volumes, m.secrets} {
+		for _, e := range es {
+			n += len(e.literal) + 300
+		}
 	}
-	return []admissionregistrationv1.MatchCondition{
-		{Name: "no-declared-sidecar", Expression: declares},
-		{Name: "not-injected", Expression: fmt.Sprintf("!object.metadata.?annotations[?%s].orValue('').split(',').exists(n, n == %s)",
-			quote(sidecar.InjectedListAnnotation), quote(m.name))},
-		{Name: "active", Expression: "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"},
+	for _, s := range [][]string{m.earlierBefore, m.laterAfter, m.beforeInit, m.deferNames, m.deferInitNames} {
+		n += len(stringList(s))
 	}
+	return n
 }
 
-// variables are the policy's named expressions, referenced by expression().
-func (m *mutation) variables() []admissionregistrationv1.Variable {
-	var vs []admissionregistrationv1.Variable
-	add := func(name, format string, args ...any) {
-		vs = append(vs, admissionregistrationv1.Variable{Name: name, Expression: fmt.Sprintf(format, args...)})
+// digest identifies what the member injects and where: two plans that give a SidecarSet the same
+// digest inject it the same way.
+func (m *member) digest() string {
+	h := fnv.New64a()
+	for _, es := range [][]entry{m.containers, m.initContainers, m.volumes, m.secrets} {
+		for _, e := range es {
+			fmt.Fprintf(h, "%s\x00%s\x00", e.name, e.literal)
+		}
+		h.Write([]byte{1})
 	}
-	add("ann", "object.metadata.?annotations.orValue({})")
-	if len(m.containers) > 0 {
-		add("names", "object.spec.containers.map(c, c.name)")
-		add("injected", "object.spec.containers.map(c, %s)", isInjected("c"))
-		add("beforeAt", "%s", firstOr("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && variables.names[i] in %s))", "size(variables.names)", stringList(m.earlierBefore)))
-		add("apps", "lists.range(size(variables.names)).filter(i, !variables.injected[i])")
-		add("lastApp", "size(variables.apps) == 0 ? -1 : variables.apps[size(variables.apps) - 1]")
-		add("afterAt", "%s", firstOr("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && variables.names[i] in %s)", "size(variables.names)", stringList(m.laterAfter)))
+	for _, s := range [][]string{m.earlierBefore, m.laterAfter, m.beforeInit, m.deferNames, m.deferInitNames} {
+		fmt.Fprintf(h, "%s\x01", strings.Join(s, "\x00"))
 	}
-	if len(m.initContainers) > 0 {
-		add("inits", "object.spec.?initContainers.orValue([])")
-		add("initNames", "variables.inits.map(c, c.name)")
-		add("initInjected", "variables.inits.map(c, %s)", isInjected("c"))
-		add("initOwn", "lists.range(size(variables.initNames)).filter(i, !variables.initInjected[i])")
-		add("lastOwnInit", "size(variables.initOwn) == 0 ? -1 : variables.initOwn[size(variables.initOwn) - 1]")
-	}
-	if m.hashEntry != "" {
-		add("hash", "%s", m.hashValue(sidecar.HashAnnotation, m.hashEntry))
-		add("hashWithoutImage", "%s", m.hashValue(sidecar.HashWithoutImageAnnotation, m.hashEntryWithoutImage))
-	}
-	add("injectedList", "(variables.ann[?%s].orValue('').split(',') + [%s]).filter(n, n != '').distinct().sort().join(',')",
-		quote(sidecar.InjectedListAnnotation), quote(m.name))
-	return vs
+	fmt.Fprintf(h, "%d\x00%d\x00%s\x00%s\x00%s\x00%s", m.nBefore, m.nInitBefore, m.sel, m.selNS, m.hashEntry, m.hashEntryWithoutImage)
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// hashValue is the CEL of annotation key with member inserted at its sorted position (members are
-// sorted by SidecarSet name, which each one repeats as sidecarSetName).
-func (m *mutation) hashValue(key, member string) string {
-	old := fmt.Sprintf("variables.ann[?%s].orValue('')", quote(key))
-	later := fmt.Sprintf(`%s.findAll('"sidecarSetName":"[^"]*"').map(s, s.substring(18, size(s) - 1)).filter(n, n > %s)`, old, quote(m.name))
-	return fmt.Sprintf(`%[1]s == '' || %[1]s == '{}' ? %[2]s : (size(%[3]s) == 0 ? %[1]s.substring(0, size(%[1]s) - 1) + ',' + %[4]s + '}' : %[1]s.replace('"' + %[3]s[0] + '":{', %[4]s + ',"' + %[3]s[0] + '":{', 1))`,
-		old, quote("{"+member+"}"), later, quote(member))
+// selectsCEL is the CEL of "ss's selector selects the pod, in its spec.namespace if it has one".
+// Match conditions do not see the namespace object, so its namespaceSelector is apart.
+func selectsCEL(ss *v1alpha1.SidecarSet) string {
+	sel := selectorCEL(ss.Spec.Selector, "variables.labels")
+	if ss.Spec.Namespace != "" {
+		sel += " && request.namespace == " + quote(ss.Spec.Namespace)
+	}
+	return sel
 }
 
-// expression is the JSONPatch expression: the operations of every part, in order.
-func (m *mutation) expression() string {
-	var parts []string
-	if len(m.containers) > 0 {
-		parts = append(parts, m.containerOps())
+// namespaceSelectsCEL is the CEL of "ss's namespaceSelector selects the pod's namespace", "" when
+// it has none or spec.namespace wins over it (as in the injector).
+func namespaceSelectsCEL(ss *v1alpha1.SidecarSet) string {
+	if ss.Spec.Namespace != "" || ss.Spec.NamespaceSelector == nil {
+		return ""
 	}
-	if len(m.initContainers) > 0 {
-		parts = append(parts, m.initContainerOps())
-	}
-	if len(m.volumes) > 0 {
-		parts = append(parts, appendOps("/spec/volumes", "object.spec.?volumes", m.volumes))
-	}
-	if len(m.secrets) > 0 {
-		parts = append(parts, appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets", m.secrets))
-	}
-	parts = append(parts, m.annotationOps())
-	return strings.Join(parts, " +\n")
+	return selectorCEL(ss.Spec.NamespaceSelector, "variables.nsLabels")
 }
 
-// containerOps inserts the Before sidecars at beforeAt and the others at afterAt, each shifted by
-// the number inserted before it (all in front of it).
-func (m *mutation) containerOps() string {
-	return m.listOps("/spec/containers/", m.containers, m.nBefore, "variables.beforeAt", "variables.afterAt")
-}
-
-// initContainerOps does the same for init containers, whose insert positions depend on the name
-// of each (the injected ones form name-sorted runs), creating the list first when the pod has none.
-func (m *mutation) initContainerOps() string {
-	bi := stringList(m.beforeInit)
-	own := stringList(names(m.initContainers))
-	// Before: in front of the first init container that is not an injected Before one with a smaller name.
-	beforePos := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && variables.initNames[i] in %s && variables.initNames[i] < %s[k]))", bi, own), "size(variables.initNames)")
-	// After: in front of the first injected After one with a greater name behind the pod's own.
-	afterPos := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(variables.initNames[i] in %s) && variables.initNames[i] > %s[k])", bi, own), "size(variables.initNames)")
-	return fmt.Sprintf("(size(variables.inits) == 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []) + %s",
-		m.listOps("/spec/initContainers/", m.initContainers, m.nInitBefore, beforePos, afterPos))
-}
-
-func (m *mutation) listOps(path string, es []entry, nBefore int, beforeAt, afterAt string) string {
-	return fmt.Sprintf("%s.transformList(k, c, JSONPatch{op: 'add', path: %s + string((k < %d ? %s : %s) + k), value: c})",
-		listOf(es), quote(path), nBefore, beforeAt, afterAt)
-}
-
-// appendOps adds the entries whose name the list at path lacks, or the whole list when it is absent.
-func appendOps(path, field string, es []entry) string {
-	return fmt.Sprintf("(%[2]s.hasValue() ? [] : [JSONPatch{op: 'add', path: %[1]s, value: []}]) + %[3]s.transformList(k, v, !(%[4]s[k] in %[2]s.orValue([]).map(x, x.name)), JSONPatch{op: 'add', path: %[5]s, value: v})",
-		quote(path), field, listOf(es), stringList(names(es)), quote(path+"/-"))
-}
-
-// annotationOps writes the hash annotations (when this SidecarSet injects containers) and the
-// injected list, creating the annotation map when the pod has none.
-func (m *mutation) annotationOps() string {
-	type kv struct{ key, value string }
-	values := []kv{{sidecar.InjectedListAnnotation, "variables.injectedList"}}
-	if m.hashEntry != "" {
-		values = append(values, kv{sidecar.HashAnnotation, "variables.hash"}, kv{sidecar.HashWithoutImageAnnotation, "variables.hashWithoutImage"})
+// selectorCEL is the CEL of a label selector over the label map expression labels; a selector
+// without requirements selects everything.
+func selectorCEL(sel *metav1.LabelSelector, labels string) string {
+	if sel == nil {
+		return "true"
 	}
-	var each, whole []string
-	for _, v := range values {
-		each = append(each, fmt.Sprintf("JSONPatch{op: 'add', path: %s, value: %s}", quote("/metadata/annotations/"+escapePointer(v.key)), v.value))
-		whole = append(whole, fmt.Sprintf("%s: %s", quote(v.key), v.value))
+	has := func(k string) string { return fmt.Sprintf("%s in %s", quote(k), labels) }
+	var terms []string
+	for _, k := range sortedKeys(sel.MatchLabels) {
+		terms = append(terms, fmt.Sprintf("(%s && %s[%s] == %s)", has(k), labels, quote(k), quote(sel.MatchLabels[k])))
 	}
-	return fmt.Sprintf("(has(object.metadata.annotations) ? [%s] : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {%s}}])",
-		strings.Join(each, ", "), strings.Join(whole, ", "))
+	for _, r := range sel.MatchExpressions {
+		in := fmt.Sprintf("(%s && %s[%s] in %s)", has(r.Key), labels, quote(r.Key), stringList(r.Values))
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			terms = append(terms, in)
+		case metav1.LabelSelectorOpNotIn:
+			terms = append(terms, "!"+in)
+		case metav1.LabelSelectorOpExists:
+			terms = append(terms, "("+has(r.Key)+")")
+		case metav1.LabelSelectorOpDoesNotExist:
+			terms = append(terms, "!("+has(r.Key)+")")
+		default:
+			terms = append(terms, "false")
+		}
+	}
+	if len(terms) == 0 {
+		return "true"
+	}
+	return strings.Join(terms, " && ")
+}
+
+func distinctSorted(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // isInjected is the CEL of sidecar.IsInjected on container variable c.
@@ -319,9 +292,8 @@ func isInjected(c string) string {
 }
 
 // firstOr is the first element of list expression list, or def when it is empty.
-func firstOr(list, def string, args ...any) string {
-	l := fmt.Sprintf(list, args...)
-	return fmt.Sprintf("(size(%[1]s) == 0 ? %[2]s : %[1]s[0])", l, def)
+func firstOr(list, def string) string {
+	return fmt.Sprintf("(size(%[1]s) == 0 ? %[2]s : %[1]s[0])", list, def)
 }
 
 func names(es []entry) []string {

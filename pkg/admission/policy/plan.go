@@ -15,10 +15,6 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// CompiledAtAnnotation on a compiled policy records Input.Stamp (RFC 3339): recompiling the same
-// spec keeps it, so an unchanged SidecarSet never rewrites its policy.
-const CompiledAtAnnotation = "apps.kruise.io/compiled-at"
-
 // PlanInput is everything Plan needs.
 type PlanInput struct {
 	// SidecarSets are all stored SidecarSets.
@@ -61,42 +57,122 @@ type Plan struct {
 	RecheckAfter time.Duration
 }
 
-// PlanPolicies compiles every SidecarSet.
+// PlanPolicies compiles every SidecarSet and groups the policy-path ones into group policies.
 func PlanPolicies(in PlanInput) (Plan, error) {
 	sets := append([]*v1alpha1.SidecarSet(nil), in.SidecarSets...)
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p := Plan{Results: make(map[string]Result, len(sets))}
+	prev := compiledRecords(in.Compiled)
+	counts := keyCounts(sets)
+	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
 	near := allNeighbours(sets)
 	for i, ss := range sets {
 		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
-		r, err := Compile(Input{SidecarSet: ss, Others: others, Neighbours: near[i], ExcludedNamespaces: in.ExcludedNamespaces,
-			Stamp: stampFor(ss, in.Compiled[PolicyName(ss.Name)], in.Now), SortSidecarContainersByName: in.SortSidecarContainersByName})
+		stamp := stampFor(ss, prev[ss.Name], in.Now)
+		r, m, err := compileMember(Input{SidecarSet: ss, Others: others, Neighbours: near[i], ExcludedNamespaces: in.ExcludedNamespaces,
+			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName})
 		if err != nil {
 			return Plan{}, err
 		}
 		if in.WebhookOnly && r.Path == PathPolicy {
-			r = Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
+			r, m = webhookMode(), nil
+		}
+		if m != nil {
+			r.PolicyName = policyName(ss, counts)
+			r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
+			g := groups[r.PolicyName]
+			if g == nil {
+				g = &group{name: r.PolicyName, key: groupKey(ss), records: map[string]record{}}
+				groups[r.PolicyName] = g
+			}
+			g.members = append(g.members, m)
+			g.sets = append(g.sets, ss)
+			g.records[ss.Name] = record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()}
+			policySets = append(policySets, ss)
+		} else if r.Path == PathWebhook {
+			webhookSets = append(webhookSets, ss)
 		}
 		p.Results[ss.Name] = r
-		switch r.Path {
-		case PathPolicy:
-			p.Policies = append(p.Policies, r.Policy)
-			p.Bindings = append(p.Bindings, r.Binding)
-			policySets = append(policySets, ss)
-			if left := graceLeft(r.Policy, in); left > 0 {
-				// Not yet loaded as planned: the webhook serves it meanwhile.
-				webhookSets = append(webhookSets, ss)
-				if p.RecheckAfter == 0 || left < p.RecheckAfter {
-					p.RecheckAfter = left
-				}
+	}
+	for _, name := range sortedKeys(groups) {
+		g := groups[name]
+		policy, binding, err := g.objects(in.ExcludedNamespaces)
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Policies = append(p.Policies, policy)
+		p.Bindings = append(p.Bindings, binding)
+		if left := graceLeft(policy, in); left > 0 {
+			// Not yet loaded as planned: the webhook serves its SidecarSets meanwhile.
+			webhookSets = append(webhookSets, g.sets...)
+			if p.RecheckAfter == 0 || left < p.RecheckAfter {
+				p.RecheckAfter = left
 			}
-		case PathWebhook:
-			webhookSets = append(webhookSets, ss)
 		}
 	}
 	p.WebhookCondition = webhookCondition(webhookSets, policySets)
 	return p, nil
+}
+
+func webhookMode() Result {
+	return Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
+}
+
+// record is what a policy's SidecarSetsAnnotation says of one SidecarSet.
+type record struct {
+	Hash       string `json:"hash"`
+	CompiledAt string `json:"compiledAt"`
+	Digest     string `json:"digest"`
+}
+
+// records reads the SidecarSetsAnnotation of a policy; a malformed one reads as none.
+func records(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]record {
+	out := map[string]record{}
+	if p == nil {
+		return out
+	}
+	if err := json.Unmarshal([]byte(p.Annotations[SidecarSetsAnnotation]), &out); err != nil {
+		return map[string]record{}
+	}
+	return out
+}
+
+// compiledRecords returns the record of each SidecarSet in the owned policies.
+func compiledRecords(compiled map[string]*admissionregistrationv1.MutatingAdmissionPolicy) map[string]record {
+	out := map[string]record{}
+	for _, p := range compiled {
+		for name, r := range records(p) {
+			out[name] = r
+		}
+	}
+	return out
+}
+
+// Replaced returns the SidecarSets whose injection by the owned policies have changes with want:
+// a SidecarSet dropped from them, moved to another policy, or injected differently. kube-apiserver
+// loads policies asynchronously, so it may still run the previous one for a moment.
+func Replaced(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, want []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	type at struct {
+		policy string
+		record
+	}
+	wanted := map[string]at{}
+	for _, w := range want {
+		for name, r := range records(w) {
+			wanted[name] = at{w.Name, r}
+		}
+	}
+	var out []string
+	for _, pname := range sortedKeys(have) {
+		for _, name := range sortedKeys(records(have[pname])) {
+			r := records(have[pname])[name]
+			if w, ok := wanted[name]; !ok || w.policy != pname || w.Digest != r.Digest {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // SameSpec reports whether two policies have the same spec, compared as JSON (an empty and a
@@ -142,10 +218,10 @@ func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	return near
 }
 
-// stampFor keeps the stamp of a policy compiled from the same spec, and is now otherwise.
-func stampFor(ss *v1alpha1.SidecarSet, old *admissionregistrationv1.MutatingAdmissionPolicy, now time.Time) time.Time {
-	if old != nil && old.Annotations[HashAnnotation] == ss.Annotations[sidecar.HashAnnotation] {
-		if t, err := time.Parse(time.RFC3339, old.Annotations[CompiledAtAnnotation]); err == nil {
+// stampFor keeps the stamp of a SidecarSet compiled from the same spec, and is now otherwise.
+func stampFor(ss *v1alpha1.SidecarSet, old record, now time.Time) time.Time {
+	if old.Hash != "" && old.Hash == ss.Annotations[sidecar.HashAnnotation] {
+		if t, err := time.Parse(time.RFC3339, old.CompiledAt); err == nil {
 			return t
 		}
 	}
@@ -259,21 +335,24 @@ func sortedKeys[V any](m map[string]V) []string {
 // as PlanPolicies decides, for the /rollout view.
 func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, webhookOnly bool) *v1alpha1.RolloutInjection {
 	others := make([]*v1alpha1.SidecarSet, 0, len(all))
+	withSelf := append(make([]*v1alpha1.SidecarSet, 0, len(all)+1), ss)
 	for _, o := range all {
 		if o.Name != ss.Name {
 			others = append(others, o)
+			withSelf = append(withSelf, o)
 		}
 	}
-	r, err := Compile(Input{SidecarSet: ss, Others: others})
+	r, m, err := compileMember(Input{SidecarSet: ss, Others: others})
 	if err != nil {
 		return &v1alpha1.RolloutInjection{Path: string(PathWebhook), Reason: "CompileError", Message: err.Error()}
 	}
 	if webhookOnly && r.Path == PathPolicy {
-		r = Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
+		r, m = webhookMode(), nil
 	}
 	out := &v1alpha1.RolloutInjection{Path: string(r.Path), Reason: r.Reason, Message: r.Message}
-	if r.Policy != nil {
-		out.Policy = r.Policy.Name
+	if m != nil {
+		out.Policy = policyName(ss, keyCounts(withSelf))
+		out.Message = "injected by MutatingAdmissionPolicy " + out.Policy
 	}
 	return out
 }

@@ -38,8 +38,11 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(first.Policies); got != 1 || first.Policies[0].Name != "sidecarset-plain" {
-		t.Fatalf("policies: %d, want only sidecarset-plain", got)
+	if got := len(first.Policies); got != 1 || first.Policies[0].Name != "sidecarsets-app-0" {
+		t.Fatalf("policies: %d, want only sidecarsets-app-0", got)
+	}
+	if r := first.Results["plain"]; r.PolicyName != "sidecarsets-app-0" {
+		t.Errorf("plain: policy %q", r.PolicyName)
 	}
 	for name, want := range map[string]Path{"plain": PathPolicy, "hot": PathWebhook, "paused": PathNone} {
 		if got := first.Results[name].Path; got != want {
@@ -60,8 +63,8 @@ spec:
 	}
 
 	// Later, with the policy in place: same stamp (no rewrite), grace over.
-	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarset-plain": first.Policies[0]}
-	loaded := map[string]time.Time{"sidecarset-plain": now.Add(time.Second)}
+	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarsets-app-0": first.Policies[0]}
+	loaded := map[string]time.Time{"sidecarsets-app-0": now.Add(time.Second)}
 	inGrace, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(5 * time.Second), Grace: 10 * time.Second})
 	if err != nil || !strings.Contains(inGrace.WebhookCondition, `"app"`) || inGrace.RecheckAfter != 6*time.Second {
 		t.Errorf("4s after the policy appeared: recheck %v, condition:\n%s", inGrace.RecheckAfter, inGrace.WebhookCondition)
@@ -85,8 +88,14 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Policies[0].Annotations[CompiledAtAnnotation] != "2026-11-23T11:00:00Z" || again.RecheckAfter != 10*time.Second {
-		t.Errorf("changed spec: stamp %s, recheck %v", again.Policies[0].Annotations[CompiledAtAnnotation], again.RecheckAfter)
+	if stamp := records(again.Policies[0])["plain"].CompiledAt; stamp != "2026-11-23T11:00:00Z" || again.RecheckAfter != 10*time.Second {
+		t.Errorf("changed spec: stamp %s, recheck %v", stamp, again.RecheckAfter)
+	}
+	if got := Replaced(compiled, again.Policies); len(got) != 1 || got[0] != "plain" {
+		t.Errorf("replaced: %v, want [plain]", got)
+	}
+	if got := Replaced(compiled, later.Policies); len(got) != 0 {
+		t.Errorf("replaced after an unchanged plan: %v", got)
 	}
 	if !strings.Contains(again.WebhookCondition, `"app"`) {
 		t.Errorf("a policy to be changed must leave its pods to the webhook:\n%s", again.WebhookCondition)
@@ -121,7 +130,7 @@ spec:
 		webhookOnly bool
 		want        v1alpha1.RolloutInjection
 	}{
-		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: ReasonCompiled, Policy: "sidecarset-plain"}},
+		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: ReasonCompiled, Policy: "sidecarsets-app-0"}},
 		{plain, true, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonWebhookMode}},
 		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonTransferEnv}},
 	}

@@ -1,22 +1,96 @@
 package policy
 
 import (
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strings"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
-// matchConstraints selects pod CREATEs by the SidecarSet's selectors, natively in kube-apiserver:
-// spec.selector is the objectSelector; spec.namespace (which wins, as in the injector) or
-// spec.namespaceSelector is the namespaceSelector, with the excluded namespaces added as a NotIn
-// requirement on kubernetes.io/metadata.name.
+// Grouping: the SidecarSets whose selectors require the same label key (see representative) share
+// group policies, spread over buckets by a hash of their names so that a change rewrites one
+// bucket; the number of buckets follows the number of SidecarSets with that key (all stored ones,
+// whatever path serves them, so that it is known without compiling).
+
+// perBucket is the number of SidecarSets a bucket holds on average.
+const perBucket = 16
+
+// groupKey is the label key every pod ss selects has, "" when its selector requires none.
+func groupKey(ss *v1alpha1.SidecarSet) string {
+	k, _ := representative(ss.Spec.Selector)
+	return k
+}
+
+// keyCounts counts the SidecarSets of each group key.
+func keyCounts(sets []*v1alpha1.SidecarSet) map[string]int {
+	out := map[string]int{}
+	for _, ss := range sets {
+		out[groupKey(ss)]++
+	}
+	return out
+}
+
+// buckets is the number of buckets for n SidecarSets: a power of two, about perBucket each.
+func buckets(n int) int {
+	b := 1
+	for b*perBucket < n {
+		b *= 2
+	}
+	return b
+}
+
+// policyName is the name of the group policy (and binding) of SidecarSet name among counts.
+func policyName(ss *v1alpha1.SidecarSet, counts map[string]int) string {
+	key := groupKey(ss)
+	h := fnv.New32a()
+	h.Write([]byte(ss.Name))
+	return fmt.Sprintf("%s%s-%d", NamePrefix, keyPart(key), int(h.Sum32())%buckets(counts[key]))
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// keyPart renders a label key in a policy name: as it is when it is a valid name part, else
+// sanitized with a hash of the key.
+func keyPart(key string) string {
+	if key == "" {
+		return "any"
+	}
+	safe := strings.Trim(unsafeChars.ReplaceAllString(strings.ToLower(strings.ReplaceAll(key, "/", ".")), "-"), ".-")
+	if safe == key && len(key) <= 200 && len(validation.IsDNS1123Subdomain(key)) == 0 {
+		return key
+	}
+	if len(safe) > 60 {
+		safe = strings.Trim(safe[:60], ".-")
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return fmt.Sprintf("%s-%08x", safe, h.Sum32())
+}
+
+// matchConstraints selects pod CREATEs that have the group's key, natively in kube-apiserver,
+// outside the excluded namespaces; the members' selectors are CEL (variables.m).
 //
 // Every field kube-apiserver would default is set, so that a stored policy equals the compiled one.
-func matchConstraints(ss *v1alpha1.SidecarSet, excluded []string) *admissionregistrationv1.MatchResources {
+func matchConstraints(key string, excluded []string) *admissionregistrationv1.MatchResources {
 	equivalent := admissionregistrationv1.Equivalent
 	scope := admissionregistrationv1.AllScopes
+	objects := &metav1.LabelSelector{}
+	if key != "" {
+		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}
+	}
+	namespaces := &metav1.LabelSelector{}
+	if len(excluded) > 0 {
+		namespaces.MatchExpressions = []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string(nil), excluded...),
+		}}
+	}
 	return &admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -29,24 +103,8 @@ func matchConstraints(ss *v1alpha1.SidecarSet, excluded []string) *admissionregi
 				},
 			},
 		}},
-		ObjectSelector:    ss.Spec.Selector.DeepCopy(),
-		NamespaceSelector: namespaceConstraint(ss, excluded),
+		ObjectSelector:    objects,
+		NamespaceSelector: namespaces,
 		MatchPolicy:       &equivalent,
 	}
-}
-
-func namespaceConstraint(ss *v1alpha1.SidecarSet, excluded []string) *metav1.LabelSelector {
-	sel := &metav1.LabelSelector{}
-	switch {
-	case ss.Spec.Namespace != "":
-		sel.MatchLabels = map[string]string{corev1.LabelMetadataName: ss.Spec.Namespace}
-	case ss.Spec.NamespaceSelector != nil:
-		sel = ss.Spec.NamespaceSelector.DeepCopy()
-	}
-	if len(excluded) > 0 {
-		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string(nil), excluded...),
-		})
-	}
-	return sel
 }

@@ -182,7 +182,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if plan.RecheckAfter > 0 {
 		c.queue.AddAfter(key, plan.RecheckAfter)
 	}
-	replaced := replacedPolicies(compiled, plan.Policies)
+	replaced := policy.Replaced(compiled, plan.Policies)
 	// The webhook's condition first: it includes every SidecarSet whose policy is not in the
 	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
 	// bindings: a binding never names a missing policy.
@@ -197,24 +197,6 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	c.markApplied(sets, replaced)
 	return nil
-}
-
-// replacedPolicies returns the names of the SidecarSets whose policy in the cluster is about to be
-// updated or deleted: kube-apiserver loads policies asynchronously, so it may run the previous one
-// for a moment, and a pod it injected carries the SidecarSet's name in its injected-list, which
-// the webhook leaves alone.
-func replacedPolicies(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, want []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
-	wanted := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicy, len(want))
-	for _, w := range want {
-		wanted[w.Name] = w
-	}
-	var out []string
-	for name, h := range have {
-		if w := wanted[name]; w == nil || !sameObject(h, w, h.Spec, w.Spec) {
-			out = append(out, h.Labels[v1alpha1.SidecarSetNameLabel])
-		}
-	}
-	return out
 }
 
 // markApplied records the generations of sets as applied, and that the sets whose previous policy
@@ -240,7 +222,7 @@ func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string)
 
 // Ready reports whether the injection objects for ss's generation are applied and in effect: pods
 // created from now on are injected with it, by its policy or by the webhook, and no longer by a
-// policy it had before (see replacedPolicies).
+// policy it had before (see policy.Replaced).
 func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()

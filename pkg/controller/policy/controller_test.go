@@ -145,7 +145,8 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	f.reconcile(t)
 
 	got := f.policies(t)
-	for _, name := range []string{"sidecarset-a", "sidecarset-b", "someone-elses"} {
+	// a and b select by the same label key: one group policy injects both.
+	for _, name := range []string{"sidecarsets-app-0", "someone-elses"} {
 		if got[name] == nil {
 			t.Errorf("policy %s missing", name)
 		}
@@ -154,28 +155,31 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 		t.Error("the leftover policy of a deleted SidecarSet was kept")
 	}
 	bindings, _ := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(context.Background(), metav1.ListOptions{})
-	if len(bindings.Items) != 2 {
-		t.Errorf("%d bindings, want 2", len(bindings.Items))
+	if len(bindings.Items) != 1 {
+		t.Errorf("%d bindings, want 1", len(bindings.Items))
+	}
+	if recs := got["sidecarsets-app-0"].Annotations[policy.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
+		t.Errorf("the group policy does not record its SidecarSets: %s", recs)
 	}
 	if c := f.condition(t); c == "" {
 		t.Error("no webhook match condition")
 	}
 
 	// A hand edit is put back; an unchanged SidecarSet keeps its stamp.
-	edited := got["sidecarset-a"].DeepCopy()
-	stamp := edited.Annotations[policy.CompiledAtAnnotation]
+	edited := got["sidecarsets-app-0"].DeepCopy()
+	stamp := edited.Annotations[policy.SidecarSetsAnnotation]
 	edited.Spec.Mutations[0].JSONPatch.Expression = "[]"
 	if _, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Update(context.Background(), edited, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Step(time.Hour)
 	f.reconcile(t)
-	repaired := f.policies(t)["sidecarset-a"]
+	repaired := f.policies(t)["sidecarsets-app-0"]
 	if repaired.Spec.Mutations[0].JSONPatch.Expression == "[]" {
 		t.Error("the edited policy was not repaired")
 	}
-	if repaired.Annotations[policy.CompiledAtAnnotation] != stamp {
-		t.Errorf("stamp changed from %s to %s for an unchanged SidecarSet", stamp, repaired.Annotations[policy.CompiledAtAnnotation])
+	if repaired.Annotations[policy.SidecarSetsAnnotation] != stamp {
+		t.Errorf("stamps changed from %s to %s for unchanged SidecarSets", stamp, repaired.Annotations[policy.SidecarSetsAnnotation])
 	}
 	// While a policy is being repaired, and for the grace period after the controller first sees it
 	// as planned, the webhook serves its pods; afterwards the condition selects no pod by label,

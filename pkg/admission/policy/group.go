@@ -1,0 +1,399 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// A group policy injects several SidecarSets (its members, sorted by name) with one evaluation:
+// kube-apiserver checks the match constraints of every stored policy on every pod create and pays
+// a conversion of the pod for each policy that applies, so a thousand SidecarSets compiled one per
+// policy would cost every pod milliseconds. The members of a group share a label key their
+// selectors require (the policy's objectSelector asks only that the pod has it); each member's
+// selectors, namespace and idempotence checks are CEL (variables.m[k]), and the JSONPatch of a
+// mutation inserts the parts of every member that applies at the index it has once the members
+// before it are in: the pod is the same as with one policy per SidecarSet applied in name order.
+//
+// A mutation holds members up to maxExpressionSize; a policy with more holds several mutations,
+// applied in order (kube-apiserver evaluates each against the pod the previous one produced).
+
+// maxExpressionSize keeps each mutation below CEL's expression size limit (100,000 code points).
+const maxExpressionSize = 80_000
+
+// groupVariables are the policy-wide named expressions: the pod's labels, containers and
+// annotations, and m, one boolean per member: the member applies to the pod (s: as far as
+// match conditions can tell).
+func groupVariables(members []*member) []admissionregistrationv1.Variable {
+	var vs []admissionregistrationv1.Variable
+	add := func(name, format string, args ...any) {
+		vs = append(vs, admissionregistrationv1.Variable{Name: name, Expression: fmt.Sprintf(format, args...)})
+	}
+	add("labels", "object.metadata.?labels.orValue({})")
+	add("nsLabels", "namespaceObject.metadata.?labels.orValue({})")
+	add("ann", "object.metadata.?annotations.orValue({})")
+	add("injectedNames", "variables.ann[?%s].orValue('').split(',')", quote(sidecar.InjectedListAnnotation))
+	add("names", "object.spec.containers.map(c, c.name)")
+	add("injected", "object.spec.containers.map(c, %s)", isInjected("c"))
+	add("declared", "object.spec.containers.filter(c, !(%s)).map(c, c.name)", isInjected("c"))
+	add("apps", "lists.range(size(variables.names)).filter(i, !variables.injected[i])")
+	add("lastApp", "size(variables.apps) == 0 ? -1 : variables.apps[size(variables.apps) - 1]")
+	add("inits", "object.spec.?initContainers.orValue([])")
+	add("initNames", "variables.inits.map(c, c.name)")
+	add("initInjected", "variables.inits.map(c, %s)", isInjected("c"))
+	add("declaredInit", "variables.inits.filter(c, !(%s)).map(c, c.name)", isInjected("c"))
+	add("initOwn", "lists.range(size(variables.initNames)).filter(i, !variables.initInjected[i])")
+	add("lastOwnInit", "size(variables.initOwn) == 0 ? -1 : variables.initOwn[size(variables.initOwn) - 1]")
+	add("volNames", "object.spec.?volumes.orValue([]).map(v, v.name)")
+	add("secretNames", "object.spec.?imagePullSecrets.orValue([]).map(s, s.name)")
+	for _, k := range []struct{ name, key string }{{"hashOld", sidecar.HashAnnotation}, {"hashWithoutImageOld", sidecar.HashWithoutImageAnnotation}} {
+		// The members of a JSON hash annotation, each `"name":{...}` (entries hold no objects).
+		add(k.name+"Raw", "variables.ann[?%s].orValue('')", quote(k.key))
+		add(k.name, "size(variables.%[1]sRaw) > 2 && variables.%[1]sRaw.startsWith('{') && variables.%[1]sRaw.endsWith('}') ? "+
+			"variables.%[1]sRaw.substring(1, size(variables.%[1]sRaw) - 1).split('},').map(s, s.endsWith('}') ? s : s + '}') : []", k.name)
+	}
+	applies, inNamespace := make([]string, len(members)), make([]string, len(members))
+	for k, m := range members {
+		applies[k] = m.appliesCEL()
+		inNamespace[k] = fmt.Sprintf("variables.s[%d]", k)
+		if m.selNS != "" {
+			inNamespace[k] += " && " + m.selNS
+		}
+	}
+	// s: the member applies to the pod as far as match conditions can tell (they do not see the
+	// namespace object); m: it applies.
+	add("s", "[%s]", strings.Join(applies, ",\n"))
+	add("m", "[%s]", strings.Join(inNamespace, ", "))
+	return vs
+}
+
+// appliesCEL: the member selects the pod, has not injected it, and the pod declares none of the
+// sidecar names that leave it to the webhook. A name list is the right operand of in: CEL turns
+// "x in <constant list>" into a set lookup.
+func (m *member) appliesCEL() string {
+	terms := []string{"(" + m.sel + ")", fmt.Sprintf("!(%s in variables.injectedNames)", quote(m.name))}
+	if len(m.deferNames) > 0 {
+		terms = append(terms, fmt.Sprintf("!variables.declared.exists(n, n in %s)", stringList(m.deferNames)))
+	}
+	if len(m.deferInitNames) > 0 {
+		terms = append(terms, fmt.Sprintf("!variables.declaredInit.exists(n, n in %s)", stringList(m.deferInitNames)))
+	}
+	return strings.Join(terms, " && ")
+}
+
+// groupMatchConditions: the pod is active, as the injector requires, and some member applies.
+func groupMatchConditions() []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "active", Expression: "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"},
+		{Name: "applies", Expression: "variables.s.exists(b, b)"},
+	}
+}
+
+// chunk is the members of one mutation: members[lo:hi] of the policy, with variables suffixed c.
+type chunk struct {
+	members []*member
+	lo      int
+	c       string
+}
+
+// chunks splits the members into mutations of at most maxExpressionSize (estimated).
+func chunks(members []*member) []chunk {
+	var out []chunk
+	start, size := 0, 0
+	for k, m := range members {
+		if k > start && size+m.size() > maxExpressionSize {
+			out = append(out, chunk{members: members[start:k], lo: start})
+			start, size = k, 0
+		}
+		size += m.size()
+	}
+	out = append(out, chunk{members: members[start:], lo: start})
+	for i := range out {
+		out[i].c = fmt.Sprint(i)
+	}
+	return out
+}
+
+// v names a chunk variable.
+func (ch *chunk) v(name string) string { return "variables." + name + ch.c }
+
+// applies is the CEL of member k (index in the chunk) applying.
+func (ch *chunk) applies(k int) string { return fmt.Sprintf("variables.m[%d]", ch.lo+k) }
+
+// variables are the chunk's own named expressions: per member, the number of containers it
+// inserts before and after the apps (0 when it does not apply), per init container item likewise,
+// per volume and secret whether it is added, and the annotation values.
+func (ch *chunk) variables() []admissionregistrationv1.Variable {
+	var vs []admissionregistrationv1.Variable
+	add := func(name, format string, args ...any) {
+		vs = append(vs, admissionregistrationv1.Variable{Name: name + ch.c, Expression: fmt.Sprintf(format, args...)})
+	}
+	counts := func(n func(*member) int) string {
+		terms := make([]string, len(ch.members))
+		for k, m := range ch.members {
+			terms[k] = fmt.Sprintf("%s ? %d : 0", ch.applies(k), n(m))
+		}
+		return "[" + strings.Join(terms, ", ") + "]"
+	}
+	add("any", "variables.m.slice(%d, %d).exists(b, b)", ch.lo, ch.lo+len(ch.members))
+	add("bc", "%s", counts(func(m *member) int { return m.nBefore }))
+	add("ac", "%s", counts(func(m *member) int { return len(m.containers) - m.nBefore }))
+	before, after := ch.initItems()
+	add("ib", "%s", ch.itemFlags(before))
+	add("ia", "%s", ch.itemFlags(after))
+	add("volAdd", "%s", ch.addFlags(ch.keyed(func(m *member) []entry { return m.volumes }), "variables.volNames"))
+	add("secretAdd", "%s", ch.addFlags(ch.keyed(func(m *member) []entry { return m.secrets }), "variables.secretNames"))
+	add("injectedList", "(variables.injectedNames + %s).filter(n, n != '').distinct().sort().join(',')", ch.pick(false, func(m *member) string { return m.name }))
+	for _, h := range []struct{ name, old string }{{"hash", "hashOld"}, {"hashWithoutImage", "hashWithoutImageOld"}} {
+		entryOf := func(m *member) string { return m.hashEntry }
+		if h.name == "hashWithoutImage" {
+			entryOf = func(m *member) string { return m.hashEntryWithoutImage }
+		}
+		key := func(m *member) string { return `"` + m.name + `":{` }
+		add(h.name+"New", "%s", ch.pick(true, entryOf))
+		add(h.name+"Keys", "%s", ch.pick(true, key))
+		add(h.name, "'{' + (variables.%s.filter(s, !%s.exists(k, s.startsWith(k))) + %s).sort().join(',') + '}'",
+			h.old, ch.v(h.name+"Keys"), ch.v(h.name+"New"))
+	}
+	return vs
+}
+
+// pick is the CEL list of value(m) for the members that apply (and inject containers, when
+// hashed: only those have hash annotation entries).
+func (ch *chunk) pick(hashed bool, value func(*member) string) string {
+	terms := make([]string, 0, len(ch.members))
+	for k, m := range ch.members {
+		if v := value(m); !hashed || m.hashEntry != "" {
+			terms = append(terms, fmt.Sprintf("(%s ? [%s] : [])", ch.applies(k), quote(v)))
+		}
+	}
+	if len(terms) == 0 {
+		return "[]"
+	}
+	return "[" + strings.Join(terms, ", ") + "].flatten()"
+}
+
+// initItem is one init container of a member.
+type initItem struct {
+	entry
+	k int // member index in the chunk
+}
+
+// initItems returns the chunk's Before and After init containers, each sorted by name (injected
+// init containers form name-sorted runs).
+func (ch *chunk) initItems() (before, after []initItem) {
+	for k, m := range ch.members {
+		for i, e := range m.initContainers {
+			if i < m.nInitBefore {
+				before = append(before, initItem{e, k})
+			} else {
+				after = append(after, initItem{e, k})
+			}
+		}
+	}
+	for _, l := range [][]initItem{before, after} {
+		sort.SliceStable(l, func(i, j int) bool { return l[i].name < l[j].name })
+	}
+	return before, after
+}
+
+func (ch *chunk) itemFlags(items []initItem) string {
+	terms := make([]string, len(items))
+	for i, it := range items {
+		terms[i] = fmt.Sprintf("%s ? 1 : 0", ch.applies(it.k))
+	}
+	return "[" + strings.Join(terms, ", ") + "]"
+}
+
+// keyedEntry is a volume or secret some members carry, with the literal of each carrier.
+type keyedEntry struct {
+	name     string
+	carriers []int // member indexes in the chunk, in order
+	literals []string
+}
+
+// keyed returns the distinct entries of the members, in order of first appearance.
+func (ch *chunk) keyed(list func(*member) []entry) []keyedEntry {
+	var out []keyedEntry
+	at := map[string]int{}
+	for k, m := range ch.members {
+		for _, e := range list(m) {
+			i, ok := at[e.name]
+			if !ok {
+				i = len(out)
+				at[e.name] = i
+				out = append(out, keyedEntry{name: e.name})
+			}
+			out[i].carriers = append(out[i].carriers, k)
+			out[i].literals = append(out[i].literals, e.literal)
+		}
+	}
+	return out
+}
+
+// addFlags is, per entry, whether the pod lacks it (names is the CEL list of the pod's names) and
+// a member carrying it applies.
+func (ch *chunk) addFlags(es []keyedEntry, names string) string {
+	terms := make([]string, len(es))
+	for i, e := range es {
+		any := make([]string, len(e.carriers))
+		for j, k := range e.carriers {
+			any[j] = ch.applies(k)
+		}
+		terms[i] = fmt.Sprintf("!(%s in %s) && (%s)", quote(e.name), names, strings.Join(any, " || "))
+	}
+	return "[" + strings.Join(terms, ", ") + "]"
+}
+
+// expression is the chunk's JSONPatch expression: one list of operations per part, flattened, in
+// an order that inserts each item at its final index.
+func (ch *chunk) expression() string {
+	var parts []string
+	parts = append(parts, ch.containerOps()...)
+	parts = append(parts, ch.initContainerOps()...)
+	parts = append(parts, ch.appendOps("/spec/volumes", "object.spec.?volumes", "volAdd", ch.keyed(func(m *member) []entry { return m.volumes }))...)
+	parts = append(parts, ch.appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets", "secretAdd", ch.keyed(func(m *member) []entry { return m.secrets }))...)
+	parts = append(parts, ch.annotationOps())
+	return "[\n" + strings.Join(parts, ",\n") + "\n].flatten()"
+}
+
+// prefix is the CEL of the sum of the first n elements of chunk list variable name.
+func (ch *chunk) prefix(name string, n int) string {
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%s.slice(0, %d).sum()", ch.v(name), n)
+}
+
+// containerOps inserts, member by member, the Before sidecars behind the Before sidecars of
+// SidecarSets sorting earlier, then the After ones in front of the After sidecars of SidecarSets
+// sorting later; each index counts what the chunk's earlier members inserted in front of it.
+func (ch *chunk) containerOps() []string {
+	var before, after []string
+	for k, m := range ch.members {
+		if m.nBefore > 0 {
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && variables.names[i] in %s))", stringList(m.earlierBefore)), "size(variables.names)")
+			before = append(before, ch.insert(k, "/spec/containers/", m.containers[:m.nBefore], at+" + "+ch.prefix("bc", k)))
+		}
+		if len(m.containers) > m.nBefore {
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && variables.names[i] in %s)", stringList(m.laterAfter)), "size(variables.names)")
+			after = append(after, ch.insert(k, "/spec/containers/", m.containers[m.nBefore:], at+" + "+ch.v("bc")+".sum() + "+ch.prefix("ac", k)))
+		}
+	}
+	return append(before, after...)
+}
+
+// insert adds es at consecutive indexes from at when member k applies.
+func (ch *chunk) insert(k int, path string, es []entry, at string) string {
+	return fmt.Sprintf("%s ? %s.transformList(c, x, JSONPatch{op: 'add', path: %s + string(%s + c), value: x}) : []",
+		ch.applies(k), listOf(es), quote(path), at)
+}
+
+// initContainerOps creates the list when the pod has none, then inserts the Before init
+// containers into the run in front of the pod's own and the After ones into the run behind them,
+// each at its name's place.
+func (ch *chunk) initContainerOps() []string {
+	before, after := ch.initItems()
+	if len(before)+len(after) == 0 {
+		return nil
+	}
+	out := []string{fmt.Sprintf("size(variables.inits) == 0 && %s.sum() + %s.sum() > 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []", ch.v("ib"), ch.v("ia"))}
+	for i, it := range before {
+		bi := stringList(ch.members[it.k].beforeInit)
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && variables.initNames[i] in %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)")
+		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.prefix("ib", i)))
+	}
+	for i, it := range after {
+		bi := stringList(ch.members[it.k].beforeInit)
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(variables.initNames[i] in %s) && variables.initNames[i] > %s)", bi, quote(it.name)), "size(variables.initNames)")
+		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.v("ib")+".sum() + "+ch.prefix("ia", i)))
+	}
+	return out
+}
+
+// appendOps adds the entries flagged in variable flags, creating the list when the pod has none;
+// an entry several members carry takes the literal of the first that applies.
+func (ch *chunk) appendOps(path, field, flags string, es []keyedEntry) []string {
+	if len(es) == 0 {
+		return nil
+	}
+	out := []string{fmt.Sprintf("!%s.hasValue() && %s.exists(b, b) ? [JSONPatch{op: 'add', path: %s, value: []}] : []", field, ch.v(flags), quote(path))}
+	for i, e := range es {
+		value := e.literals[len(e.literals)-1]
+		for j := len(e.literals) - 2; j >= 0; j-- {
+			if e.literals[j] != value {
+				value = fmt.Sprintf("%s ? %s : %s", ch.applies(e.carriers[j]), e.literals[j], value)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s[%d] ? [JSONPatch{op: 'add', path: %s, value: %s}] : []", ch.v(flags), i, quote(path+"/-"), value))
+	}
+	return out
+}
+
+// annotationOps writes the injected list and, when an applying member injects containers, the
+// hash annotations; it creates the annotation map when the pod has none.
+func (ch *chunk) annotationOps() string {
+	il, h, hw := quote(sidecar.InjectedListAnnotation), quote(sidecar.HashAnnotation), quote(sidecar.HashWithoutImageAnnotation)
+	ptr := func(k string) string { return quote("/metadata/annotations/" + escapePointer(k)) }
+	hasHash := fmt.Sprintf("size(%s) > 0", ch.v("hashNew"))
+	each := fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}] + (%s ? [JSONPatch{op: 'add', path: %s, value: %s}, JSONPatch{op: 'add', path: %s, value: %s}] : [])",
+		ptr(sidecar.InjectedListAnnotation), ch.v("injectedList"), hasHash, ptr(sidecar.HashAnnotation), ch.v("hash"), ptr(sidecar.HashWithoutImageAnnotation), ch.v("hashWithoutImage"))
+	whole := fmt.Sprintf("[JSONPatch{op: 'add', path: '/metadata/annotations', value: %s ? {%s: %s, %s: %s, %s: %s} : {%s: %s}}]",
+		hasHash, il, ch.v("injectedList"), h, ch.v("hash"), hw, ch.v("hashWithoutImage"), il, ch.v("injectedList"))
+	return fmt.Sprintf("!%s ? [] : (has(object.metadata.annotations) ? %s : %s)", ch.v("any"), each, whole)
+}
+
+// group is one group policy being planned.
+type group struct {
+	name    string
+	key     string
+	members []*member // sorted by name
+	sets    []*v1alpha1.SidecarSet
+	records map[string]record
+}
+
+// objects renders the group's policy and binding.
+func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+	recs, err := json.Marshal(g.records)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := metav1.ObjectMeta{
+		Name:        g.name,
+		Labels:      map[string]string{ManagedByLabel: ManagedByValue},
+		Annotations: map[string]string{SidecarSetsAnnotation: string(recs)},
+	}
+	vars := groupVariables(g.members)
+	var mutations []admissionregistrationv1.Mutation
+	for _, ch := range chunks(g.members) {
+		vars = append(vars, ch.variables()...)
+		mutations = append(mutations, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: ch.expression()}})
+	}
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: *meta.DeepCopy(),
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints:   matchConstraints(g.key, excluded),
+			MatchConditions:    groupMatchConditions(),
+			Variables:          vars,
+			Mutations:          mutations,
+			FailurePolicy:      &fail,
+			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+		},
+	}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: g.name, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: g.name},
+	}
+	return policy, binding, nil
+}
