@@ -78,6 +78,13 @@ func compileIn(p *admissionregistrationv1.MutatingAdmissionPolicy, mode environm
 	}
 	condEval := compiler.CompileCondition(conds, opts, mode)
 	errs = append(errs, condEval.CompilationErrors()...)
+	// kube-apiserver validates match conditions without the policy's variables.
+	plain := plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	for _, c := range conds {
+		if r := plain.CompileCELExpression(c, opts, mode); r.Error != nil {
+			errs = append(errs, r.Error)
+		}
+	}
 	cp := &compiledPolicy{policy: p, compiler: compiler,
 		matcher: matchconditions.NewMatcher(condEval, p.Spec.FailurePolicy, "policy", "mutate", p.Name)}
 	patchOpts := opts

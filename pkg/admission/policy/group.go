@@ -29,8 +29,7 @@ import (
 const maxExpressionSize = 80_000
 
 // groupVariables are the policy-wide named expressions: the pod's labels, containers and
-// annotations, and m, one boolean per member: the member applies to the pod (s: as far as
-// match conditions can tell).
+// annotations, and m, one boolean per member: the member applies to the pod.
 func groupVariables(members []*member) []admissionregistrationv1.Variable {
 	var vs []admissionregistrationv1.Variable
 	add := func(name, format string, args ...any) {
@@ -67,8 +66,7 @@ func groupVariables(members []*member) []admissionregistrationv1.Variable {
 			inNamespace[k] += " && " + m.selNS
 		}
 	}
-	// s: the member applies to the pod as far as match conditions can tell (they do not see the
-	// namespace object); m: it applies.
+	// s: the member applies to the pod but for its namespaceSelector; m: it applies.
 	add("s", "[%s]", strings.Join(applies, ",\n"))
 	add("m", "[%s]", strings.Join(inNamespace, ", "))
 	return vs
@@ -88,11 +86,19 @@ func (m *member) appliesCEL() string {
 	return strings.Join(terms, " && ")
 }
 
-// groupMatchConditions: the pod is active, as the injector requires, and some member applies.
-func groupMatchConditions() []admissionregistrationv1.MatchCondition {
+// groupMatchConditions: the pod is active, as the injector requires, and some member selects it
+// and has not injected it. Match conditions see no variables: l and injected are bound by
+// iterating over a one-element list.
+func groupMatchConditions(members []*member) []admissionregistrationv1.MatchCondition {
+	terms := make([]string, len(members))
+	for k, m := range members {
+		terms[k] = fmt.Sprintf("(%s && !(%s in injected))", m.selL, quote(m.name))
+	}
+	selects := fmt.Sprintf("[object.metadata.?labels.orValue({})].exists(l, [object.metadata.?annotations[?%s].orValue('').split(',')].exists(injected,\n%s))",
+		quote(sidecar.InjectedListAnnotation), strings.Join(terms, " ||\n"))
 	return []admissionregistrationv1.MatchCondition{
 		{Name: "active", Expression: "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"},
-		{Name: "applies", Expression: "variables.s.exists(b, b)"},
+		{Name: "selects", Expression: selects},
 	}
 }
 
@@ -383,7 +389,7 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints:   matchConstraints(g.key, excluded),
-			MatchConditions:    groupMatchConditions(),
+			MatchConditions:    groupMatchConditions(g.members),
 			Variables:          vars,
 			Mutations:          mutations,
 			FailurePolicy:      &fail,

@@ -34,6 +34,7 @@ import (
 type member struct {
 	name  string // SidecarSet name
 	sel   string // CEL: the SidecarSet's selector and spec.namespace select the pod
+	selL  string // sel over the label map l (for match conditions, which see no variables)
 	selNS string // CEL: its namespaceSelector selects the pod's namespace ("" without one)
 
 	containers     []entry // Before ones first, each group in spec order
@@ -59,7 +60,7 @@ type entry struct {
 
 func newMember(in *Input) (*member, error) {
 	ss := in.SidecarSet
-	m := &member{name: ss.Name, sel: selectsCEL(ss), selNS: namespaceSelectsCEL(ss)}
+	m := &member{name: ss.Name, sel: selectsCEL(ss, "variables.labels"), selL: selectsCEL(ss, "l"), selNS: namespaceSelectsCEL(ss)}
 	empty := &corev1.Pod{}
 	var volumeNames []string
 	var err error
@@ -195,7 +196,7 @@ func (m *member) hashEntries(ss *v1alpha1.SidecarSet, in *Input) {
 
 // size estimates the characters this member adds to a policy's expressions.
 func (m *member) size() int {
-	n := 400 + len(m.sel) + len(m.selNS) + len(m.hashEntry) + len(m.hashEntryWithoutImage)
+	n := 400 + 2*len(m.sel) + len(m.selNS) + len(m.hashEntry) + len(m.hashEntryWithoutImage)
 	for _, es := range [][]entry{m.containers, m.initContainers, m.volumes, m.secrets} {
 		for _, e := range es {
 			n += len(e.literal) + 300
@@ -224,10 +225,11 @@ func (m *member) digest() string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// selectsCEL is the CEL of "ss's selector selects the pod, in its spec.namespace if it has one".
+// selectsCEL is the CEL of "ss's selector selects the pod, in its spec.namespace if it has one",
+// over the label map expression labels.
 // Match conditions do not see the namespace object, so its namespaceSelector is apart.
-func selectsCEL(ss *v1alpha1.SidecarSet) string {
-	sel := selectorCEL(ss.Spec.Selector, "variables.labels")
+func selectsCEL(ss *v1alpha1.SidecarSet, labels string) string {
+	sel := selectorCEL(ss.Spec.Selector, labels)
 	if ss.Spec.Namespace != "" {
 		sel += " && request.namespace == " + quote(ss.Spec.Namespace)
 	}
