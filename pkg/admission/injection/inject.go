@@ -146,7 +146,7 @@ func selectViews(in *Input) ([]view, []*v1alpha1.SidecarSet, []Decision, error) 
 // current spec: its hash entry has ss's hash, or ss injected nothing (no entry). A pod injected
 // with an older spec (a policy kube-apiserver has not reloaded yet) is injected again.
 func alreadyInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], ss.Name) {
 		return false
 	}
 	hashes, err := sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation])

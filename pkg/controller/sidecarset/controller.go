@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -173,9 +172,8 @@ func (c *Controller) enqueueForNewPod(pod *rollout.Pod) {
 	if c.candidates == nil || c.clock.Since(pod.Created) > newPodWindow {
 		return
 	}
-	injected := sidecar.ParseInjectedList(pod.InjectedList())
 	for _, ss := range c.candidates(pod.Namespace, pod.Labels.Map()) {
-		if !slices.Contains(injected, ss.Name) {
+		if !sidecar.InjectedListHas(pod.InjectedList(), ss.Name) {
 			c.enqueueForPod(ss.Name)
 		}
 	}

@@ -47,7 +47,7 @@ func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]stri
 	if len(changed) > 0 {
 		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, changed, before)
 	}
-	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], ss.Name) {
 		names := append(sidecar.ParseInjectedList(pod.Annotations[sidecar.InjectedListAnnotation]), ss.Name)
 		pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(names)
 	}

@@ -22,7 +22,7 @@ func MissedInjection(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 		return false
 	}
 	return !ss.Spec.InjectionStrategy.Paused && pod.Created.After(ss.CreationTimestamp.Time) &&
-		!injectedListHas(pod.InjectedList(), ss.Name)
+		!sidecar.InjectedListHas(pod.InjectedList(), ss.Name)
 }
 
 // Managed reports whether the SidecarSet manages pod: the pod is active, lists the SidecarSet in
@@ -32,7 +32,7 @@ func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
 		return false
 	}
-	if !injectedListHas(pod.InjectedList(), ss.Name) {
+	if !sidecar.InjectedListHas(pod.InjectedList(), ss.Name) {
 		return false
 	}
 	for i := range ss.Spec.Containers {
