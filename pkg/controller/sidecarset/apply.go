@@ -14,7 +14,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // podFailure is a pod a round could not write, and what it tried.
@@ -45,7 +47,7 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 	var written []*corev1.Pod
 	for _, pod := range plan.Reset {
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-			return len(ResetPod(p, ss, c.clock.Now())) > 0, nil
+			return len(inplace.Reset(p, ss, c.clock.Now())) > 0, nil
 		})
 		if w != nil || err != nil {
 			c.resetEvent(pod, err)
@@ -74,7 +76,8 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-			if _, err := UpgradePod(p, ss, c.clock.Now()); err != nil {
+			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
+			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
 				return false, err
 			}
 			return true, nil
@@ -160,7 +163,7 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 // setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)
 // whether the SidecarSet can upgrade it in place; it writes only a changed condition.
 func (c *Controller) setUpgradable(ctx context.Context, namespace, name string, current *corev1.PodCondition, sidecarSetName string, upgradable bool) error {
-	cond, changed := UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
+	cond, changed := inplace.UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
 	if !changed {
 		return nil
 	}
@@ -214,4 +217,14 @@ func ownedPatch(before, after *corev1.Pod) ([]byte, error) {
 	}
 	meta["resourceVersion"] = before.ResourceVersion
 	return json.Marshal(m)
+}
+
+// upgradableCondition returns the pod's SidecarSetUpgradable condition, or nil.
+func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }

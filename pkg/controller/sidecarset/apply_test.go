@@ -15,16 +15,17 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // TestApplySkipsAFailingPod: a pod whose status patch fails (marking it not upgradable) and a pod
 // whose update fails are skipped and reported; the other pod of the round is still upgraded.
 func TestApplySkipsAFailingPod(t *testing.T) {
-	old := newSidecarSet(t, upgradeSidecarSet, nil)
-	ss := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
+	old := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
 	pod := func(name string) *corev1.Pod {
-		p := injectedPod(t, old)
+		p := inplacetest.InjectedPod(t, old)
 		p.Name, p.UID = name, types.UID("uid-"+name)
 		return p
 	}
@@ -50,8 +51,8 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	if len(written) != 1 || written[0].Name != "good" {
 		t.Fatalf("written %d pods, want only good", len(written))
 	}
-	if images(written[0])["log"] != "log:2" {
-		t.Errorf("good was not upgraded: %v", images(written[0]))
+	if inplacetest.Images(written[0])["log"] != "log:2" {
+		t.Errorf("good was not upgraded: %v", inplacetest.Images(written[0]))
 	}
 	got := map[string]string{}
 	for _, f := range failed {
@@ -71,8 +72,8 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 // TestOwnedPatch: the patch carries the changed image and the resourceVersion read, and not the
 // fields nothing changed.
 func TestOwnedPatch(t *testing.T) {
-	ss := newSidecarSet(t, upgradeSidecarSet, nil)
-	before := injectedPod(t, ss)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	before := inplacetest.InjectedPod(t, ss)
 	before.ResourceVersion = "42"
 	after := before.DeepCopy()
 	after.Spec.Containers[1].Image = "log:2"

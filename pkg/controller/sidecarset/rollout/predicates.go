@@ -101,6 +101,16 @@ func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 	return restarted(rec, ct) && generationCovers(pod, rec)
 }
 
+// ReadyAndUpgraded returns what an in-place upgrade reads of pod to choose the twin of a
+// hot-upgrade sidecar (inplace.Upgrade): whether pod container c is ready and runs what its spec
+// says after the in-place upgrades of SidecarSet sidecarSetName.
+func ReadyAndUpgraded(pod *Pod, sidecarSetName string) func(c string) bool {
+	return func(c string) bool {
+		ct := pod.Container(c)
+		return ct != nil && ct.HasStatus && ct.Ready && ContainerUpgraded(pod, sidecarSetName, c)
+	}
+}
+
 // restarted reports whether the container shows an instance started after rec was taken.
 func restarted(rec Record, ct *Container) bool {
 	if rec.ImageIDOnly {
