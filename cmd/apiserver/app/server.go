@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -193,6 +194,7 @@ func newReviewer(cfg *genericapiserver.RecommendedConfig, set *informerSet) *web
 		Namespaces: namespaces,
 		Revisions:  revs.Lister(),
 		Clock:      clock.RealClock{},
+		Rand:       rand.Float64,
 		// A SidecarSet already injected in this admission (by its policy, or by this webhook
 		// before a reinvocation) is left as it is.
 		Options: injection.Options{SkipInjected: true},

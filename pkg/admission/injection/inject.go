@@ -2,7 +2,6 @@ package injection
 
 import (
 	"errors"
-	"math/rand/v2"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,9 +28,6 @@ func Inject(in Input) (Result, error) {
 	res := Result{Pod: in.Pod}
 	if !isActive(in.Pod) {
 		return res, nil
-	}
-	if in.Rand == nil {
-		in.Rand = rand.Float64
 	}
 	if in.Options.Evaluator == nil {
 		in.Options.Evaluator = evaluate

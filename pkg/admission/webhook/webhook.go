@@ -37,6 +37,9 @@ type Reviewer struct {
 	Revisions listers.SidecarSetRevisionLister
 	// Clock stamps the pod annotations.
 	Clock clock.PassiveClock
+	// Rand returns a uniform number in [0, 1) for the Partial revision policy with a percentage
+	// partition (math/rand/v2's Float64 in the server).
+	Rand func() float64
 	// Options tune the injection.
 	Options injection.Options
 	// HasSynced reports whether the index and listers are filled; until then pods are refused
@@ -97,6 +100,7 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		SidecarSets:     candidates,
 		Revisions:       revision.Lister{Revisions: r.Revisions},
 		Now:             r.Clock.Now(),
+		Rand:            r.Rand,
 		Options:         r.Options,
 	})
 }
