@@ -47,7 +47,8 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 		NotUpgradable: []*rollout.Pod{rollout.NewPod(stuck)},
 		Upgrade:       []*rollout.Pod{rollout.NewPod(broken), rollout.NewPod(good)},
 	}
-	written, failed := c.apply(context.Background(), ss, plan)
+	out := c.apply(context.Background(), ss, plan)
+	written, failed := out.written, out.failed
 	if len(written) != 1 || written[0].Name != "good" {
 		t.Fatalf("written %d pods, want only good", len(written))
 	}
@@ -61,7 +62,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	if got["stuck"] != actionMarkNotUpgradable || got["broken"] != actionUpgrade || len(got) != 2 {
 		t.Fatalf("failures %v", got)
 	}
-	c.reportFailures(ss, failed)
+	c.record(c.reportFailures(ss, failed))
 	for range 2 {
 		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
 			t.Errorf("event %q", e)

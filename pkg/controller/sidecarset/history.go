@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // This file writes the revision history that revision.go plans.
@@ -43,6 +44,18 @@ func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.Sidec
 		}
 	}
 	return nil
+}
+
+// recordHistory deletes the revisions an earlier SidecarSet of the same name left, records the
+// current spec and sets the status' latest revision and collision count in ss.
+func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) error {
+	revs, stale := splitOwned(c.revisionsNamed(ss.Name), ss)
+	if err := c.deleteRevisions(ctx, stale); err != nil {
+		return err
+	}
+	var err error
+	ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
+	return err
 }
 
 // applyHistory records the current spec, retrying name collisions with a higher count, and
