@@ -137,11 +137,15 @@ func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure
 // by the resourceVersion it read, retrying on conflicts: the cache keeps only what planning reads.
 // Only the changed fields are sent, so pod fields this client does not know (a newer cluster's)
 // are never erased. It returns the written pod, or nil when mutate changed nothing or the pod is
-// gone or was replaced.
+// gone or was replaced. The next rounds wait for the cache to show the write (expectations), also
+// when it failed in a way that may have applied it.
 func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
+	key := cached.Namespace + "/" + cached.Name
 	var written *corev1.Pod
+	var based string // the resourceVersion the last patch sent was based on
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		based = ""
 		pod, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -158,16 +162,22 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 		if err != nil {
 			return err
 		}
+		based = before.ResourceVersion
 		written, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case err == nil && written != nil:
+		c.expect.written(key, written.ResourceVersion)
+	case apierrors.IsNotFound(err):
 		return nil, nil
+	case err != nil && based != "" && ambiguous(err):
+		c.expect.maybeWritten(key, based)
 	}
-	if written != nil {
-		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
+	if err != nil {
+		return nil, err
 	}
-	return written, err
+	return written, nil
 }
 
 // setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)

@@ -42,7 +42,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	})
 	events := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(t0)
-	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(), metrics: newProgress(clk)}
+	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(clk), metrics: newProgress(clk)}
 	plan := &rollout.Result{
 		NotUpgradable: []*rollout.Pod{rollout.NewPod(stuck)},
 		Upgrade:       []*rollout.Pod{rollout.NewPod(broken), rollout.NewPod(good)},

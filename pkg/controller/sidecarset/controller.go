@@ -103,7 +103,7 @@ func New(o Options) (*Controller, error) {
 		kube:           o.Kube,
 		recorder:       o.Recorder,
 		clock:          o.Clock,
-		expect:         newExpectations(),
+		expect:         newExpectations(o.Clock),
 		metrics:        newProgress(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
