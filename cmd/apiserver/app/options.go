@@ -1,5 +1,5 @@
-// Package app holds the command line of the SidecarSet API server: its options and how they turn
-// into a running server.
+// Package app holds the command line of the SidecarSet API server: its options, which become a
+// pkg/apiserver Config, and the command that completes that Config and runs the server.
 package app
 
 import (
@@ -56,16 +56,7 @@ type Options struct {
 	ExcludedNamespaces []string
 	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
 	PolicyGrace time.Duration
-
-	// policiesUnserved is set at start when the cluster serves no v1 MutatingAdmissionPolicy.
-	policiesUnserved bool
 }
-
-// Injection modes.
-const (
-	InjectionPolicy  = "policy"
-	InjectionWebhook = "webhook"
-)
 
 // NewOptions returns the default options.
 func NewOptions() *Options {
@@ -77,7 +68,7 @@ func NewOptions() *Options {
 		Workers:              3,
 		KubeAPIQPS:           100,
 		KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
-		Injection:            InjectionPolicy,
+		Injection:            apiserver.InjectionPolicy,
 		WebhookConfiguration: "sidecarset-injector",
 		PolicyGrace:          10 * time.Second,
 	}
@@ -137,8 +128,8 @@ func (o *Options) Validate() error {
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))
 	}
-	if o.Injection != InjectionPolicy && o.Injection != InjectionWebhook {
-		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", InjectionPolicy, InjectionWebhook, o.Injection))
+	if o.Injection != apiserver.InjectionPolicy && o.Injection != apiserver.InjectionWebhook {
+		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", apiserver.InjectionPolicy, apiserver.InjectionWebhook, o.Injection))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
