@@ -1,6 +1,7 @@
 package sidecarset
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.Get(nil, latest); err != nil {
+	if _, err := h.store.Get(context.Background(), latest); err != nil {
 		t.Errorf("revision %s: %v", latest, err)
 	}
 	upgraded := 0
@@ -155,7 +156,7 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 			if tc.sameSpec {
 				squatter = NewRevision(h.ss, taken, 1)
 			}
-			if err := h.store.Create(nil, squatter); err != nil {
+			if err := h.store.Create(context.Background(), squatter); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.round(); err != nil {
@@ -169,7 +170,7 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 			if st.LatestRevision != want || st.CollisionCount == nil || *st.CollisionCount != tc.wantCollisions {
 				t.Errorf("latest revision %s, collisions %v; want %s, %d", st.LatestRevision, st.CollisionCount, want, tc.wantCollisions)
 			}
-			if r, err := h.store.Get(nil, want); err != nil || r.SidecarSetName != ss.Name {
+			if r, err := h.store.Get(context.Background(), want); err != nil || r.SidecarSetName != ss.Name {
 				t.Errorf("revision %s: %v, %v", want, r, err)
 			}
 		})
