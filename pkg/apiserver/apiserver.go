@@ -63,8 +63,8 @@ const (
 	InjectionWebhook = "webhook"
 )
 
-// ExtraConfig holds the server's own settings, from its command line.
-type ExtraConfig struct {
+// Settings are the server's own settings, from its command line.
+type Settings struct {
 	// Namespace is the server's own namespace: it holds the patchPodMetadata whitelist ConfigMap
 	// and the controller Lease; policies never inject its pods.
 	Namespace string
@@ -86,6 +86,11 @@ type ExtraConfig struct {
 	PolicyGrace time.Duration
 	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
 	PatchPodMetadataDefaultsAllowed bool
+}
+
+// ExtraConfig holds the server's own configuration.
+type ExtraConfig struct {
+	Settings
 
 	informers   *informerSet // the informers every part of the server reads; see AdmissionInitializers
 	storageGate *StorageGate // see Config.ServeWithoutStorage

@@ -32,30 +32,13 @@ const (
 	ServiceName = "sidecarset-apiserver"
 )
 
-// Options are the server's command line options.
+// Options are the server's command line options: the generic server's, and the settings of
+// pkg/apiserver with the names of its serving certificate.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
-	// Namespace is the server's own namespace: whitelist ConfigMap, leader election Lease.
-	Namespace string
-	// LeaderElect makes only one replica run the controller.
-	LeaderElect bool
+	apiserver.Settings
 	// AlternateDNS are extra names of the self-signed serving certificate.
 	AlternateDNS []string
-	// Workers is the number of SidecarSets the controller reconciles at once.
-	Workers int
-	// KubeAPIQPS and KubeAPIBurst limit the controller's requests to the main cluster.
-	KubeAPIQPS   float32
-	KubeAPIBurst int
-	// Injection is "policy" (MutatingAdmissionPolicies inside kube-apiserver, the webhook only for
-	// what a policy cannot express) or "webhook" (the webhook injects every SidecarSet).
-	Injection string
-	// WebhookConfiguration names the injection webhooks' configuration, whose match conditions the
-	// server keeps current in policy mode.
-	WebhookConfiguration string
-	// ExcludedNamespaces are never injected by policies, besides --namespace (the server's own).
-	ExcludedNamespaces []string
-	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
-	PolicyGrace time.Duration
 }
 
 // NewOptions returns the default options.
@@ -63,14 +46,16 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		Namespace:            "kruise-system",
-		LeaderElect:          true,
-		Workers:              3,
-		KubeAPIQPS:           100,
-		KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
-		Injection:            apiserver.InjectionPolicy,
-		WebhookConfiguration: "sidecarset-injector",
-		PolicyGrace:          10 * time.Second,
+		Settings: apiserver.Settings{
+			Namespace:            "kruise-system",
+			LeaderElect:          true,
+			Workers:              3,
+			KubeAPIQPS:           100,
+			KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
+			Injection:            apiserver.InjectionPolicy,
+			WebhookConfiguration: "sidecarset-injector",
+			PolicyGrace:          10 * time.Second,
+		},
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns

@@ -35,18 +35,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
 	cfg := apiserver.NewConfig()
-	cfg.ExtraConfig = apiserver.ExtraConfig{
-		Namespace:                       o.Namespace,
-		LeaderElect:                     o.LeaderElect,
-		Workers:                         o.Workers,
-		KubeAPIQPS:                      o.KubeAPIQPS,
-		KubeAPIBurst:                    o.KubeAPIBurst,
-		Injection:                       o.Injection,
-		WebhookConfiguration:            o.WebhookConfiguration,
-		ExcludedNamespaces:              o.ExcludedNamespaces,
-		PolicyGrace:                     o.PolicyGrace,
-		PatchPodMetadataDefaultsAllowed: utilfeature.DefaultFeatureGate.Enabled(PatchPodMetadataDefaultsAllowed),
-	}
+	cfg.ExtraConfig.Settings = o.Settings
+	cfg.ExtraConfig.PatchPodMetadataDefaultsAllowed = utilfeature.DefaultFeatureGate.Enabled(PatchPodMetadataDefaultsAllowed)
 	o.RecommendedOptions.ExtraAdmissionInitializers = cfg.AdmissionInitializers
 	if err := o.RecommendedOptions.ApplyTo(cfg.GenericConfig); err != nil {
 		return nil, err
