@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify verify-fresh e2e bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit verify lint verify-fresh e2e bench bench-e2e bench-rollout bench-memory build codegen down image
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -26,19 +26,22 @@ run:
 down:
 	hack/local-up.sh down
 
-# Everything CI runs: generated code in sync, vet, unit and integration tests, then the end-to-end
-# tests against a local kube-apiserver + kwok cluster built by hack/.
+# Everything CI runs: generated code in sync, lint (gofmt, vet, staticcheck), unit and integration
+# tests, then the end-to-end tests against a local kube-apiserver + kwok cluster built by hack/.
 test: verify unit e2e
 
-verify:
+verify: lint
 	hack/verify-codegen.sh
+
+# gofmt, go vet and staticcheck (pinned in hack/verify-lint.sh, fetched from the Go module proxy).
+lint:
+	GO=$(GO) hack/verify-lint.sh
 
 # The code generation check against an empty, temporary module cache (what a fresh machine has).
 verify-fresh:
 	hack/verify-codegen-fresh.sh
 
 unit:
-	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
 e2e:

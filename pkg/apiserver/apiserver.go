@@ -1,9 +1,13 @@
-// Package apiserver assembles the SidecarSet API server: the scheme, the apps.kruise.io and
-// admission.kruise.io API groups, their storage, and the post-start hooks that start informers and
-// the controller.
+// Package apiserver assembles and runs the SidecarSet API server from a Config that the command
+// line fills: the scheme, the apps.kruise.io and admission.kruise.io API groups and their storage,
+// the informers every part reads (the server's own SidecarSets and revisions, the main cluster's
+// pods, namespaces and whitelist ConfigMap), pod injection, the inputs of the SidecarSet admission
+// plugin, and the post-start hook that starts the informers and, in the replica holding the
+// controller Lease, the SidecarSet and policy controllers with their event broadcaster.
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -14,12 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/registry/admission/sidecarinjection"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarsetrevision"
@@ -46,13 +54,45 @@ func init() {
 		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 }
 
+// Injection modes (ExtraConfig.Injection).
+const (
+	// InjectionPolicy compiles each SidecarSet a policy can express into a MutatingAdmissionPolicy
+	// that kube-apiserver evaluates; the webhook serves the rest.
+	InjectionPolicy = "policy"
+	// InjectionWebhook has the webhook inject every SidecarSet.
+	InjectionWebhook = "webhook"
+)
+
+// Settings are the server's own settings, from its command line.
+type Settings struct {
+	// Namespace is the server's own namespace: it holds the patchPodMetadata whitelist ConfigMap
+	// and the controller Lease; policies never inject its pods.
+	Namespace string
+	// LeaderElect makes only the replica holding the controller Lease run the controllers.
+	LeaderElect bool
+	// Workers is the number of SidecarSets the controller reconciles at once.
+	Workers int
+	// KubeAPIQPS and KubeAPIBurst limit the controllers' requests to the main cluster.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// Injection is InjectionPolicy or InjectionWebhook.
+	Injection string
+	// WebhookConfiguration names the injection webhooks' configuration, whose match conditions the
+	// server keeps current; empty leaves it alone.
+	WebhookConfiguration string
+	// ExcludedNamespaces are never injected by policies, besides Namespace.
+	ExcludedNamespaces []string
+	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
+	PolicyGrace time.Duration
+	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
+	PatchPodMetadataDefaultsAllowed bool
+}
+
 // ExtraConfig holds the server's own configuration.
 type ExtraConfig struct {
-	// Reviewer answers pod injection requests.
-	Reviewer sidecarinjection.Reviewer
-	// RolloutViewer computes GET sidecarsets/<name>/rollout; nil serves the SidecarSet's own view.
-	RolloutViewer sidecarsetstorage.RolloutViewer
+	Settings
 
+	informers   *informerSet // the informers every part of the server reads; see AdmissionInitializers
 	storageGate *StorageGate // see Config.ServeWithoutStorage
 }
 
@@ -62,9 +102,24 @@ type Config struct {
 	ExtraConfig   ExtraConfig
 }
 
+// NewConfig returns a configuration whose generic part serves this server's OpenAPI; the
+// command line's options are then applied to it.
+func NewConfig() *Config {
+	cfg := genericapiserver.NewRecommendedConfig(Codecs)
+	namer := openapi.NewDefinitionNamer(Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "SidecarSet"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "SidecarSet"
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	return &Config{GenericConfig: cfg}
+}
+
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	ExtraConfig   *ExtraConfig
+	// main reaches the main cluster (the generic config's ClientConfig); nil without one.
+	main *restclient.Config
 }
 
 // CompletedConfig is a Config after Complete; only it can build a server.
@@ -72,20 +127,50 @@ type CompletedConfig struct {
 	*completedConfig
 }
 
-// Server is the running SidecarSet API server.
+// Server is the SidecarSet API server.
 type Server struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 	// Revisions is the writable store of SidecarSetRevisions, for the in-process controller.
 	Revisions *genericregistry.Store
 }
 
-// Complete fills in the fields that are not set.
+// Complete fills in the fields that are not set, and keeps the server serving injection while
+// its storage is down (ServeWithoutStorage). Call it once the options are applied.
 func (cfg *Config) Complete() CompletedConfig {
-	return CompletedConfig{&completedConfig{cfg.GenericConfig.Complete(), &cfg.ExtraConfig}}
+	if cfg.ExtraConfig.storageGate == nil {
+		cfg.ServeWithoutStorage()
+	}
+	return CompletedConfig{&completedConfig{cfg.GenericConfig.Complete(), &cfg.ExtraConfig, cfg.GenericConfig.ClientConfig}}
 }
 
-// New builds the server and installs both API groups.
+// New builds the server: the informers, pod injection, the API groups, and the post-start hooks
+// that start the informers and, in the leader, the controllers.
 func (c completedConfig) New() (*Server, error) {
+	set, err := c.ExtraConfig.informerSet(c.GenericConfig.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	paths := &injectionPaths{sets: set.own.Apps().V1alpha1().SidecarSets().Lister(), webhookOnly: c.ExtraConfig.Injection == InjectionWebhook}
+	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set)
+	var viewer sidecarsetstorage.RolloutViewer
+	if c.GenericConfig.SharedInformerFactory != nil && c.main != nil {
+		if err := set.watchPods(c.main, c.GenericConfig.SharedInformerFactory); err != nil {
+			return nil, err
+		}
+		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe}
+	}
+	s, err := c.install(reviewer, viewer)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.addControllerHook(s, set, paths); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// install builds the generic server and installs both API groups.
+func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer sidecarsetstorage.RolloutViewer) (*Server, error) {
 	generic, err := c.GenericConfig.New("sidecarset-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -95,7 +180,7 @@ func (c completedConfig) New() (*Server, error) {
 	if s.Revisions, err = sidecarsetrevision.NewStore(Scheme, optsGetter); err != nil {
 		return nil, fmt.Errorf("sidecarsetrevisions storage: %w", err)
 	}
-	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, c.ExtraConfig.RolloutViewer, c.GenericConfig.AdmissionControl)
+	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl)
 	if err != nil {
 		return nil, fmt.Errorf("sidecarsets storage: %w", err)
 	}
@@ -114,7 +199,7 @@ func (c completedConfig) New() (*Server, error) {
 
 	admissionGroup := genericapiserver.NewDefaultAPIGroupInfo(AdmissionGroupVersion.Group, Scheme, metav1.ParameterCodec, Codecs)
 	admissionGroup.VersionedResourcesStorageMap[AdmissionGroupVersion.Version] = map[string]rest.Storage{
-		"sidecarinjections": sidecarinjection.NewREST(c.ExtraConfig.Reviewer),
+		"sidecarinjections": sidecarinjection.NewREST(reviewer),
 	}
 	if err := generic.InstallAPIGroup(&admissionGroup); err != nil {
 		return nil, err
@@ -126,6 +211,11 @@ func (c completedConfig) New() (*Server, error) {
 		})
 	}
 	return s, nil
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
 // ServeWithoutStorage, called once the generic options are applied, keeps the server live and

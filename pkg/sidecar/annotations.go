@@ -138,10 +138,16 @@ func RenderInjectedList(names []string) string {
 	return strings.Join(normalizeNames(append([]string(nil), names...)), ",")
 }
 
-// InjectedListHas reports whether the pod annotations list sidecarSetName as injected.
-func InjectedListHas(annotations map[string]string, sidecarSetName string) bool {
-	for _, n := range strings.Split(annotations[InjectedListAnnotation], ",") {
-		if n == sidecarSetName && n != "" {
+// InjectedListHas reports, without allocating, whether list, a value of InjectedListAnnotation,
+// names sidecarSetName as injected.
+func InjectedListHas(list, sidecarSetName string) bool {
+	if sidecarSetName == "" {
+		return false
+	}
+	for list != "" {
+		var n string
+		n, list, _ = strings.Cut(list, ",")
+		if n == sidecarSetName {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -146,9 +147,21 @@ func TestInjectedList(t *testing.T) {
 	if got, want := RenderInjectedList([]string{"log-sidecarset", "envoy-sidecarset", "log-sidecarset"}), "envoy-sidecarset,log-sidecarset"; got != want {
 		t.Errorf("RenderInjectedList = %q, want %q", got, want)
 	}
-	a := map[string]string{InjectedListAnnotation: "a,bb"}
-	if !InjectedListHas(a, "bb") || InjectedListHas(a, "b") || InjectedListHas(a, "") {
+	if !InjectedListHas("a,bb", "bb") || InjectedListHas("a,bb", "b") || InjectedListHas("a,bb", "") {
 		t.Error("InjectedListHas wrong")
+	}
+}
+
+// TestInjectedListHas: the lookup agrees with the decoded list on lists with empty names, spaces
+// and names that prefix others.
+func TestInjectedListHas(t *testing.T) {
+	for _, list := range []string{"", "ss", "a,ss", "ss,b", "a,ss,b", "ss-2", "xss", "a,,ss", "ss,", ",", ",,ss,,", " ss"} {
+		for _, name := range []string{"ss", "", "a"} {
+			want := slices.Contains(ParseInjectedList(list), name)
+			if got := InjectedListHas(list, name); got != want {
+				t.Errorf("InjectedListHas(%q, %q) = %v, ParseInjectedList says %v", list, name, got, want)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package sidecar
 
 import (
+	"iter"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -24,9 +27,43 @@ func IsInjected(c *corev1.Container) bool {
 	return e != nil && e.Value == "true"
 }
 
+// HasTwins reports whether SidecarSet container sc becomes two pod containers, the hot-upgrade
+// twins: it is a hot-upgrade sidecar, and not a plain init container (init says whether sc is one
+// of the SidecarSet's initContainers; a native sidecar has twins).
+func HasTwins(sc *v1alpha1.SidecarContainer, init bool) bool {
+	return IsHotUpgrade(sc) && (!init || IsNativeSidecar(&sc.Container))
+}
+
 // HotUpgradeNames returns the names of the twins of hot-upgrade sidecar name: name-1, name-2.
 func HotUpgradeNames(name string) (string, string) {
 	return name + hotSuffix1, name + hotSuffix2
+}
+
+// IsTwinName reports, without allocating, whether pod container name is one of the twins of
+// hot-upgrade sidecar sidecarName (see HotUpgradeNames).
+func IsTwinName(name, sidecarName string) bool {
+	rest, ok := strings.CutPrefix(name, sidecarName)
+	return ok && (rest == hotSuffix1 || rest == hotSuffix2)
+}
+
+// RunningContainers yields the SidecarSet containers that keep running in a pod, in spec order:
+// every container, then the native sidecars among the init containers (plain init containers run
+// once, at start, and are injection only). These are the containers the hash annotation's
+// sidecarList names and the ones an in-place upgrade may change. The pointers are into the given
+// slices.
+func RunningContainers(containers, initContainers []v1alpha1.SidecarContainer) iter.Seq[*v1alpha1.SidecarContainer] {
+	return func(yield func(*v1alpha1.SidecarContainer) bool) {
+		for i := range containers {
+			if !yield(&containers[i]) {
+				return
+			}
+		}
+		for i := range initContainers {
+			if IsNativeSidecar(&initContainers[i].Container) && !yield(&initContainers[i]) {
+				return
+			}
+		}
+	}
 }
 
 // VersionAnnotation returns the key of the version annotation of pod container name.
@@ -39,7 +76,7 @@ func VersionAltAnnotation(container string) string { return VersionAltAnnotation
 // its own name, or its twins for a hot-upgrade sidecar (for an init container only when it is a
 // native sidecar). init says whether sc is one of the SidecarSet's initContainers.
 func PodContainerNames(sc *v1alpha1.SidecarContainer, init bool) []string {
-	if !IsHotUpgrade(sc) || (init && !IsNativeSidecar(&sc.Container)) {
+	if !HasTwins(sc, init) {
 		return []string{sc.Name}
 	}
 	n1, n2 := HotUpgradeNames(sc.Name)

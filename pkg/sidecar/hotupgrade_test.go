@@ -43,6 +43,40 @@ func TestPodContainerNames(t *testing.T) {
 	}
 }
 
+func TestIsTwinName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{{"x-1", true}, {"x-2", true}, {"x", false}, {"x-3", false}, {"x-1-1", false}, {"y-1", false}, {"xx-1", false}} {
+		if got := IsTwinName(tc.name, "x"); got != tc.want {
+			t.Errorf("IsTwinName(%q, x) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRunningContainers(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	containers := []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "b"}}, {Container: corev1.Container{Name: "a"}}}
+	inits := []v1alpha1.SidecarContainer{
+		{Container: corev1.Container{Name: "plain"}},
+		{Container: corev1.Container{Name: "native", RestartPolicy: &always}},
+	}
+	var got []string
+	for sc := range RunningContainers(containers, inits) {
+		got = append(got, sc.Name)
+	}
+	if diff := cmp.Diff([]string{"b", "a", "native"}, got); diff != "" {
+		t.Errorf("RunningContainers (-want +got):\n%s", diff)
+	}
+	for sc := range RunningContainers(containers, inits) {
+		sc.Image = "changed" // the pointers are into the slices
+		break
+	}
+	if containers[0].Image != "changed" {
+		t.Error("RunningContainers must yield pointers into the given slices")
+	}
+}
+
 func TestIsInjected(t *testing.T) {
 	for _, tc := range []struct {
 		env  []corev1.EnvVar

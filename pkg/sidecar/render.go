@@ -76,7 +76,7 @@ func Render(sc *v1alpha1.SidecarContainer, pod *corev1.Pod, opts RenderOptions) 
 	c.Env = mergeEnv(c.Env, transfer)
 	c.VolumeDevices = mergeVolumeDevices(&c, sharedVolumeDevices(sc, pod, opts.IsSidecar))
 
-	if !IsHotUpgrade(sc) || (opts.Init && !IsNativeSidecar(&sc.Container)) {
+	if !HasTwins(sc, opts.Init) {
 		out.Containers = []corev1.Container{c}
 		return out
 	}
@@ -340,13 +340,8 @@ func mergeVolumeDevices(c *corev1.Container, additional []corev1.VolumeDevice) [
 // annotation's sidecarList: every container name plus the native-sidecar init container names.
 func SidecarList(containers, initContainers []v1alpha1.SidecarContainer) []string {
 	names := make([]string, 0, len(containers)+len(initContainers))
-	for i := range initContainers {
-		if IsNativeSidecar(&initContainers[i].Container) {
-			names = append(names, initContainers[i].Name)
-		}
-	}
-	for i := range containers {
-		names = append(names, containers[i].Name)
+	for sc := range RunningContainers(containers, initContainers) {
+		names = append(names, sc.Name)
 	}
 	return normalizeNames(names)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,9 +71,6 @@ func mustRead(t *testing.T, path string, optional bool, out interface{}) bool {
 	}
 	return found
 }
-
-// normalize makes numbers comparable by passing a value through JSON.
-func normalize(v interface{}) interface{} { return conformance.Normalize(v) }
 
 // toDoc renders an object as the generic JSON document assertions run on.
 func toDoc(obj interface{}) interface{} { return conformance.Normalize(obj) }
@@ -267,14 +263,4 @@ func readSidecarSets(t *testing.T, path string) []*v1alpha1.SidecarSet {
 		out = append(out, ss)
 	}
 	return out
-}
-
-// errorContains reports whether err's message contains every substring.
-func errorContains(err error, subs ...string) bool {
-	for _, s := range subs {
-		if !strings.Contains(err.Error(), s) {
-			return false
-		}
-	}
-	return true
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// The controller Lease of cmd/apiserver/app/server.go (runElected) in hack/local-up.sh's --namespace.
+// The controller Lease of pkg/apiserver/leader.go (runElected) in hack/local-up.sh's --namespace.
 const (
 	leaseNamespace = "kruise-system"
 	leaseName      = "sidecarset-controller"

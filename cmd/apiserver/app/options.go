@@ -1,5 +1,5 @@
-// Package app holds the command line of the SidecarSet API server: its options and how they turn
-// into a running server.
+// Package app holds the command line of the SidecarSet API server: its options, which become a
+// pkg/apiserver Config, and the command that completes that Config and runs the server.
 package app
 
 import (
@@ -32,54 +32,30 @@ const (
 	ServiceName = "sidecarset-apiserver"
 )
 
-// Options are the server's command line options.
+// Options are the server's command line options: the generic server's, and the settings of
+// pkg/apiserver with the names of its serving certificate.
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
-	// Namespace is the server's own namespace: whitelist ConfigMap, leader election Lease.
-	Namespace string
-	// LeaderElect makes only one replica run the controller.
-	LeaderElect bool
+	apiserver.Settings
 	// AlternateDNS are extra names of the self-signed serving certificate.
 	AlternateDNS []string
-	// Workers is the number of SidecarSets the controller reconciles at once.
-	Workers int
-	// KubeAPIQPS and KubeAPIBurst limit the controller's requests to the main cluster.
-	KubeAPIQPS   float32
-	KubeAPIBurst int
-	// Injection is "policy" (MutatingAdmissionPolicies inside kube-apiserver, the webhook only for
-	// what a policy cannot express) or "webhook" (the webhook injects every SidecarSet).
-	Injection string
-	// WebhookConfiguration names the injection webhooks' configuration, whose match conditions the
-	// server keeps current in policy mode.
-	WebhookConfiguration string
-	// ExcludedNamespaces are never injected by policies, besides --namespace (the server's own).
-	ExcludedNamespaces []string
-	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
-	PolicyGrace time.Duration
-
-	// policiesUnserved is set at start when the cluster serves no v1 MutatingAdmissionPolicy.
-	policiesUnserved bool
 }
-
-// Injection modes.
-const (
-	InjectionPolicy  = "policy"
-	InjectionWebhook = "webhook"
-)
 
 // NewOptions returns the default options.
 func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		Namespace:            "kruise-system",
-		LeaderElect:          true,
-		Workers:              3,
-		KubeAPIQPS:           100,
-		KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
-		Injection:            InjectionPolicy,
-		WebhookConfiguration: "sidecarset-injector",
-		PolicyGrace:          10 * time.Second,
+		Settings: apiserver.Settings{
+			Namespace:            "kruise-system",
+			LeaderElect:          true,
+			Workers:              3,
+			KubeAPIQPS:           100,
+			KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
+			Injection:            apiserver.InjectionPolicy,
+			WebhookConfiguration: "sidecarset-injector",
+			PolicyGrace:          10 * time.Second,
+		},
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -137,8 +113,8 @@ func (o *Options) Validate() error {
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))
 	}
-	if o.Injection != InjectionPolicy && o.Injection != InjectionWebhook {
-		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", InjectionPolicy, InjectionWebhook, o.Injection))
+	if o.Injection != apiserver.InjectionPolicy && o.Injection != apiserver.InjectionWebhook {
+		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", apiserver.InjectionPolicy, apiserver.InjectionWebhook, o.Injection))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))

@@ -3,7 +3,6 @@ package injection
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,7 +108,7 @@ func (b *builder) add(v *view) error {
 
 // podContainerCount is len(sidecar.PodContainerNames(sc, init)), without allocating.
 func podContainerCount(sc *v1alpha1.SidecarContainer, init bool) int {
-	if sidecar.IsHotUpgrade(sc) && (!init || sidecar.IsNativeSidecar(&sc.Container)) {
+	if sidecar.HasTwins(sc, init) {
 		return 2
 	}
 	return 1
@@ -221,11 +220,7 @@ func (b *builder) isSidecarName(name string) bool {
 func sidecarOf(name string, lists ...[]v1alpha1.SidecarContainer) bool {
 	for _, list := range lists {
 		for j := range list {
-			base := list[j].Name
-			if name == base {
-				return true
-			}
-			if rest, ok := strings.CutPrefix(name, base); ok && sidecar.IsHotUpgrade(&list[j]) && (rest == "-1" || rest == "-2") {
+			if name == list[j].Name || (sidecar.IsHotUpgrade(&list[j]) && sidecar.IsTwinName(name, list[j].Name)) {
 				return true
 			}
 		}

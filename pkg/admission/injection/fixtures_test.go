@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -269,6 +268,3 @@ func (sc *scenario) rejected() (bool, string) {
 	}
 	return false, ""
 }
-
-// containsString is strings.Contains, for readability in table tests.
-func containsString(s, sub string) bool { return strings.Contains(s, sub) }

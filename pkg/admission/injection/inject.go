@@ -2,7 +2,6 @@ package injection
 
 import (
 	"errors"
-	"math/rand/v2"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,9 +28,6 @@ func Inject(in Input) (Result, error) {
 	res := Result{Pod: in.Pod}
 	if !isActive(in.Pod) {
 		return res, nil
-	}
-	if in.Rand == nil {
-		in.Rand = rand.Float64
 	}
 	if in.Options.Evaluator == nil {
 		in.Options.Evaluator = evaluate
@@ -146,7 +142,7 @@ func selectViews(in *Input) ([]view, []*v1alpha1.SidecarSet, []Decision, error) 
 // current spec: its hash entry has ss's hash, or ss injected nothing (no entry). A pod injected
 // with an older spec (a policy kube-apiserver has not reloaded yet) is injected again.
 func alreadyInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
+	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], ss.Name) {
 		return false
 	}
 	hashes, err := sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation])

@@ -520,6 +520,18 @@ func TestInjectPartialSticky(t *testing.T) {
 	}
 }
 
+// TestInjectPartialNeedsRand: the injector draws no randomness of its own: a draw against a
+// percentage partition without Input.Rand fails, and is not taken as a draw of some value.
+func TestInjectPartialNeedsRand(t *testing.T) {
+	set := mustSidecarSet(t, ss("partial", `  injectionStrategy: {revision: {revisionName: partial-old, policy: Partial}}
+  updateStrategy: {partition: 50%}
+  containers: [{name: a, image: a:new}]`))
+	in := Input{Pod: mustPod(t, basicPod), SidecarSets: []*v1alpha1.SidecarSet{set}, Revisions: oldRevision("partial", "a:old")(t, []*v1alpha1.SidecarSet{set}), Now: testNow}
+	if _, err := Inject(in); err == nil || !strings.Contains(err.Error(), "Input.Rand") {
+		t.Errorf("Inject without Rand: error %v, want one naming Input.Rand", err)
+	}
+}
+
 // TestInjectDeterministic: candidate order and the clock's sub-second part do not change the output.
 func TestInjectDeterministic(t *testing.T) {
 	var sets []*v1alpha1.SidecarSet

@@ -165,6 +165,9 @@ func choosePartial(ss *v1alpha1.SidecarSet, history *v1alpha1.SidecarSetRevision
 			return old, nil
 		}
 	}
+	if random == nil {
+		return view{}, errors.New("injection: Input.Rand is required to draw against a percentage partition")
+	}
 	if random() <= probability {
 		return old, nil
 	}

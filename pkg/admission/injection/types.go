@@ -27,7 +27,7 @@ type Input struct {
 	// Now stamps the hash annotation entries.
 	Now time.Time
 	// Rand returns a uniform number in [0, 1) for the Partial revision policy with a percentage
-	// partition. Nil uses math/rand/v2.
+	// partition; needed only when a candidate has one (Inject fails without it then).
 	Rand func() float64
 	// Options tune the injection.
 	Options Options

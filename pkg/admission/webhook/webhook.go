@@ -14,13 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
@@ -37,6 +37,9 @@ type Reviewer struct {
 	Revisions listers.SidecarSetRevisionLister
 	// Clock stamps the pod annotations.
 	Clock clock.PassiveClock
+	// Rand returns a uniform number in [0, 1) for the Partial revision policy with a percentage
+	// partition (math/rand/v2's Float64 in the server).
+	Rand func() float64
 	// Options tune the injection.
 	Options injection.Options
 	// HasSynced reports whether the index and listers are filled; until then pods are refused
@@ -95,8 +98,9 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		Namespace:       namespace,
 		NamespaceLabels: nsLabels,
 		SidecarSets:     candidates,
-		Revisions:       revisionSource{r.Revisions},
+		Revisions:       revision.Lister{Revisions: r.Revisions},
 		Now:             r.Clock.Now(),
+		Rand:            r.Rand,
 		Options:         r.Options,
 	})
 }
@@ -106,35 +110,6 @@ func deny(code int32, err error) *admissionv1.AdmissionResponse {
 		Allowed: false,
 		Result:  &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: err.Error()},
 	}
-}
-
-// revisionSource resolves injectionStrategy.revision from the revision lister.
-type revisionSource struct {
-	lister listers.SidecarSetRevisionLister
-}
-
-func (s revisionSource) Revision(name string) (*v1alpha1.SidecarSetRevision, error) {
-	return s.lister.Get(name)
-}
-
-func (s revisionSource) LatestWithCustomVersion(sidecarSet, version string) (*v1alpha1.SidecarSetRevision, error) {
-	revs, err := s.lister.List(labels.SelectorFromSet(labels.Set{
-		v1alpha1.SidecarSetNameLabel:          sidecarSet,
-		v1alpha1.SidecarSetCustomVersionLabel: version,
-	}))
-	if err != nil {
-		return nil, err
-	}
-	var latest *v1alpha1.SidecarSetRevision
-	for _, r := range revs {
-		if latest == nil || r.Revision > latest.Revision {
-			latest = r
-		}
-	}
-	if latest == nil {
-		return nil, fmt.Errorf("no revision of SidecarSet %q has label %s=%s", sidecarSet, v1alpha1.SidecarSetCustomVersionLabel, version)
-	}
-	return latest, nil
 }
 
 // IndexHandler keeps index in step with a SidecarSet informer.

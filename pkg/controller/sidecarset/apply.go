@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // podFailure is a pod a round could not write, and what it tried.
@@ -32,34 +35,43 @@ const (
 	actionMarkUpgradable    = "mark-upgradable"
 )
 
+// applied is what a round did to its pods.
+type applied struct {
+	written []*corev1.Pod // the pods it wrote, as written
+	failed  []podFailure  // the pods it could not write
+	events  []event       // to record once the status is written
+}
+
 // apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
 // upgrades. A pod that cannot be written is skipped and returned among the failures: the others
-// go on within the budget. It returns the pods it wrote (as written).
-func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure) {
-	var failed []podFailure
+// go on within the budget.
+func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) applied {
+	var out applied
 	for _, pod := range plan.NotUpgradable {
 		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable, ss.Name, false); err != nil {
-			failed = append(failed, podFailure{pod, actionMarkNotUpgradable, err})
+			out.failed = append(out.failed, podFailure{pod, actionMarkNotUpgradable, err})
 		}
 	}
-	var written []*corev1.Pod
 	for _, pod := range plan.Reset {
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-			return len(ResetPod(p, ss, c.clock.Now())) > 0, nil
+			return len(inplace.Reset(p, ss, c.clock.Now())) > 0, nil
 		})
-		if w != nil || err != nil {
-			c.resetEvent(pod, err)
-		}
-		if err != nil {
-			failed = append(failed, podFailure{pod, actionReset, err})
-			continue
-		}
-		if w != nil {
-			written = append(written, w)
+		switch {
+		case err != nil:
+			klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KRef(pod.Namespace, pod.Name))
+			out.events = append(out.events, event{pod.Ref(), corev1.EventTypeWarning, "ResetContainerFailed",
+				fmt.Sprintf("reset sidecar container image empty failed: %v", err)})
+			out.failed = append(out.failed, podFailure{pod, actionReset, err})
+		case w != nil:
+			out.events = append(out.events, event{pod.Ref(), corev1.EventTypeNormal, "ResetContainerSucceed",
+				"reset sidecar container image empty successfully"})
+			out.written = append(out.written, w)
 		}
 	}
-	upgraded, upgradeFailed := c.upgrade(ctx, ss, plan.Upgrade)
-	return append(written, upgraded...), append(failed, upgradeFailed...)
+	upgraded, failed := c.upgrade(ctx, ss, plan.Upgrade)
+	out.written = append(out.written, upgraded...)
+	out.failed = append(out.failed, failed...)
+	return out
 }
 
 // upgradeParallelism is how many pods of a round are upgraded at once: a round may take a whole
@@ -74,7 +86,8 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-			if _, err := UpgradePod(p, ss, c.clock.Now()); err != nil {
+			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
+			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
 				return false, err
 			}
 			return true, nil
@@ -107,28 +120,32 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 	return out, failed
 }
 
-// reportFailures records the pods a round could not write: an event on each and the metric
-// sidecarset_pod_write_errors_total.
-func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) {
+// reportFailures publishes the pods a round could not write (the metric
+// sidecarset_pod_write_errors_total) and returns an event on each.
+func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) []event {
+	var events []event
 	for _, f := range failed {
 		podWriteErrors.WithLabelValues(ss.Name, f.action).Inc()
 		klog.ErrorS(f.err, "skipping a pod this round", "sidecarset", ss.Name, "pod", klog.KRef(f.pod.Namespace, f.pod.Name), "action", f.action)
-		if c.recorder != nil {
-			c.recorder.Eventf(f.pod.Ref(), corev1.EventTypeWarning, "SidecarSetPodWriteFailed",
-				"SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)
-		}
+		events = append(events, event{f.pod.Ref(), corev1.EventTypeWarning, "SidecarSetPodWriteFailed",
+			fmt.Sprintf("SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)})
 	}
+	return events
 }
 
 // writePod reads the pod the cache shows, applies mutate and patches what mutate changed, guarded
 // by the resourceVersion it read, retrying on conflicts: the cache keeps only what planning reads.
 // Only the changed fields are sent, so pod fields this client does not know (a newer cluster's)
 // are never erased. It returns the written pod, or nil when mutate changed nothing or the pod is
-// gone or was replaced.
+// gone or was replaced. The next rounds wait for the cache to show the write (expectations), also
+// when it failed in a way that may have applied it.
 func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
+	key := cached.Namespace + "/" + cached.Name
 	var written *corev1.Pod
+	var based string // the resourceVersion the last patch sent was based on
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		based = ""
 		pod, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -145,22 +162,28 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 		if err != nil {
 			return err
 		}
+		based = before.ResourceVersion
 		written, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case err == nil && written != nil:
+		c.expect.written(key, written.ResourceVersion)
+	case apierrors.IsNotFound(err):
 		return nil, nil
+	case err != nil && based != "" && ambiguous(err):
+		c.expect.maybeWritten(key, based)
 	}
-	if written != nil {
-		c.expect.expect(written.Namespace+"/"+written.Name, written.ResourceVersion)
+	if err != nil {
+		return nil, err
 	}
-	return written, err
+	return written, nil
 }
 
 // setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)
 // whether the SidecarSet can upgrade it in place; it writes only a changed condition.
 func (c *Controller) setUpgradable(ctx context.Context, namespace, name string, current *corev1.PodCondition, sidecarSetName string, upgradable bool) error {
-	cond, changed := UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
+	cond, changed := inplace.UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
 	if !changed {
 		return nil
 	}
@@ -174,18 +197,6 @@ func (c *Controller) setUpgradable(ctx context.Context, namespace, name string, 
 		return nil
 	}
 	return err
-}
-
-func (c *Controller) resetEvent(pod *rollout.Pod, err error) {
-	if c.recorder == nil {
-		return
-	}
-	if err != nil {
-		klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KRef(pod.Namespace, pod.Name))
-		c.recorder.Eventf(pod.Ref(), corev1.EventTypeWarning, "ResetContainerFailed", "reset sidecar container image empty failed: %v", err)
-		return
-	}
-	c.recorder.Event(pod.Ref(), corev1.EventTypeNormal, "ResetContainerSucceed", "reset sidecar container image empty successfully")
 }
 
 // ownedPatch is the strategic merge patch from before to after, with before's resourceVersion as a
@@ -214,4 +225,14 @@ func ownedPatch(before, after *corev1.Pod) ([]byte, error) {
 	}
 	meta["resourceVersion"] = before.ResourceVersion
 	return json.Marshal(m)
+}
+
+// upgradableCondition returns the pod's SidecarSetUpgradable condition, or nil.
+func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }

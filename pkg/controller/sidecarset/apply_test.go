@@ -15,16 +15,17 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // TestApplySkipsAFailingPod: a pod whose status patch fails (marking it not upgradable) and a pod
 // whose update fails are skipped and reported; the other pod of the round is still upgraded.
 func TestApplySkipsAFailingPod(t *testing.T) {
-	old := newSidecarSet(t, upgradeSidecarSet, nil)
-	ss := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
+	old := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
 	pod := func(name string) *corev1.Pod {
-		p := injectedPod(t, old)
+		p := inplacetest.InjectedPod(t, old)
 		p.Name, p.UID = name, types.UID("uid-"+name)
 		return p
 	}
@@ -41,17 +42,18 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	})
 	events := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(t0)
-	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(), metrics: newProgress(clk)}
+	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(clk), metrics: newProgress(clk)}
 	plan := &rollout.Result{
 		NotUpgradable: []*rollout.Pod{rollout.NewPod(stuck)},
 		Upgrade:       []*rollout.Pod{rollout.NewPod(broken), rollout.NewPod(good)},
 	}
-	written, failed := c.apply(context.Background(), ss, plan)
+	out := c.apply(context.Background(), ss, plan)
+	written, failed := out.written, out.failed
 	if len(written) != 1 || written[0].Name != "good" {
 		t.Fatalf("written %d pods, want only good", len(written))
 	}
-	if images(written[0])["log"] != "log:2" {
-		t.Errorf("good was not upgraded: %v", images(written[0]))
+	if inplacetest.Images(written[0])["log"] != "log:2" {
+		t.Errorf("good was not upgraded: %v", inplacetest.Images(written[0]))
 	}
 	got := map[string]string{}
 	for _, f := range failed {
@@ -60,7 +62,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	if got["stuck"] != actionMarkNotUpgradable || got["broken"] != actionUpgrade || len(got) != 2 {
 		t.Fatalf("failures %v", got)
 	}
-	c.reportFailures(ss, failed)
+	c.record(c.reportFailures(ss, failed))
 	for range 2 {
 		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
 			t.Errorf("event %q", e)
@@ -71,8 +73,8 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 // TestOwnedPatch: the patch carries the changed image and the resourceVersion read, and not the
 // fields nothing changed.
 func TestOwnedPatch(t *testing.T) {
-	ss := newSidecarSet(t, upgradeSidecarSet, nil)
-	before := injectedPod(t, ss)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	before := inplacetest.InjectedPod(t, ss)
 	before.ResourceVersion = "42"
 	after := before.DeepCopy()
 	after.Spec.Containers[1].Image = "log:2"

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 )
 
 // BenchmarkCachedPodBytes reports the heap a cached pod costs: decoded pods (as the informer
@@ -14,8 +16,8 @@ import (
 // sees while pods arrive over minutes (shared strings must survive it), and the live heap growth
 // is divided by their number.
 func BenchmarkCachedPodBytes(b *testing.B) {
-	ss := newSidecarSet(&testing.T{}, upgradeSidecarSet, nil)
-	template := injectedPod(&testing.T{}, ss)
+	ss := inplacetest.SidecarSet(b, inplacetest.Doc, nil)
+	template := inplacetest.InjectedPod(b, ss)
 	template.Spec.Containers = append(template.Spec.Containers, corev1.Container{Name: "helper", Image: "helper:1"})
 	template.Status.ContainerStatuses = append(template.Status.ContainerStatuses, corev1.ContainerStatus{
 		Name: "helper", Image: "helper:1", ImageID: "docker.io/library/helper@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",

@@ -1,11 +1,3 @@
-// Package sidecarset holds the SidecarSet controller. This file is its pure revision history
-// logic: which SidecarSetRevision records the current spec, under which name, and which old
-// revisions may be pruned.
-//
-// Names follow OpenKruise's ControllerRevisions: <sidecarset>-<h>, h the safe-encoded decimal
-// FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
-// volumes as a replace patch, keys sorted) followed by the collision count. The newest revision
-// always equals the live spec; an older identical revision is renumbered instead of duplicated.
 package sidecarset
 
 import (
@@ -23,6 +15,14 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
+
+// This file is the pure revision history logic: which SidecarSetRevision records the current
+// spec, under which name, and which old revisions may be pruned.
+//
+// Names follow OpenKruise's ControllerRevisions: <sidecarset>-<h>, h the safe-encoded decimal
+// FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
+// volumes as a replace patch, keys sorted) followed by the collision count. The newest revision
+// always equals the live spec; an older identical revision is renumbered instead of duplicated.
 
 // maxNamePrefix keeps revision names within the 253 characters of a name.
 const maxNamePrefix = 223

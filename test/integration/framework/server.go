@@ -50,7 +50,7 @@ func StartServer(t testing.TB) *Server {
 	o.RecommendedOptions.SecureServing.BindPort = port
 	o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = t.TempDir()
 
-	cfg, set, err := o.Config()
+	cfg, err := o.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +60,9 @@ func StartServer(t testing.TB) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	if err := o.AddPostStartHooks(srv, cfg, set); err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		defer close(done)
-		if err := srv.GenericAPIServer.PrepareRun().RunWithContext(ctx); err != nil {
+		if err := srv.Run(ctx); err != nil {
 			t.Errorf("server stopped: %v", err)
 		}
 	}()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/sidecarset/apiserver/pkg/admission/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
@@ -161,22 +162,15 @@ func (p *Plugin) checkRevision(ss *apps.SidecarSet) field.ErrorList {
 		return nil
 	}
 	path := field.NewPath("spec", "injectionStrategy", "revision")
+	revisions := revision.Lister{Revisions: p.in.Revisions}
 	if r.RevisionName != nil {
-		if _, err := p.in.Revisions.Get(*r.RevisionName); err != nil {
+		if _, err := revisions.Revision(*r.RevisionName); err != nil {
 			return field.ErrorList{field.Invalid(path.Child("revisionName"), *r.RevisionName,
 				fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err))}
 		}
 		return nil
 	}
-	sel := labels.SelectorFromSet(labels.Set{
-		v1alpha1.SidecarSetNameLabel:          ss.Name,
-		v1alpha1.SidecarSetCustomVersionLabel: *r.CustomVersion,
-	})
-	revs, err := p.in.Revisions.List(sel)
-	if err == nil && len(revs) == 0 {
-		err = fmt.Errorf("no revision of SidecarSet %q has label %s=%s", ss.Name, v1alpha1.SidecarSetCustomVersionLabel, *r.CustomVersion)
-	}
-	if err != nil {
+	if _, err := revisions.LatestWithCustomVersion(ss.Name, *r.CustomVersion); err != nil {
 		return field.ErrorList{field.Invalid(path.Child("customVersion"), *r.CustomVersion,
 			fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err))}
 	}

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // Builders shared by the tests of this package: a SidecarSet, pods injected from it and played
-// by a kubelet (every container runs its spec image and is ready), an in-place upgrade that does
-// what the controller's UpgradePod does, and a container restart as the kubelet does it.
+// by a kubelet (every container runs its spec image and is ready), the controller's in-place
+// upgrade steps with the API server's generation bump, and a container restart as the kubelet
+// does it.
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -52,13 +53,8 @@ func newSidecarSet(image, hash, hashNoImg string, edit ...func(*v1alpha1.Sidecar
 // image, with new hash annotations and latest revision.
 func withVersion(ss *v1alpha1.SidecarSet, image, hash, hashNoImg string) *v1alpha1.SidecarSet {
 	out := ss.DeepCopy()
-	for i := range out.Spec.Containers {
-		out.Spec.Containers[i].Image = image
-	}
-	for i := range out.Spec.InitContainers {
-		if sidecar.IsNativeSidecar(&out.Spec.InitContainers[i].Container) {
-			out.Spec.InitContainers[i].Image = image
-		}
+	for sc := range sidecar.RunningContainers(out.Spec.Containers, out.Spec.InitContainers) {
+		sc.Image = image
 	}
 	out.Annotations = map[string]string{sidecar.HashAnnotation: hash, sidecar.HashWithoutImageAnnotation: hashNoImg}
 	out.Status.LatestRevision = ssName + "-" + hash
@@ -243,73 +239,25 @@ func setHashes(p *corev1.Pod, hash, hashNoImg string) {
 	}
 }
 
-// upgradableContainers are the SidecarSet containers an in-place upgrade changes: containers and
-// native sidecars (the controller's rule).
-func upgradableContainers(ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarContainer {
-	var out []*v1alpha1.SidecarContainer
-	for i := range ss.Spec.Containers {
-		out = append(out, &ss.Spec.Containers[i])
-	}
-	for i := range ss.Spec.InitContainers {
-		if sidecar.IsNativeSidecar(&ss.Spec.InitContainers[i].Container) {
-			out = append(out, &ss.Spec.InitContainers[i])
-		}
-	}
-	return out
-}
-
-// upgradePod upgrades pod in place to ss as the controller's UpgradePod does (which this package
-// cannot import): new images for the changed sidecars (hot-upgrade twins chosen by
-// sidecar.UpgradeContainer), a refreshed hash entry, the previous state of every changed container
-// recorded, and, when the spec changed, a new pod generation (the API server's part). It returns
-// the changed containers.
+// upgradePod upgrades pod in place to ss as the controller does (inplace.Upgrade, with the
+// readiness the controller passes) and plays the API server: a changed spec gets a new
+// generation. It returns the changed containers.
 func upgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string {
-	snapshot := pod.DeepCopy()
-	ready := func(c string) bool {
-		st := sidecar.ContainerStatus(snapshot, c)
-		return st != nil && st.Ready && ContainerUpgraded(NewPod(snapshot), ss.Name, c)
-	}
-	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
-	var changed []string
-	for _, sc := range upgradableContainers(ss) {
-		if c := sidecar.UpgradeContainer(pod, sc, ss.ResourceVersion, ready); c != "" {
-			changed = append(changed, c)
-			before[c] = sidecar.StatusBefore(snapshot, c)
-		}
-	}
-	sort.Strings(changed)
-	entry := sidecar.NewHashEntry(ss.Name, ss.Annotations[sidecar.HashAnnotation], ss.Status.LatestRevision,
-		sidecar.SidecarList(ss.Spec.Containers, ss.Spec.InitContainers), now)
-	must(sidecar.SetHashEntry(pod.Annotations, sidecar.HashAnnotation, entry))
+	changed, err := inplace.Upgrade(pod, ss, now, ReadyAndUpgraded(NewPod(pod), ss.Name))
+	must(err)
 	if len(changed) > 0 {
-		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, changed, before)
 		pod.Generation++
 	}
 	return changed
 }
 
-// resetPod performs the hot-upgrade reset as the controller's ResetPod does.
+// resetPod performs the hot-upgrade reset as the controller does (inplace.Reset) and plays the
+// API server: a changed spec gets a new generation.
 func resetPod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string {
-	snapshot := pod.DeepCopy()
-	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
-	var reset []string
-	for _, sc := range upgradableContainers(ss) {
-		if !sidecar.IsHotUpgrade(sc) {
-			continue
-		}
-		if c := sidecar.ResetIdleTwin(pod, sc); c != "" {
-			reset = append(reset, c)
-			before[c] = sidecar.StatusBefore(snapshot, c)
-		}
+	reset := inplace.Reset(pod, ss, now)
+	if len(reset) > 0 {
+		pod.Generation++
 	}
-	if len(reset) == 0 {
-		return nil
-	}
-	sort.Strings(reset)
-	if e, ok := sidecar.PodHashEntry(pod.Annotations, sidecar.HashAnnotation, ss.Name); ok {
-		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, e.Hash, now, reset, before)
-	}
-	pod.Generation++
 	return reset
 }
 

@@ -260,16 +260,12 @@ type planner struct {
 
 func newPlanner(ss *v1alpha1.SidecarSet) *planner {
 	p := &planner{ss: ss, hash: ss.Annotations[sidecar.HashAnnotation], hashNoImg: ss.Annotations[sidecar.HashWithoutImageAnnotation]}
-	for i := range ss.Spec.Containers {
-		sc := &ss.Spec.Containers[i]
-		p.names = append(p.names, sidecar.PodContainerNames(sc, false)...)
-		if sidecar.IsHotUpgrade(sc) && sc.UpgradeStrategy.HotUpgradeEmptyImage != "" {
-			p.hot = append(p.hot, sc)
-		}
+	for sc := range sidecar.RunningContainers(ss.Spec.Containers, ss.Spec.InitContainers) {
+		p.names = append(p.names, sidecar.PodContainerNames(sc, false)...) // init or not: a running container has the same twins
 	}
-	for i := range ss.Spec.InitContainers {
-		if sc := &ss.Spec.InitContainers[i]; sidecar.IsNativeSidecar(&sc.Container) {
-			p.names = append(p.names, sidecar.PodContainerNames(sc, true)...)
+	for i := range ss.Spec.Containers {
+		if sc := &ss.Spec.Containers[i]; sidecar.IsHotUpgrade(sc) && sc.UpgradeStrategy.HotUpgradeEmptyImage != "" {
+			p.hot = append(p.hot, sc)
 		}
 	}
 	if sel := ss.Spec.UpdateStrategy.Selector; sel != nil {

@@ -3,7 +3,6 @@ package rollout
 import (
 	"hash/maphash"
 	"sort"
-	"strings"
 	"time"
 	"unique"
 
@@ -309,20 +308,4 @@ func (p *Pod) decodeAnnotations(a map[string]string) {
 				ImageIDOnly: st.ContainerID == "" && st.RestartCount == 0 && st.PodGeneration == 0})
 		}
 	}
-}
-
-// injectedListHas reports, without allocating, whether the comma-separated list names
-// sidecarSetName.
-func injectedListHas(list, sidecarSetName string) bool {
-	if sidecarSetName == "" {
-		return false
-	}
-	for list != "" {
-		var n string
-		n, list, _ = strings.Cut(list, ",")
-		if n == sidecarSetName {
-			return true
-		}
-	}
-	return false
 }

@@ -22,7 +22,7 @@ func MissedInjection(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 		return false
 	}
 	return !ss.Spec.InjectionStrategy.Paused && pod.Created.After(ss.CreationTimestamp.Time) &&
-		!injectedListHas(pod.InjectedList(), ss.Name)
+		!sidecar.InjectedListHas(pod.InjectedList(), ss.Name)
 }
 
 // Managed reports whether the SidecarSet manages pod: the pod is active, lists the SidecarSet in
@@ -32,7 +32,7 @@ func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
 		return false
 	}
-	if !injectedListHas(pod.InjectedList(), ss.Name) {
+	if !sidecar.InjectedListHas(pod.InjectedList(), ss.Name) {
 		return false
 	}
 	for i := range ss.Spec.Containers {
@@ -99,6 +99,16 @@ func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 		return true
 	}
 	return restarted(rec, ct) && generationCovers(pod, rec)
+}
+
+// ReadyAndUpgraded returns what an in-place upgrade reads of pod to choose the twin of a
+// hot-upgrade sidecar (inplace.Upgrade): whether pod container c is ready and runs what its spec
+// says after the in-place upgrades of SidecarSet sidecarSetName.
+func ReadyAndUpgraded(pod *Pod, sidecarSetName string) func(c string) bool {
+	return func(c string) bool {
+		ct := pod.Container(c)
+		return ct != nil && ct.HasStatus && ct.Ready && ContainerUpgraded(pod, sidecarSetName, c)
+	}
 }
 
 // restarted reports whether the container shows an instance started after rec was taken.

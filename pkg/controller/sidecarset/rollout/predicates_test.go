@@ -413,17 +413,6 @@ func TestWaitingFailure(t *testing.T) {
 	}
 }
 
-func TestInjectedListHas(t *testing.T) {
-	for _, list := range []string{"", "ss", "a,ss", "ss,b", "a,ss,b", "ss-2", "xss", "a,,ss", "ss,", ",", ",,ss,,", " ss"} {
-		for _, name := range []string{"ss", "", "a"} {
-			want := sidecar.InjectedListHas(map[string]string{sidecar.InjectedListAnnotation: list}, name)
-			if got := injectedListHas(list, name); got != want {
-				t.Errorf("injectedListHas(%q, %q) = %v, sidecar.InjectedListHas says %v", list, name, got, want)
-			}
-		}
-	}
-}
-
 func TestMissedInjection(t *testing.T) {
 	ss := newSidecarSet("sidecar:v1", "h1", "nh1", func(ss *v1alpha1.SidecarSet) {
 		ss.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))

@@ -1,4 +1,13 @@
-package sidecarset
+// Package inplace holds the pure pod mutations of an in-place sidecar upgrade (OpenKruise §5.8 and
+// §5.9) and the pod condition that records whether a pod can be upgraded in place. The controller
+// re-reads a pod, applies one of them and writes the pod back; the planner's tests apply the same
+// functions to simulate whole rollouts.
+//
+// Invariants: the functions perform no I/O and read no clock (callers pass the time). Upgrade and
+// Reset change only the pod they are given, which the caller owns: container images and SidecarSet
+// annotations, nothing else of the spec. Both are idempotent: applied again to their own result,
+// they change no container.
+package inplace
 
 import (
 	"encoding/json"
@@ -10,26 +19,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// This file holds the pure pod mutations of an in-place upgrade (OpenKruise §5.8 and §5.9): they
-// change a pod the caller owns and return what changed; the controller re-reads the pod, applies
-// one of them and writes it back.
-
-// UpgradePod upgrades the SidecarSet's sidecars in pod in place: only the images of changed
+// Upgrade upgrades the SidecarSet's sidecars in pod in place: only the images of changed
 // containers and of changed native sidecars (initContainers with restartPolicy Always). It records
 // each changed container's previous state in the in-place update state annotation, refreshes the
-// SidecarSet's hash entry, re-applies patchPodMetadata and returns the changed pod container names,
-// sorted. A pod that already runs the SidecarSet's images only gets its hash entry refreshed.
-func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]string, error) {
+// SidecarSet's hash entry, adds the SidecarSet to the injected list, re-applies patchPodMetadata
+// and returns the changed pod container names, sorted. A pod that already runs the SidecarSet's
+// images only gets its hash entry refreshed.
+//
+// ready reports, for a pod container, whether it is ready and runs what its spec says as the pod
+// stood before the call (rollout.ReadyAndUpgraded): it chooses the twin of a hot-upgrade sidecar.
+func Upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time, ready func(container string) bool) ([]string, error) {
 	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
 	snapshot := pod.DeepCopy() // statuses and images as they were, for the records
-	view := rollout.NewPod(snapshot)
-	ready := func(c string) bool { return readyAndUpgraded(view, ss.Name, c) }
 	var changed []string
-	for _, sc := range upgradableContainers(ss) {
+	for sc := range sidecar.RunningContainers(ss.Spec.Containers, ss.Spec.InitContainers) {
 		if c := sidecar.UpgradeContainer(pod, sc, ss.ResourceVersion, ready); c != "" {
 			changed = append(changed, c)
 			before[c] = sidecar.StatusBefore(snapshot, c)
@@ -47,9 +53,8 @@ func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]stri
 	if len(changed) > 0 {
 		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, changed, before)
 	}
-	if !sidecar.InjectedListHas(pod.Annotations, ss.Name) {
-		names := append(sidecar.ParseInjectedList(pod.Annotations[sidecar.InjectedListAnnotation]), ss.Name)
-		pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(names)
+	if list := pod.Annotations[sidecar.InjectedListAnnotation]; !sidecar.InjectedListHas(list, ss.Name) {
+		pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(append(sidecar.ParseInjectedList(list), ss.Name))
 	}
 	patched, _, err := sidecar.PatchPodMetadata(pod.Annotations, ss.Spec.PatchPodMetadata)
 	if err != nil {
@@ -59,13 +64,13 @@ func UpgradePod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]stri
 	return changed, nil
 }
 
-// ResetPod performs the hot-upgrade reset step in pod: every hot-upgrade sidecar's idle twin gets
+// Reset performs the hot-upgrade reset step in pod: every hot-upgrade sidecar's idle twin gets
 // the empty image. It records the reset twins' previous state and returns their names, sorted.
-func ResetPod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string {
+func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string {
 	snapshot := pod.DeepCopy()
 	before := map[string]sidecar.InPlaceUpdateContainerStatus{}
 	var reset []string
-	for _, sc := range upgradableContainers(ss) {
+	for sc := range sidecar.RunningContainers(ss.Spec.Containers, ss.Spec.InitContainers) {
 		if !sidecar.IsHotUpgrade(sc) {
 			continue
 		}
@@ -82,27 +87,6 @@ func ResetPod(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) []string 
 		sidecar.RecordInPlaceUpdate(pod.Annotations, ss.Name, entry.Hash, now, reset, before)
 	}
 	return reset
-}
-
-// upgradableContainers are the SidecarSet containers an in-place upgrade may change: its
-// containers and its native sidecars. Plain init containers are injection only.
-func upgradableContainers(ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarContainer {
-	out := make([]*v1alpha1.SidecarContainer, 0, len(ss.Spec.Containers)+len(ss.Spec.InitContainers))
-	for i := range ss.Spec.Containers {
-		out = append(out, &ss.Spec.Containers[i])
-	}
-	for i := range ss.Spec.InitContainers {
-		if sidecar.IsNativeSidecar(&ss.Spec.InitContainers[i].Container) {
-			out = append(out, &ss.Spec.InitContainers[i])
-		}
-	}
-	return out
-}
-
-// readyAndUpgraded reports whether pod container c is ready and runs what its spec says.
-func readyAndUpgraded(pod *rollout.Pod, sidecarSetName, c string) bool {
-	ct := pod.Container(c)
-	return ct != nil && ct.HasStatus && ct.Ready && rollout.ContainerUpgraded(pod, sidecarSetName, c)
 }
 
 // UpgradableCondition returns the pod's SidecarSetUpgradable condition after recording whether
@@ -134,14 +118,4 @@ func UpgradableCondition(current *corev1.PodCondition, sidecarSetName string, up
 	}
 	same := current.Status == cond.Status && current.Reason == cond.Reason && current.Message == cond.Message
 	return cond, !same
-}
-
-// upgradableCondition returns the pod's SidecarSetUpgradable condition, or nil.
-func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == sidecar.UpgradableCondition {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -1,115 +1,31 @@
-package sidecarset
+package inplace
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-var (
-	t0         = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	testScheme = func() *runtime.Scheme {
-		s := runtime.NewScheme()
-		install.Install(s)
-		return s
-	}()
-)
+var t0 = inplacetest.T0
 
-const upgradeSidecarSet = `
-apiVersion: apps.kruise.io/v1alpha1
-kind: SidecarSet
-metadata: {name: ss, resourceVersion: "100"}
-spec:
-  selector: {matchLabels: {app: web}}
-  containers:
-  - name: log
-    image: log:1
-  - name: proxy
-    image: proxy:1
-    upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: empty:1}
-  initContainers:
-  - name: init
-    image: init:1
-  - name: agent
-    image: agent:1
-    restartPolicy: Always
-  patchPodMetadata:
-  - annotations: {team: sidecars}
-    patchPolicy: Overwrite
-`
-
-func newSidecarSet(t *testing.T, doc string, edit func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	t.Helper()
-	ss := &v1alpha1.SidecarSet{}
-	if err := yaml.UnmarshalStrict([]byte(doc), ss); err != nil {
-		t.Fatal(err)
-	}
-	if edit != nil {
-		edit(ss)
-	}
-	testScheme.Default(ss)
-	h, err := hash.Of(&ss.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss.Annotations = map[string]string{sidecar.HashAnnotation: h.WithImage, sidecar.HashWithoutImageAnnotation: h.WithoutImage}
-	ss.Status.LatestRevision = "ss-" + h.WithImage[:5]
-	return ss
+// upgrade is Upgrade with the readiness the controller passes.
+func upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) ([]string, error) {
+	return Upgrade(pod, ss, now, rollout.ReadyAndUpgraded(rollout.NewPod(pod), ss.Name))
 }
 
-// injectedPod injects ss into a one-container pod and plays the kubelet: every container runs
-// its spec image and is ready.
-func injectedPod(t *testing.T, ss *v1alpha1.SidecarSet) *corev1.Pod {
-	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid", Generation: 1, Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-	}
-	res, err := injection.Inject(injection.Input{Pod: pod, SidecarSets: []*v1alpha1.SidecarSet{ss}, Now: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := res.Pod.DeepCopy()
-	out.Status.Phase = corev1.PodRunning
-	out.Status.ObservedGeneration = out.Generation
-	out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	status := func(c corev1.Container) corev1.ContainerStatus {
-		return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "sha256:" + c.Image,
-			ContainerID: "containerd://" + c.Name + "-0", Ready: true}
-	}
-	for _, c := range out.Spec.Containers {
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, status(c))
-	}
-	for _, c := range out.Spec.InitContainers {
-		out.Status.InitContainerStatuses = append(out.Status.InitContainerStatuses, status(c))
-	}
-	return out
-}
-
-func images(pod *corev1.Pod) map[string]string {
-	out := map[string]string{}
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		out[c.Name] = c.Image
-	}
-	return out
-}
-
-func TestUpgradePodChangesOnlyImages(t *testing.T) {
-	v1 := newSidecarSet(t, upgradeSidecarSet, nil)
-	pod := injectedPod(t, v1)
-	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) {
+func TestUpgradeChangesOnlyImages(t *testing.T) {
+	v1 := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	pod := inplacetest.InjectedPod(t, v1)
+	v2 := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) {
 		ss.ResourceVersion = "200"
 		ss.Spec.Containers[0].Image = "log:2"
 		ss.Spec.Containers[1].Image = "proxy:2"
@@ -120,17 +36,17 @@ func TestUpgradePodChangesOnlyImages(t *testing.T) {
 		t.Fatalf("plan upgrades %d pods, want 1: %+v", len(got.Upgrade), got.Pods)
 	}
 	before := pod.DeepCopy()
-	changed, err := UpgradePod(pod, v2, t0.Add(time.Minute))
+	changed, err := upgrade(pod, v2, t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"agent", "log", "proxy-2"}; !equalStrings(changed, want) {
-		t.Errorf("changed = %v, want %v", changed, want)
+	if diff := cmp.Diff([]string{"agent", "log", "proxy-2"}, changed); diff != "" {
+		t.Errorf("changed (-want +got):\n%s", diff)
 	}
-	want := images(before)
+	want := inplacetest.Images(before)
 	want["log"], want["proxy-2"], want["agent"] = "log:2", "proxy:2", "agent:2"
-	if got := images(pod); !equalMaps(got, want) {
-		t.Errorf("images = %v, want %v", got, want)
+	if diff := cmp.Diff(want, inplacetest.Images(pod)); diff != "" {
+		t.Errorf("images (-want +got):\n%s", diff)
 	}
 	// Nothing but images and annotations changed.
 	a, b := before.DeepCopy(), pod.DeepCopy()
@@ -180,20 +96,34 @@ func TestUpgradePodChangesOnlyImages(t *testing.T) {
 			t.Errorf("%s counts as upgraded before the kubelet restarted it", c)
 		}
 	}
-	again, err := UpgradePod(pod.DeepCopy(), v2, t0.Add(2*time.Minute))
+	again, err := upgrade(pod.DeepCopy(), v2, t0.Add(2*time.Minute))
 	if err != nil || len(again) != 0 {
 		t.Errorf("upgrading an upgraded pod again changed %v (%v)", again, err)
 	}
 }
 
-func TestResetPod(t *testing.T) {
-	v1 := newSidecarSet(t, upgradeSidecarSet, nil)
-	pod := injectedPod(t, v1)
-	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[1].Image = "proxy:2" })
-	if _, err := UpgradePod(pod, v2, t0); err != nil {
+// TestUpgradeAddsToInjectedList: a pod the SidecarSet manages without listing it (an older
+// injector's) gets the SidecarSet added to its injected list, the others kept.
+func TestUpgradeAddsToInjectedList(t *testing.T) {
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	pod := inplacetest.InjectedPod(t, ss)
+	pod.Annotations[sidecar.InjectedListAnnotation] = "other"
+	if _, err := upgrade(pod, ss, t0); err != nil {
 		t.Fatal(err)
 	}
-	if got := ResetPod(pod, v2, t0); len(got) != 1 || got[0] != "proxy-1" {
+	if got, want := pod.Annotations[sidecar.InjectedListAnnotation], "other,ss"; got != want {
+		t.Errorf("injected list = %q, want %q", got, want)
+	}
+}
+
+func TestReset(t *testing.T) {
+	v1 := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	pod := inplacetest.InjectedPod(t, v1)
+	v2 := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[1].Image = "proxy:2" })
+	if _, err := upgrade(pod, v2, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := Reset(pod, v2, t0); len(got) != 1 || got[0] != "proxy-1" {
 		t.Fatalf("reset %v, want [proxy-1]", got)
 	}
 	if img := sidecar.FindPodContainer(pod, "proxy-1").Image; img != "empty:1" {
@@ -202,7 +132,7 @@ func TestResetPod(t *testing.T) {
 	if pod.Annotations[sidecar.VersionAnnotation("proxy-1")] != "0" || pod.Annotations[sidecar.VersionAltAnnotation("proxy-2")] != "0" {
 		t.Error("reset must set version/idle and versionalt/working to 0")
 	}
-	if got := ResetPod(pod, v2, t0); len(got) != 0 {
+	if got := Reset(pod, v2, t0); len(got) != 0 {
 		t.Errorf("second reset changed %v", got)
 	}
 }
@@ -256,37 +186,6 @@ func TestUpgradableCondition(t *testing.T) {
 	}
 }
 
-func TestCachePodKeepsWhatPlanningReads(t *testing.T) {
-	ss := newSidecarSet(t, upgradeSidecarSet, nil)
-	pod := injectedPod(t, ss)
-	pod.Status.Conditions = append(pod.Status.Conditions,
-		corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionFalse,
-			Reason: sidecar.NotUpgradableReason, Message: `{"ss":false}`},
-		corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, Message: "dropped"})
-	obj, err := CachePod(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cached := obj.(*rollout.Pod)
-	if again, _ := CachePod(cached); again != obj {
-		t.Error("CachePod must pass its own output unchanged")
-	}
-	cond, changed := UpgradableCondition(cached.Upgradable, "ss", false, t0)
-	if changed || cond.Message != `{"ss":false}` {
-		t.Errorf("the SidecarSetUpgradable message must be cached: %v %s", changed, cond.Message)
-	}
-	v2 := newSidecarSet(t, upgradeSidecarSet, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "log:2" })
-	for _, s := range []*v1alpha1.SidecarSet{ss, v2} {
-		res := rollout.Plan(s, []*rollout.Pod{cached})
-		if res.Counts.Matched != 1 || len(res.Pods) != 1 {
-			t.Fatalf("plan of %s on the cached pod: %+v", s.Spec.Containers[0].Image, res.Counts)
-		}
-	}
-	if res := rollout.Plan(v2, []*rollout.Pod{cached}); len(res.Upgrade) != 1 || res.Counts.Updated != 0 {
-		t.Errorf("the cached pod must be upgradable to v2: %+v %+v", res.Counts, res.Pods[0])
-	}
-}
-
 func mustMarshal(t *testing.T, v interface{}) string {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -294,28 +193,4 @@ func mustMarshal(t *testing.T, v interface{}) string {
 		t.Fatal(err)
 	}
 	return string(data)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

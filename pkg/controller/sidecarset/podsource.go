@@ -1,9 +1,6 @@
 package sidecarset
 
 import (
-	"strconv"
-	"sync"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,10 +10,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
-	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
-
-var metav1UpdateOptions = metav1.UpdateOptions{}
 
 // PodSource lists the pods a SidecarSet selects from the main cluster's pod informer. The
 // informer keeps what planning reads of each pod (*rollout.Pod, see CachePod), not the pods.
@@ -115,42 +109,6 @@ func (s *PodSource) get(namespace, name string) *rollout.Pod {
 	return p
 }
 
-// podHandler enqueues the SidecarSets a pod names in its injected-list annotation whenever the
-// pod appears, changes or goes away, and hands each pod that appears to added.
-func podHandler(enqueue func(string), added func(*rollout.Pod), expect *expectations) cache.ResourceEventHandler {
-	notify := func(obj interface{}) {
-		pod, ok := obj.(*rollout.Pod)
-		if !ok {
-			return
-		}
-		for _, name := range sidecar.ParseInjectedList(pod.InjectedList()) {
-			enqueue(name)
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
-			notify(obj)
-			if pod, ok := obj.(*rollout.Pod); ok {
-				added(pod)
-			}
-		},
-		UpdateFunc: func(old, cur interface{}) {
-			if old.(*rollout.Pod).ResourceVersion != cur.(*rollout.Pod).ResourceVersion {
-				notify(cur)
-			}
-		},
-		DeleteFunc: func(obj interface{}) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if pod, ok := obj.(*rollout.Pod); ok {
-				expect.forget(pod.Namespace + "/" + pod.Name)
-			}
-			notify(obj)
-		},
-	}
-}
-
 // CachePod is the pod informer's transform: it keeps what planning reads of a pod (see
 // rollout.Pod). Other objects pass unchanged, so it may see its own output again.
 func CachePod(obj interface{}) (interface{}, error) {
@@ -170,55 +128,4 @@ func CachePod(obj interface{}) (interface{}, error) {
 			DeletionTimestamp: pod.DeletionTimestamp}})
 	}
 	return out, nil
-}
-
-// expectations remembers the resourceVersions of the pods the controller wrote, so that a round
-// never plans on a cache that does not show them yet (which could exceed maxUnavailable).
-type expectations struct {
-	mu      sync.Mutex
-	pending map[string]uint64
-}
-
-func newExpectations() *expectations { return &expectations{pending: map[string]uint64{}} }
-
-// expect records that pod (namespace/name) was written at resourceVersion rv.
-func (e *expectations) expect(key, rv string) {
-	v, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.pending[key] = v
-}
-
-func (e *expectations) forget(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.pending, key)
-}
-
-// satisfied reports whether the cache shows every write to the given pods; it forgets the writes
-// it sees.
-func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.pending) == 0 {
-		return true
-	}
-	ok := true
-	for _, p := range pods {
-		key := p.Namespace + "/" + p.Name
-		want, found := e.pending[key]
-		if !found {
-			continue
-		}
-		got, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
-		if err != nil || got >= want || src.get(p.Namespace, p.Name) == nil {
-			delete(e.pending, key)
-			continue
-		}
-		ok = false
-	}
-	return ok
 }

@@ -1,0 +1,88 @@
+package apiserver
+
+import (
+	"math/rand/v2"
+
+	"k8s.io/apiserver/pkg/admission"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/admission/webhook"
+)
+
+// AdmissionInitializers returns the initializer handing the SidecarSetCrossValidation admission
+// plugin its inputs, read from the server's informers: set it as the generic options'
+// ExtraAdmissionInitializers before applying them to the config.
+func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+	set, err := c.ExtraConfig.informerSet(gc.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	sets := set.own.Apps().V1alpha1().SidecarSets()
+	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
+	inputs := crossvalidation.Inputs{
+		SidecarSets:                     sets.Lister(),
+		Revisions:                       revs.Lister(),
+		Whitelist:                       func() (*string, error) { return nil, nil },
+		PatchPodMetadataDefaultsAllowed: c.ExtraConfig.PatchPodMetadataDefaultsAllowed,
+	}
+	synced := []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced}
+	if gc.ClientConfig != nil {
+		cms, err := set.watchWhitelist(gc.ClientConfig, c.ExtraConfig.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		inf := cms.Core().V1().ConfigMaps()
+		inputs.Whitelist = crossvalidation.WhitelistFrom(inf.Lister().ConfigMaps(c.ExtraConfig.Namespace))
+		synced = append(synced, inf.Informer().HasSynced)
+	}
+	inputs.HasSynced = allSynced(synced)
+	return []admission.PluginInitializer{crossvalidation.Initializer{Inputs: inputs}}, nil
+}
+
+// newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
+// server knows the main cluster (shared is its informer factory), its namespace lister.
+func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet) *webhook.Reviewer {
+	index := injection.NewIndex()
+	set.index = index
+	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
+	if _, err := sets.AddEventHandler(webhook.IndexHandler(index)); err != nil {
+		panic(err) // only fails on a stopped informer, which cannot be the case before start
+	}
+	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
+	synced := []cache.InformerSynced{sets.HasSynced, revs.Informer().HasSynced}
+	namespaces := corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	if shared != nil {
+		ns := shared.Core().V1().Namespaces()
+		namespaces = ns.Lister()
+		synced = append(synced, ns.Informer().HasSynced)
+	}
+	return &webhook.Reviewer{
+		Index:      index,
+		Namespaces: namespaces,
+		Revisions:  revs.Lister(),
+		Clock:      clock.RealClock{},
+		Rand:       rand.Float64,
+		// A SidecarSet already injected in this admission (by its policy, or by this webhook
+		// before a reinvocation) is left as it is.
+		Options:   injection.Options{SkipInjected: true},
+		HasSynced: allSynced(synced),
+	}
+}
+
+// allSynced reports whether every informer has synced.
+func allSynced(synced []cache.InformerSynced) func() bool {
+	return func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+}

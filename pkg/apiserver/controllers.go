@@ -1,0 +1,186 @@
+package apiserver
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	policyctrl "github.com/sidecarset/apiserver/pkg/controller/policy"
+	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+)
+
+// injectionPaths says, for the /rollout view and the SidecarSet status, which admission path
+// injects a SidecarSet in this server's mode.
+type injectionPaths struct {
+	sets        listers.SidecarSetLister
+	webhookOnly bool
+	// unserved is set, before the server starts, when the cluster serves no v1
+	// MutatingAdmissionPolicy.
+	unserved bool
+}
+
+func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
+	all, err := p.sets.List(labels.Everything())
+	if err != nil {
+		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "Unknown", Message: err.Error()}
+	}
+	if p.unserved {
+		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "PoliciesNotServed",
+			Message: "the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"}
+	}
+	return policy.Describe(ss, all, p.webhookOnly)
+}
+
+// addControllerHook registers the hook that starts the server's informers and its controllers
+// once it listens. With LeaderElect and a main cluster, only the replica holding the Lease
+// "sidecarset-controller" in Namespace runs the controllers; every replica serves the API.
+func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *injectionPaths) error {
+	client, err := clientset.NewForConfig(c.GenericConfig.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	opts := controller.Options{
+		Client:      client,
+		SidecarSets: set.own.Apps().V1alpha1().SidecarSets(),
+		Revisions:   set.own.Apps().V1alpha1().SidecarSetRevisions(),
+		Writer:      RevisionWriter{Store: s.Revisions},
+	}
+	var events record.EventBroadcaster
+	if c.main != nil && set.pods != nil {
+		kubeCfg := protobuf(c.main) // pods are read and written whole
+		kubeCfg.QPS, kubeCfg.Burst = c.ExtraConfig.KubeAPIQPS, c.ExtraConfig.KubeAPIBurst
+		if opts.Kube, err = kubernetes.NewForConfig(kubeCfg); err != nil {
+			return err
+		}
+		opts.Pods = set.pods
+		events = record.NewBroadcaster()
+		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
+	}
+	policies, startPolicyInformers, err := c.policyController(set, paths)
+	if err != nil {
+		return err
+	}
+	if policies != nil {
+		opts.InjectionReady = policies.Ready
+		opts.Injection = paths.describe
+		opts.ExcludedNamespaces = c.ExtraConfig.excludedNamespaces()
+		opts.Candidates = set.index.Candidates
+	}
+	ctrl, err := controller.New(opts)
+	if err != nil {
+		return err
+	}
+	return s.GenericAPIServer.AddPostStartHook("start-sidecarset-controller", func(hc genericapiserver.PostStartHookContext) error {
+		set.start(hc.Done())
+		if policies != nil {
+			startPolicyInformers(hc.Done())
+		}
+		if events != nil {
+			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Kube.CoreV1().Events("")})
+			go func() { <-hc.Done(); events.Shutdown() }()
+		}
+		run := func(ctx context.Context) {
+			if policies != nil {
+				go policies.Run(ctx)
+			}
+			ctrl.Run(ctx, c.ExtraConfig.Workers)
+		}
+		if !c.ExtraConfig.LeaderElect || c.main == nil {
+			go run(hc)
+			return nil
+		}
+		go runElected(hc, c.ExtraConfig.Namespace, c.main, run)
+		return nil
+	})
+}
+
+// excludedNamespaces are the namespaces policies never inject: the configured ones and the
+// server's own.
+func (c *ExtraConfig) excludedNamespaces() []string {
+	return append(append([]string(nil), c.ExcludedNamespaces...), c.Namespace)
+}
+
+// policyController builds the controller that owns the injection policies in the main cluster,
+// with its informers (started by the returned function). In webhook mode it removes what policy
+// mode left and keeps the webhook's match condition to the SidecarSets' selectors; it is nil
+// without a main cluster, or where the cluster serves no admissionregistration.k8s.io/v1
+// MutatingAdmissionPolicy (the webhook then injects everything).
+func (c completedConfig) policyController(set *informerSet, paths *injectionPaths) (*policyctrl.Controller, func(<-chan struct{}), error) {
+	if c.main == nil {
+		return nil, nil, nil
+	}
+	cfg := rest.CopyConfig(c.main)
+	cfg.QPS, cfg.Burst = c.ExtraConfig.KubeAPIQPS, c.ExtraConfig.KubeAPIBurst // a plan may write a thousand policies
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !servesMutatingAdmissionPolicies(kube) {
+		paths.unserved = true
+		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
+		return nil, nil, nil
+	}
+	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
+	}))
+	webhooks := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.ExtraConfig.WebhookConfiguration).String()
+	}))
+	ctrl, err := policyctrl.New(policyctrl.Options{
+		Kube:                 kube,
+		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),
+		Policies:             owned.Admissionregistration().V1().MutatingAdmissionPolicies(),
+		Bindings:             owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
+		Webhooks:             webhooks.Admissionregistration().V1().MutatingWebhookConfigurations(),
+		WebhookConfiguration: c.ExtraConfig.WebhookConfiguration,
+		ExcludedNamespaces:   c.ExtraConfig.excludedNamespaces(),
+		Resync:               5 * time.Minute,
+		Grace:                c.ExtraConfig.PolicyGrace,
+		WebhookOnly:          paths.webhookOnly,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ctrl, func(stop <-chan struct{}) { owned.Start(stop); webhooks.Start(stop) }, nil
+}
+
+// servesMutatingAdmissionPolicies reports whether discovery lists v1 mutatingadmissionpolicies.
+func servesMutatingAdmissionPolicies(kube kubernetes.Interface) bool {
+	list, err := kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		klog.ErrorS(err, "discovering admissionregistration.k8s.io/v1")
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			return true
+		}
+	}
+	return false
+}
+
+// eventScheme knows the objects the controller records events on: pods and SidecarSets.
+func eventScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}

@@ -1,0 +1,89 @@
+package apiserver
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
+)
+
+// informerSet holds the informer factories the server starts after it listens.
+type informerSet struct {
+	own        informers.SharedInformerFactory
+	configMaps kubeinformers.SharedInformerFactory
+	// podInformers watches the main cluster's pods over protobuf; pods is what the controller keeps
+	// of them, with the namespaces of the generic server's factory. Both nil without a main cluster.
+	podInformers kubeinformers.SharedInformerFactory
+	pods         *controller.PodSource
+	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
+	index *injection.Index
+}
+
+// informerSet returns the server's informers, creating the factory of its own API on the
+// loopback client the first time: the admission plugin's initializer, which runs first when
+// admission is on, and New share them.
+func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
+	if c.informers == nil {
+		client, err := clientset.NewForConfig(loopback)
+		if err != nil {
+			return nil, err
+		}
+		c.informers = &informerSet{own: informers.NewSharedInformerFactory(client, 0)}
+	}
+	return c.informers, nil
+}
+
+func (s *informerSet) start(stop <-chan struct{}) {
+	s.own.Start(stop)
+	if s.configMaps != nil {
+		s.configMaps.Start(stop)
+	}
+	if s.podInformers != nil {
+		s.podInformers.Start(stop)
+	}
+}
+
+// watchPods sets up the main cluster's pod informer, keeping only what the controller reads of
+// each pod. Pods are decoded from protobuf: a burst of pod events then costs a fraction of the
+// garbage and CPU of JSON. start starts it once the server listens.
+func (s *informerSet) watchPods(main *rest.Config, generic kubeinformers.SharedInformerFactory) error {
+	kube, err := kubernetes.NewForConfig(protobuf(main))
+	if err != nil {
+		return err
+	}
+	s.podInformers = kubeinformers.NewSharedInformerFactory(kube, 0)
+	s.pods, err = controller.NewPodSource(s.podInformers.Core().V1().Pods(), generic.Core().V1().Namespaces())
+	return err
+}
+
+// watchWhitelist watches only the whitelist ConfigMap in the main cluster's namespace.
+func (s *informerSet) watchWhitelist(main *rest.Config, namespace string) (kubeinformers.SharedInformerFactory, error) {
+	kube, err := kubernetes.NewForConfig(main)
+	if err != nil {
+		return nil, err
+	}
+	s.configMaps = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		kubeinformers.WithNamespace(namespace),
+		kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", crossvalidation.WhitelistConfigMap).String()
+		}))
+	return s.configMaps, nil
+}
+
+// protobuf returns a copy of cfg that talks protobuf, for the main cluster's pods.
+func protobuf(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.ContentType = runtime.ContentTypeProtobuf
+	out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return out
+}

@@ -1,0 +1,105 @@
+package sidecarset
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// expectationTTL is how long a round waits at most for the pod cache to show a write, as
+// Kubernetes' controllers wait for their expectations: a write whose outcome was unknown and that
+// the server never applied leaves the pod as it was, and must not stall the rollout for ever.
+const expectationTTL = 5 * time.Minute
+
+// expectations remembers, for each pod the controller wrote (namespace/name), the resourceVersion
+// the pod cache must show before a round plans on the pod again: planning on a cache that does
+// not show the controller's own writes could take more pods down than maxUnavailable allows.
+//
+//   - a write that succeeded expects the version it returned;
+//   - a write that failed for sure (the server refused it) expects nothing;
+//   - a write whose outcome is unknown (ambiguous: it timed out, the server failed while handling
+//     it, or the answer was lost) may have been applied: it expects any version newer than the one
+//     the write was based on.
+//
+// An expectation is met once the cache shows that version or a newer one, or the pod is gone; it
+// is dropped after expectationTTL.
+type expectations struct {
+	clock   clock.PassiveClock
+	mu      sync.Mutex
+	pending map[string]expectation
+}
+
+// expectation is a resourceVersion a pod's cache entry must reach, until a deadline.
+type expectation struct {
+	version  uint64
+	deadline time.Time
+}
+
+func newExpectations(clk clock.PassiveClock) *expectations {
+	return &expectations{clock: clk, pending: map[string]expectation{}}
+}
+
+// written records that pod key (namespace/name) was written at resourceVersion rv.
+func (e *expectations) written(key, rv string) { e.set(key, rv, 0) }
+
+// maybeWritten records that a write of pod key based on resourceVersion rv may have been applied.
+func (e *expectations) maybeWritten(key, rv string) { e.set(key, rv, 1) }
+
+func (e *expectations) set(key, rv string, newer uint64) {
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending[key] = expectation{version: v + newer, deadline: e.clock.Now().Add(expectationTTL)}
+}
+
+func (e *expectations) forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.pending, key)
+}
+
+// satisfied reports whether the cache shows every write to the given pods; it forgets the
+// expectations that are met or expired.
+func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.pending) == 0 {
+		return true
+	}
+	now := e.clock.Now()
+	ok := true
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		want, found := e.pending[key]
+		if !found {
+			continue
+		}
+		got, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
+		if err != nil || got >= want.version || src.get(p.Namespace, p.Name) == nil || now.After(want.deadline) {
+			delete(e.pending, key)
+			continue
+		}
+		ok = false
+	}
+	return ok
+}
+
+// ambiguous reports whether a failed write may still have been applied: it timed out, the server
+// failed while handling it, or no API status came back (a broken connection, a cancelled context).
+func ambiguous(err error) bool {
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status)
+}

@@ -1,0 +1,90 @@
+package sidecarset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+func TestExpectations(t *testing.T) {
+	pod := func(rv string) *rollout.Pod {
+		return rollout.NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: rv}})
+	}
+	for _, tc := range []struct {
+		name   string
+		expect func(*expectations)
+		cached string        // the cache's resourceVersion of the pod; "" when the pod is gone
+		after  time.Duration // time passed since the write
+		want   bool
+	}{
+		{name: "nothing written", expect: func(*expectations) {}, cached: "10", want: true},
+		{name: "written, cache older", expect: func(e *expectations) { e.written("ns/p", "12") }, cached: "10", want: false},
+		{name: "written, cache shows it", expect: func(e *expectations) { e.written("ns/p", "12") }, cached: "12", want: true},
+		{name: "written, cache newer", expect: func(e *expectations) { e.written("ns/p", "12") }, cached: "15", want: true},
+		{name: "maybe written, cache as read", expect: func(e *expectations) { e.maybeWritten("ns/p", "10") }, cached: "10", want: false},
+		{name: "maybe written, cache newer", expect: func(e *expectations) { e.maybeWritten("ns/p", "10") }, cached: "11", want: true},
+		{name: "written, pod gone", expect: func(e *expectations) { e.written("ns/p", "12") }, want: true},
+		{name: "written, expired", expect: func(e *expectations) { e.written("ns/p", "12") }, cached: "10", after: expectationTTL + time.Second, want: true},
+		{name: "written, not yet expired", expect: func(e *expectations) { e.written("ns/p", "12") }, cached: "10", after: expectationTTL, want: false},
+		{name: "forgotten", expect: func(e *expectations) { e.written("ns/p", "12"); e.forget("ns/p") }, cached: "10", want: true},
+		{name: "unparsable version", expect: func(e *expectations) { e.written("ns/p", "x") }, cached: "10", want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			e := newExpectations(clk)
+			tc.expect(e)
+			clk.Step(tc.after)
+			src, err := NewPodSource(kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods(),
+				kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pod(tc.cached)
+			if tc.cached != "" {
+				if err := src.pods.GetIndexer().Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := e.satisfied(src, []*rollout.Pod{p}); got != tc.want {
+				t.Fatalf("satisfied = %v, want %v", got, tc.want)
+			}
+			if tc.want && len(e.pending) != 0 {
+				t.Errorf("a met expectation is kept: %v", e.pending)
+			}
+		})
+	}
+}
+
+func TestAmbiguous(t *testing.T) {
+	gr := corev1.Resource("pods")
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewTimeoutError("timed out", 1), true},
+		{apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{apierrors.NewInternalError(errors.New("boom")), true},
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("patch: %w", errors.New("connection reset by peer")), true},
+		{apierrors.NewBadRequest("no"), false},
+		{apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "p", nil), false},
+		{apierrors.NewForbidden(gr, "p", errors.New("no")), false},
+		{apierrors.NewConflict(gr, "p", errors.New("stale")), false},
+		{apierrors.NewTooManyRequests("slow down", 1), false},
+	} {
+		if got := ambiguous(tc.err); got != tc.want {
+			t.Errorf("ambiguous(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package sidecarset
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// This file writes the revision history that revision.go plans.
+
+// revisionsNamed returns the cached revisions labelled with SidecarSet name.
+func (c *Controller) revisionsNamed(name string) []*v1alpha1.SidecarSetRevision {
+	revs, _ := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
+	return revs
+}
+
+// splitOwned separates the revisions ss owns from those an earlier SidecarSet of the same name
+// (another UID) left: those are not part of its history.
+func splitOwned(revs []*v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) (owned, stale []*v1alpha1.SidecarSetRevision) {
+	for _, r := range revs {
+		if owner := metav1.GetControllerOfNoCopy(r); owner == nil || owner.UID == ss.UID {
+			owned = append(owned, r)
+		} else {
+			stale = append(stale, r)
+		}
+	}
+	return owned, stale
+}
+
+// deleteRevisions deletes revisions whose SidecarSet is gone: they have no delete verb for users,
+// so the controller collects them, as the garbage collector would for its owner.
+func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.SidecarSetRevision) error {
+	for _, r := range revs {
+		if err := c.writer.Delete(ctx, r.Name); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting revision %s of a deleted SidecarSet: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// recordHistory deletes the revisions an earlier SidecarSet of the same name left, records the
+// current spec and sets the status' latest revision and collision count in ss.
+func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) error {
+	revs, stale := splitOwned(c.revisionsNamed(ss.Name), ss)
+	if err := c.deleteRevisions(ctx, stale); err != nil {
+		return err
+	}
+	var err error
+	ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
+	return err
+}
+
+// applyHistory records the current spec, retrying name collisions with a higher count, and
+// returns the latest revision's name and the collision count; revisions in inUse are kept.
+func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (string, *int32, error) {
+	collisions := int32(0)
+	if ss.Status.CollisionCount != nil {
+		collisions = *ss.Status.CollisionCount
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		plan, err := PlanHistory(ss, revs, collisions, inUse)
+		if err != nil {
+			return "", nil, err
+		}
+		switch {
+		case plan.Create != nil:
+			err = c.writer.Create(ctx, plan.Create)
+			if apierrors.IsAlreadyExists(err) {
+				// The revision cache may lag behind a revision this controller just wrote: only a
+				// revision with different data under the same name is a collision.
+				same, getErr := c.recorded(ctx, plan.Create)
+				if getErr != nil {
+					return "", nil, getErr
+				}
+				if !same {
+					collisions++
+					continue
+				}
+				err = nil
+			}
+		case plan.Renumber != nil:
+			err = c.writer.Update(ctx, plan.Renumber)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		for _, old := range plan.Prune {
+			if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
+				return "", nil, err
+			}
+		}
+		return plan.Latest, &collisions, nil
+	}
+	return "", nil, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+}
+
+// recorded reports whether the stored revision named like want records the same spec.
+func (c *Controller) recorded(ctx context.Context, want *v1alpha1.SidecarSetRevision) (bool, error) {
+	got, err := c.writer.Get(ctx, want.Name)
+	if err != nil {
+		return false, err
+	}
+	return apiequality.Semantic.DeepEqual(got.Spec, want.Spec), nil
+}

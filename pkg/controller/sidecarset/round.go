@@ -1,0 +1,137 @@
+package sidecarset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// injectionPoll is how often a SidecarSet whose injection is not ready yet is looked at again.
+const injectionPoll = 100 * time.Millisecond
+
+// sync runs a round and looks again soon while the SidecarSet's injection is not ready.
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	after, err := c.round(ctx, name)
+	if err == nil && (after == 0 || after > injectionPoll) && c.injectionReady != nil {
+		if cached, getErr := c.sets.Get(name); getErr == nil && !c.injectionReady(cached) {
+			after = injectionPoll
+		}
+	}
+	return after, err
+}
+
+// round gathers the SidecarSet, its revisions and its pods, records its revision, plans the
+// rollout and applies it to the pods, then writes the status once if it changed and, only once it
+// is written, records the round's events and metrics. It returns a delay after which to look
+// again, for rollouts waiting on the pods' kubelets.
+func (c *Controller) round(ctx context.Context, name string) (time.Duration, error) {
+	cached, err := c.sets.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.pace.forget(name)
+		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
+	}
+	if err != nil {
+		return 0, err
+	}
+	ss := cached.DeepCopy()
+	var pods []*rollout.Pod
+	if c.pods != nil {
+		if pods, err = c.pods.Select(ss); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.recordHistory(ctx, ss, pods); err != nil {
+		return 0, err
+	}
+	if c.pods == nil {
+		return 0, c.writeStatus(ctx, cached, ss, nil)
+	}
+	if !c.expect.satisfied(c.pods, pods) {
+		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
+	}
+	plan := rollout.Plan(ss, pods)
+	out := c.apply(ctx, ss, plan)
+	if len(out.written) > 0 {
+		plan = rollout.Plan(ss, replace(pods, out.written))
+	}
+	if err := c.writeStatus(ctx, cached, ss, &plan.Counts); err != nil {
+		return 0, err // and no event: a round's events follow its status
+	}
+	c.record(c.report(ss, plan, out))
+	switch {
+	case len(out.failed) > 0:
+		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
+	case !plan.Done():
+		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
+	}
+	return 0, nil
+}
+
+// event is an event a round records once its status is written.
+type event struct {
+	object            runtime.Object
+	eventType, reason string
+	message           string
+}
+
+// record records the events, in order.
+func (c *Controller) record(events []event) {
+	if c.recorder == nil {
+		return
+	}
+	for _, e := range events {
+		c.recorder.Event(e.object, e.eventType, e.reason, e.message)
+	}
+}
+
+// report publishes a round's metrics and returns its events: those of applying it, pods that
+// missed the injection, pods that cannot be upgraded in place, pods that could not be written.
+func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, out applied) []event {
+	c.metrics.observe(ss.Name, plan)
+	events := append(out.events, c.reportNotInjected(ss, plan.NotInjected)...)
+	if n := len(plan.NotUpgradable); n > 0 { // none while paused or NotUpdate
+		events = append(events, event{ss, corev1.EventTypeNormal, "NotUpgradablePods",
+			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)})
+	}
+	return append(events, c.reportFailures(ss, out.failed)...)
+}
+
+// reportNotInjected publishes the pods that missed the SidecarSet's injection, outside the
+// excluded namespaces, and returns an event on each the first time.
+func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []event {
+	missed := make([]*rollout.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !c.excluded[p.Namespace] {
+			missed = append(missed, p)
+		}
+	}
+	var events []event
+	for _, p := range c.metrics.notInjected(ss.Name, missed) {
+		events = append(events, event{p.Ref(), corev1.EventTypeWarning, "NotInjected",
+			fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)})
+	}
+	return events
+}
+
+// replace returns pods with the written ones substituted by key.
+func replace(pods []*rollout.Pod, written []*corev1.Pod) []*rollout.Pod {
+	byKey := make(map[string]*rollout.Pod, len(written))
+	for _, p := range written {
+		byKey[p.Namespace+"/"+p.Name] = rollout.NewPod(p)
+	}
+	out := make([]*rollout.Pod, len(pods))
+	for i, p := range pods {
+		if w, ok := byKey[p.Namespace+"/"+p.Name]; ok {
+			p = w
+		}
+		out[i] = p
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package sidecarset
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+)
+
+// TestRound: a round of a SidecarSet with a new image records its revision, upgrades one pod of
+// two (maxUnavailable 1) and marks it upgradable, and writes the status once, with what the
+// round did.
+func TestRound(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	after, err := h.round()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != 5*podsPeriod {
+		t.Errorf("the round asks to look again after %v, want %v (one pod left)", after, 5*podsPeriod)
+	}
+	latest, err := RevisionName(ss.Name, Snapshot(ss), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Get(context.Background(), latest); err != nil {
+		t.Errorf("revision %s: %v", latest, err)
+	}
+	upgraded := 0
+	for _, name := range []string{"a", "b"} {
+		if inplacetest.Images(h.pod(name))["log"] == "log:2" {
+			upgraded++
+		}
+	}
+	if upgraded != 1 || h.podUpgrades() != 1 || count(h.kube, "patch", "pods", "status") != 1 {
+		t.Errorf("upgraded %d pods with %d spec patches and %d status patches, want 1 of each", upgraded, h.podUpgrades(), count(h.kube, "patch", "pods", "status"))
+	}
+	if h.statusWrites() != 1 {
+		t.Fatalf("%d status writes, want 1", h.statusWrites())
+	}
+	// The upgraded pod is not ready until its kubelet restarts the container.
+	want := v1alpha1.SidecarSetStatus{ObservedGeneration: 2, MatchedPods: 2, UpdatedPods: 1, ReadyPods: 1,
+		LatestRevision: latest, CollisionCount: ptr.To[int32](0)}
+	if diff := cmp.Diff(want, h.stored().Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+
+	// Nothing changed since: the next round, once the caches show the writes, writes nothing.
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if h.statusWrites() != 1 || h.podUpgrades() != 1 {
+		t.Errorf("an unchanged round wrote: %d status writes, %d pod upgrades in all", h.statusWrites(), h.podUpgrades())
+	}
+}
+
+// TestRoundStatusConflict: a status write that conflicts (the cache lags behind the stored
+// SidecarSet) re-reads the SidecarSet and writes again.
+func TestRoundStatusConflict(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	conflicts := 1
+	h.own.PrependReactor("update", "sidecarsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "sidecarsets"}, ss.Name, errors.New("stale"))
+	})
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.statusWrites(); got != 2 {
+		t.Errorf("%d status writes, want 2 (a conflict, then the write)", got)
+	}
+	if got := count(h.own, "get", "sidecarsets", ""); got != 1 {
+		t.Errorf("%d reads of the SidecarSet, want 1 after the conflict", got)
+	}
+	if st := h.stored().Status; st.MatchedPods != 2 || st.UpdatedPods != 1 || st.LatestRevision == "" {
+		t.Errorf("status after the conflict: %+v", st)
+	}
+}
+
+// TestRoundEventsFollowStatus: a round records its events only once its status is written, and
+// none when the status write fails.
+func TestRoundEventsFollowStatus(t *testing.T) {
+	for _, statusFails := range []bool{false, true} {
+		old, ss := newImage(t)
+		h := newHarness(t, old, ss)
+		h.kube.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewBadRequest("refused") // an event: SidecarSetPodWriteFailed
+		})
+		recordedBefore := -1
+		h.own.PrependReactor("update", "sidecarsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			recordedBefore = len(h.events.Events)
+			if statusFails {
+				return true, nil, apierrors.NewBadRequest("status refused")
+			}
+			return false, nil, nil
+		})
+		_, err := h.round()
+		if (err != nil) != statusFails {
+			t.Fatalf("status fails %v: round error %v", statusFails, err)
+		}
+		if recordedBefore != 0 {
+			t.Errorf("status fails %v: %d events recorded before the status write, want 0", statusFails, recordedBefore)
+		}
+		events := h.drain()
+		if statusFails && len(events) != 0 {
+			t.Errorf("a round whose status write failed recorded %q", events)
+		}
+		if !statusFails && (len(events) != 1 || !strings.Contains(events[0], "SidecarSetPodWriteFailed")) {
+			t.Errorf("events %q, want one SidecarSetPodWriteFailed", events)
+		}
+	}
+}
+
+// TestRoundRevisionNameCollision: a revision of another spec already holding the name of the
+// current spec's revision is a collision: the round records the revision under the next name and
+// counts the collision. The same spec under that name is the controller's own write that the
+// cache does not show yet: no collision.
+func TestRoundRevisionNameCollision(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		sameSpec       bool
+		wantCollisions int32
+	}{
+		{"another spec", false, 1},
+		{"the same spec, not cached yet", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, ss := newImage(t)
+			h := newHarness(t, old, ss)
+			taken, err := RevisionName(ss.Name, Snapshot(ss), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			squatter := NewRevision(old, taken, 7)
+			squatter.Labels = nil // not one of this SidecarSet's revisions: the cache does not list it
+			if tc.sameSpec {
+				squatter = NewRevision(h.ss, taken, 1)
+			}
+			if err := h.store.Create(context.Background(), squatter); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			want, err := RevisionName(ss.Name, Snapshot(ss), tc.wantCollisions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := h.stored().Status
+			if st.LatestRevision != want || st.CollisionCount == nil || *st.CollisionCount != tc.wantCollisions {
+				t.Errorf("latest revision %s, collisions %v; want %s, %d", st.LatestRevision, st.CollisionCount, want, tc.wantCollisions)
+			}
+			if r, err := h.store.Get(context.Background(), want); err != nil || r.SidecarSetName != ss.Name {
+				t.Errorf("revision %s: %v, %v", want, r, err)
+			}
+		})
+	}
+}
+
+// TestRoundWaitsForItsWrites: after a pod write, the next round does not plan until the pod cache
+// shows the write: a write that succeeded, one whose outcome is unknown (a timeout) and the server
+// applied, and one the server never applied (the round waits out expectationTTL). A write the
+// server refused is expected by no one: the next round plans at once and tries again.
+func TestRoundWaitsForItsWrites(t *testing.T) {
+	timeout := apierrors.NewTimeoutError("the request timed out", 1)
+	for _, tc := range []struct {
+		name string
+		// write answers the first pod patch: apply it or not, then fail with err or not.
+		apply bool
+		err   error
+		// wait says whether the next round waits for the cache.
+		wait bool
+	}{
+		{name: "written", apply: true, wait: true},
+		{name: "ambiguous, applied", apply: true, err: timeout, wait: true},
+		{name: "ambiguous, not applied", err: timeout, wait: true},
+		{name: "connection lost, not applied", err: errors.New("connection reset by peer"), wait: true},
+		{name: "refused", err: apierrors.NewBadRequest("refused"), wait: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, ss := newImage(t)
+			h := newHarness(t, old, ss)
+			first := true
+			h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "" || !first {
+					return false, nil, nil
+				}
+				first = false
+				if tc.apply {
+					if _, _, err := h.patchPod(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.err != nil {
+					return true, nil, tc.err
+				}
+				return h.patchPod(a)
+			})
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			upgrades := h.podUpgrades()
+			after, err := h.round() // the pod cache has not changed
+			if err != nil {
+				t.Fatal(err)
+			}
+			if waited := after == podsPeriod && h.podUpgrades() == upgrades; waited != tc.wait {
+				t.Fatalf("the next round waited: %v (after %v, %d pod patches), want %v", waited, after, h.podUpgrades(), tc.wait)
+			}
+			if !tc.wait {
+				if h.podUpgrades() != upgrades+1 {
+					t.Errorf("the next round sent %d pod patches, want the refused one again", h.podUpgrades()-upgrades)
+				}
+				return
+			}
+			if tc.apply {
+				h.sync() // the cache shows the write
+			} else {
+				h.clock.Step(expectationTTL + time.Second) // it never will
+			}
+			if after, err := h.round(); err != nil || after == podsPeriod {
+				t.Errorf("once the cache shows the write or the wait expires, the round plans: after %v, %v", after, err)
+			}
+		})
+	}
+}
+
+// TestSyncPollsUntilInjectionReady: while the SidecarSet's injection is not in place, the status
+// does not report its generation as observed and the round looks again after injectionPoll.
+func TestSyncPollsUntilInjectionReady(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	ready := false
+	h.c.injectionReady = func(*v1alpha1.SidecarSet) bool { return ready }
+	after, err := h.round()
+	if err != nil || after != injectionPoll {
+		t.Fatalf("not ready: after %v, %v; want %v", after, err, injectionPoll)
+	}
+	if got := h.stored().Status.ObservedGeneration; got != 0 {
+		t.Errorf("observedGeneration %d before injection is ready", got)
+	}
+	ready = true
+	h.sync()
+	if after, err := h.round(); err != nil || after == injectionPoll {
+		t.Fatalf("ready: after %v, %v", after, err)
+	}
+	if got := h.stored().Status.ObservedGeneration; got != 2 {
+		t.Errorf("observedGeneration %d once injection is ready, want 2", got)
+	}
+}

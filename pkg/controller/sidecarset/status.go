@@ -1,0 +1,53 @@
+package sidecarset
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
+// differs from the stored one. The cache may lag behind this controller's previous write: on a
+// conflict it re-reads the SidecarSet and tries again, unless a newer generation was observed
+// meanwhile.
+func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
+	current := cached
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current.Status.ObservedGeneration > cached.Generation {
+			return nil
+		}
+		st := current.Status.DeepCopy()
+		st.LatestRevision = ss.Status.LatestRevision
+		st.CollisionCount = ss.Status.CollisionCount
+		if c.injectionReady == nil || c.injectionReady(cached) {
+			st.ObservedGeneration = cached.Generation
+			if c.injection != nil {
+				setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
+			}
+		}
+		if counts != nil {
+			st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
+			st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
+		}
+		if apiequality.Semantic.DeepEqual(*st, current.Status) {
+			return nil
+		}
+		updated := current.DeepCopy()
+		updated.Status = *st
+		_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			fresh, getErr := c.client.AppsV1alpha1().SidecarSets().Get(ctx, cached.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			current = fresh
+		}
+		return err
+	})
+}
