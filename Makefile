@@ -41,8 +41,12 @@ lint:
 verify-fresh:
 	hack/verify-codegen-fresh.sh
 
+# The main module's tests, then the differential test of the SidecarSet validation against
+# kube-apiserver's pod validation (its own module, test/podvalidation, which requires
+# k8s.io/kubernetes; about 20 s).
 unit:
 	$(GO) test -count=1 ./...
+	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 e2e:
 	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/

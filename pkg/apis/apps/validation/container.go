@@ -1,11 +1,10 @@
 package validation
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,39 +22,70 @@ const (
 	nativeSidecar
 )
 
+// maxRestartRules and maxRestartRuleExitCodes bound restartPolicyRules as kube-apiserver does.
+const (
+	maxRestartRules         = 20
+	maxRestartRuleExitCodes = 255
+)
+
 var (
 	pullPolicies        = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
 	terminationPolicies = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
-	protocols           = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-	propagationModes    = []corev1.MountPropagationMode{corev1.MountPropagationNone, corev1.MountPropagationHostToContainer, corev1.MountPropagationBidirectional}
-	recursiveReadOnlys  = []corev1.RecursiveReadOnlyMode{corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyEnabled}
+	protocols           = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
+	resizeResources     = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	resizePolicies      = []corev1.ResourceResizeRestartPolicy{corev1.NotRequired, corev1.RestartContainer}
+	restartRuleActions  = []corev1.ContainerRestartRuleAction{
+		corev1.ContainerRestartRuleActionRestart, corev1.ContainerRestartRuleActionRestartAllContainers}
+	restartRuleOperators = []corev1.ContainerRestartRuleOnExitCodesOperator{
+		corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn}
 )
 
 // validateContainer applies the rules kube-apiserver applies to a container of a pod whose
-// volumes are the SidecarSet's; the name's uniqueness is checked by the caller.
+// volumes are the valid volumes of the SidecarSet (Kubernetes' validateContainerCommon, the rules
+// of its container kind and the pod-only image rule). The name's uniqueness and host port
+// conflicts between containers are checked by the caller. Rules that depend on the rest of the pod
+// (its restartPolicy, terminationGracePeriodSeconds, hostUsers, os, resourceClaims, volumes named
+// by fileKeyRef) and the cluster's --allow-privileged are left to kube-apiserver.
 func validateContainer(c *corev1.Container, kind containerKind, volumes map[string]*corev1.Volume, path *field.Path) field.ErrorList {
 	allErrs := validateDNSLabel(c.Name, path.Child("name"))
-	if c.Image == "" {
-		allErrs = append(allErrs, field.Required(path.Child("image"), ""))
-	} else if strings.TrimSpace(c.Image) != c.Image {
-		allErrs = append(allErrs, field.Invalid(path.Child("image"), c.Image, "must not have leading or trailing whitespace"))
-	}
-	allErrs = append(allErrs, validateEnum(c.ImagePullPolicy, pullPolicies, path.Child("imagePullPolicy"))...)
+	allErrs = append(allErrs, validateImage(c.Image, path.Child("image"))...)
 	allErrs = append(allErrs, validateEnum(c.TerminationMessagePolicy, terminationPolicies, path.Child("terminationMessagePolicy"))...)
-	allErrs = append(allErrs, validateRestartPolicy(c.RestartPolicy, kind, path.Child("restartPolicy"))...)
-	allErrs = append(allErrs, validatePorts(c.Ports, path.Child("ports"))...)
+	allErrs = append(allErrs, validateContainerPorts(c.Ports, path.Child("ports"))...)
 	allErrs = append(allErrs, validateEnv(c.Env, path.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(c, volumes, path.Child("volumeMounts"))...)
 	allErrs = append(allErrs, validateVolumeDevices(c, volumes, path.Child("volumeDevices"))...)
+	allErrs = append(allErrs, validateEnum(c.ImagePullPolicy, pullPolicies, path.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateResources(&c.Resources, path.Child("resources"))...)
+	allErrs = append(allErrs, validateResizePolicy(c.ResizePolicy, kind, path.Child("resizePolicy"))...)
+	allErrs = append(allErrs, validateSecurityContext(c.SecurityContext, path.Child("securityContext"))...)
+	allErrs = append(allErrs, validateRestartPolicy(c, kind, path)...)
 	return append(allErrs, validateProbesAndLifecycle(c, kind, path)...)
+}
+
+// validateImage requires an image without leading or trailing whitespace.
+func validateImage(image string, path *field.Path) field.ErrorList {
+	switch {
+	case image == "":
+		return field.ErrorList{field.Required(path, "")}
+	case strings.TrimSpace(image) != image:
+		return field.ErrorList{field.Invalid(path, image, "must not have leading or trailing whitespace")}
+	}
+	return nil
 }
 
 // validateEnum requires value to be one of valid.
 func validateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(path, "")}
+	}
+	return validateOptionalEnum(value, valid, path)
+}
+
+// validateOptionalEnum requires value, when set, to be one of valid.
+func validateOptionalEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
+	if value == "" {
+		return nil
 	}
 	for _, v := range valid {
 		if v == value {
@@ -65,111 +95,140 @@ func validateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorLi
 	return field.ErrorList{field.NotSupported(path, value, valid)}
 }
 
-// validateRestartPolicy allows restartPolicy Always on init containers only.
-func validateRestartPolicy(policy *corev1.ContainerRestartPolicy, kind containerKind, path *field.Path) field.ErrorList {
+// validateRestartPolicy keeps OpenKruise's rule: restartPolicy (and so restartPolicyRules) on init
+// containers only, and only Always there. This is stricter than kube-apiserver 1.35+ with the
+// ContainerRestartRules feature, which also accepts Never and OnFailure and regular containers
+// with a restartPolicy: a SidecarSet container is either a sidecar or a native sidecar.
+func validateRestartPolicy(c *corev1.Container, kind containerKind, path *field.Path) field.ErrorList {
+	policy, rules := c.RestartPolicy, c.RestartPolicyRules
+	var allErrs field.ErrorList
 	switch {
-	case policy == nil:
-		return nil
 	case kind == regularContainer:
-		return field.ErrorList{field.Forbidden(path, "may not be set for non-init containers")}
+		if policy != nil {
+			allErrs = append(allErrs, field.Forbidden(path.Child("restartPolicy"), "may not be set for non-init containers"))
+		}
+		if len(rules) > 0 {
+			allErrs = append(allErrs, field.Forbidden(path.Child("restartPolicyRules"), "may not be set for non-init containers"))
+		}
+	case policy == nil:
+		if len(rules) > 0 {
+			allErrs = append(allErrs, field.Required(path.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+		}
 	case *policy != corev1.ContainerRestartPolicyAlways:
-		return field.ErrorList{field.NotSupported(path, *policy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways})}
+		allErrs = append(allErrs, field.NotSupported(path.Child("restartPolicy"), *policy,
+			[]corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
+	default:
+		allErrs = append(allErrs, validateRestartRules(rules, path.Child("restartPolicyRules"))...)
 	}
-	return nil
+	return allErrs
 }
 
-// validatePorts validates port numbers, names (unique in the container) and protocols.
-func validatePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
+// validateRestartRules validates the restartPolicyRules of a native sidecar.
+func validateRestartRules(rules []corev1.ContainerRestartRule, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if len(rules) > maxRestartRules {
+		allErrs = append(allErrs, field.TooMany(path, len(rules), maxRestartRules))
+	}
+	for i, rule := range rules {
+		p := path.Index(i)
+		allErrs = append(allErrs, validateSupported(rule.Action, restartRuleActions, p.Child("action"))...)
+		if rule.ExitCodes == nil {
+			allErrs = append(allErrs, field.Required(p.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		allErrs = append(allErrs, validateSupported(rule.ExitCodes.Operator, restartRuleOperators, p.Child("exitCodes", "operator"))...)
+		if n := len(rule.ExitCodes.Values); n > maxRestartRuleExitCodes {
+			allErrs = append(allErrs, field.TooMany(p.Child("exitCodes", "values"), n, maxRestartRuleExitCodes))
+		}
+	}
+	return allErrs
+}
+
+// validateSupported requires value to be one of valid, the empty value included.
+func validateSupported[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
+	for _, v := range valid {
+		if v == value {
+			return nil
+		}
+	}
+	return field.ErrorList{field.NotSupported(path, value, valid)}
+}
+
+// validateResizePolicy validates the in-place resize policies: cpu or memory once each, a known
+// restart policy, and no RestartContainer on an init container that runs to completion. (A
+// RestartContainer policy in a pod with restartPolicy Never is the pod's problem.)
+func validateResizePolicy(policies []corev1.ContainerResizePolicy, kind containerKind, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[corev1.ResourceName]()
+	for i, p := range policies {
+		ip := path.Index(i)
+		if seen.Has(p.ResourceName) {
+			allErrs = append(allErrs, field.Duplicate(ip, p.ResourceName))
+		}
+		seen.Insert(p.ResourceName)
+		allErrs = append(allErrs, validateEnum(p.ResourceName, resizeResources, ip.Child("resourceName"))...)
+		allErrs = append(allErrs, validateEnum(p.RestartPolicy, resizePolicies, ip.Child("restartPolicy"))...)
+		if kind == initContainer && p.RestartPolicy == corev1.RestartContainer {
+			allErrs = append(allErrs, field.Invalid(ip.Child("restartPolicy"), p.RestartPolicy,
+				"must not be set to 'RestartContainer' for non-sidecar initContainers"))
+		}
+	}
+	return allErrs
+}
+
+// validateContainerPorts validates port numbers, names (unique in the container) and protocols.
+func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	names := sets.New[string]()
 	for i, port := range ports {
 		p := path.Index(i)
 		if port.Name != "" {
-			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
+			msgs := utilvalidation.IsValidPortName(port.Name)
+			for _, msg := range msgs {
 				allErrs = append(allErrs, field.Invalid(p.Child("name"), port.Name, msg))
 			}
-			if names.Has(port.Name) {
+			if len(msgs) == 0 && names.Has(port.Name) {
 				allErrs = append(allErrs, field.Duplicate(p.Child("name"), port.Name))
 			}
 			names.Insert(port.Name)
 		}
 		if port.ContainerPort == 0 {
 			allErrs = append(allErrs, field.Required(p.Child("containerPort"), ""))
+		} else {
+			allErrs = append(allErrs, validatePortNum(int(port.ContainerPort), p.Child("containerPort"))...)
 		}
-		allErrs = append(allErrs, validatePortNum(int(port.ContainerPort), port.ContainerPort != 0, p.Child("containerPort"))...)
-		allErrs = append(allErrs, validatePortNum(int(port.HostPort), port.HostPort != 0, p.Child("hostPort"))...)
+		if port.HostPort != 0 {
+			allErrs = append(allErrs, validatePortNum(int(port.HostPort), p.Child("hostPort"))...)
+		}
 		allErrs = append(allErrs, validateEnum(port.Protocol, protocols, p.Child("protocol"))...)
-		if port.HostIP != "" {
-			allErrs = append(allErrs, utilvalidation.IsValidIP(p.Child("hostIP"), port.HostIP)...)
+	}
+	return allErrs
+}
+
+// validateHostPortConflicts reports a host port (protocol, host IP, port) used twice among
+// containers, which all run in the same pod at the same time.
+func validateHostPortConflicts(containers []*corev1.Container, paths []*field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	used := sets.New[string]()
+	for ci, c := range containers {
+		for pi, port := range c.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
+			if used.Has(key) {
+				allErrs = append(allErrs, field.Duplicate(paths[ci].Child("ports").Index(pi).Child("hostPort"), key))
+			}
+			used.Insert(key)
 		}
 	}
 	return allErrs
 }
 
-func validatePortNum(port int, set bool, path *field.Path) field.ErrorList {
-	if !set {
-		return nil
-	}
+func validatePortNum(port int, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for _, msg := range utilvalidation.IsValidPortNum(port) {
 		allErrs = append(allErrs, field.Invalid(path, port, msg))
 	}
 	return allErrs
-}
-
-// validatePortNumOrName validates the port of a probe or lifecycle handler.
-func validatePortNumOrName(port intstr.IntOrString, path *field.Path) field.ErrorList {
-	if port.Type == intstr.String {
-		var allErrs field.ErrorList
-		for _, msg := range utilvalidation.IsValidPortName(port.StrVal) {
-			allErrs = append(allErrs, field.Invalid(path, port.StrVal, msg))
-		}
-		return allErrs
-	}
-	return validatePortNum(int(port.IntVal), true, path)
-}
-
-// validateResources requires known resource names, non-negative quantities and requests not
-// above limits.
-func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, list := range []struct {
-		name string
-		list corev1.ResourceList
-	}{{"limits", r.Limits}, {"requests", r.Requests}} {
-		for _, name := range sets.List(sets.KeySet(list.list)) {
-			q := list.list[name]
-			p := path.Child(list.name).Key(string(name))
-			if !isContainerResourceName(string(name)) {
-				allErrs = append(allErrs, field.Invalid(p, name,
-					"must be a standard resource for containers or a fully qualified extended resource name"))
-			}
-			if q.Sign() < 0 {
-				allErrs = append(allErrs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
-			}
-			if limit, ok := r.Limits[name]; ok && list.name == "requests" && q.Cmp(limit) > 0 {
-				allErrs = append(allErrs, field.Invalid(p, q.String(), "must be less than or equal to "+string(name)+" limit of "+limit.String()))
-			}
-		}
-	}
-	return allErrs
-}
-
-// isContainerResourceName reports whether name is cpu, memory, ephemeral-storage, a hugepages
-// size or a domain-qualified extended resource outside kubernetes.io.
-func isContainerResourceName(name string) bool {
-	switch {
-	case name == string(corev1.ResourceCPU), name == string(corev1.ResourceMemory), name == string(corev1.ResourceEphemeralStorage):
-		return true
-	case strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
-		return len(utilvalidation.IsQualifiedName(name)) == 0
-	case !strings.Contains(name, "/"), strings.Contains(name, "kubernetes.io/"), strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix):
-		return false
-	}
-	return len(utilvalidation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+name)) == 0
-}
-
-// validateNonnegative validates an optional int32 seconds-like field.
-func validateNonnegative(v int32, path *field.Path) field.ErrorList {
-	return apivalidation.ValidateNonnegativeField(int64(v), path)
 }

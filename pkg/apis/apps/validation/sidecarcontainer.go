@@ -13,19 +13,33 @@ import (
 )
 
 // validateContainers validates spec.initContainers and spec.containers: at least one of them,
-// names unique across both, the Kubernetes container rules and the SidecarSet policies.
+// names unique across both (a duplicate is reported where kube-apiserver reports it in a pod:
+// on the second regular container, or on the init container), host ports used once among the
+// containers (which run together) and within each init container, the Kubernetes container rules
+// and the SidecarSet policies.
 func validateContainers(spec *apps.SidecarSetSpec, volumes map[string]*corev1.Volume, path *field.Path) field.ErrorList {
 	if len(spec.InitContainers) == 0 && len(spec.Containers) == 0 {
 		return field.ErrorList{field.Required(path.Child("containers"), "no initContainer or container defined for SidecarSet")}
 	}
 	var allErrs field.ErrorList
 	names := sets.New[string]()
-	unique := func(name string, p *field.Path) {
-		if name != "" && names.Has(name) {
-			allErrs = append(allErrs, field.Duplicate(p.Child("name"), name))
+	var regular []*corev1.Container
+	var regularPaths []*field.Path
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		p := path.Child("containers").Index(i)
+		allErrs = append(allErrs, validateContainer(&c.Container, regularContainer, volumes, p)...)
+		if names.Has(c.Name) {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
 		}
-		names.Insert(name)
+		names.Insert(c.Name)
+		regular, regularPaths = append(regular, &c.Container), append(regularPaths, p)
+		allErrs = append(allErrs, validateSidecarPolicies(c, p)...)
+		if c.ResourcesPolicy != nil {
+			allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
+		}
 	}
+	allErrs = append(allErrs, validateHostPortConflicts(regular, regularPaths)...)
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		p := path.Child("initContainers").Index(i)
@@ -34,22 +48,17 @@ func validateContainers(spec *apps.SidecarSetSpec, volumes map[string]*corev1.Vo
 			kind = nativeSidecar
 		}
 		allErrs = append(allErrs, validateContainer(&c.Container, kind, volumes, p)...)
-		unique(c.Name, p)
+		if names.Has(c.Name) {
+			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
+		} else if c.Name != "" {
+			names.Insert(c.Name)
+		}
+		allErrs = append(allErrs, validateHostPortConflicts([]*corev1.Container{&c.Container}, []*field.Path{p})...)
 		if c.ResourcesPolicy != nil {
 			if kind != nativeSidecar {
 				allErrs = append(allErrs, field.Forbidden(p.Child("resourcesPolicy"),
 					"resourcesPolicy is only supported for containers with RestartPolicy Always"))
 			}
-			allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
-		}
-	}
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		p := path.Child("containers").Index(i)
-		allErrs = append(allErrs, validateContainer(&c.Container, regularContainer, volumes, p)...)
-		unique(c.Name, p)
-		allErrs = append(allErrs, validateSidecarPolicies(c, p)...)
-		if c.ResourcesPolicy != nil {
 			allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
 		}
 	}

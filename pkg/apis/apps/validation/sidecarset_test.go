@@ -178,9 +178,9 @@ func TestValidateSidecarSetContainers(t *testing.T) {
 			init.RestartPolicy = always
 			ss.Spec.InitContainers = []apps.SidecarContainer{init}
 		}},
-		{name: "names unique across init and containers", mutate: func(ss *apps.SidecarSet) {
+		{name: "names unique across init and containers (on the init container, as in a pod)", mutate: func(ss *apps.SidecarSet) {
 			ss.Spec.InitContainers = []apps.SidecarContainer{validContainer("test-sidecar")}
-		}, want: []wantErr{{"spec.containers[0].name", duplicate, ""}}},
+		}, want: []wantErr{{"spec.initContainers[0].name", duplicate, ""}}},
 		{name: "bad name and missing image", mutate: c0(func(c *apps.SidecarContainer) { c.Name, c.Image = "Bad_Name", "" }),
 			want: []wantErr{{"spec.containers[0].name", invalid, "RFC 1123 label"}, {"spec.containers[0].image", required, ""}}},
 		{name: "pod inject policy (validation/13)", mutate: c0(func(c *apps.SidecarContainer) { c.PodInjectPolicy = "Middle" }),
@@ -207,8 +207,8 @@ func TestValidateSidecarSetContainers(t *testing.T) {
 		{name: "pull and termination policies", mutate: c0(func(c *apps.SidecarContainer) {
 			c.ImagePullPolicy, c.TerminationMessagePolicy = "Sometimes", ""
 		}), want: []wantErr{
-			{"spec.containers[0].imagePullPolicy", notSupported, ""},
 			{"spec.containers[0].terminationMessagePolicy", required, ""},
+			{"spec.containers[0].imagePullPolicy", notSupported, ""},
 		}},
 	})
 }
@@ -223,7 +223,7 @@ func TestValidateSidecarSetContainerFields(t *testing.T) {
 			c.Ports = []corev1.ContainerPort{
 				{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP},
 				{Name: "http", ContainerPort: 70000, Protocol: "HTTP"},
-				{Name: "Not-IANA", Protocol: corev1.ProtocolUDP, HostIP: "x"},
+				{Name: "Not-IANA", Protocol: corev1.ProtocolUDP, HostIP: "x"}, // kube-apiserver does not check hostIP
 			}
 		}), want: []wantErr{
 			{p + "ports[1].name", duplicate, ""},
@@ -231,12 +231,11 @@ func TestValidateSidecarSetContainerFields(t *testing.T) {
 			{p + "ports[1].protocol", notSupported, ""},
 			{p + "ports[2].name", invalid, ""},
 			{p + "ports[2].containerPort", required, ""},
-			{p + "ports[2].hostIP", invalid, ""},
 		}},
 		{name: "env", mutate: c0(func(c *corev1.Container) {
 			c.Env = []corev1.EnvVar{
 				{Name: "A", Value: "x"},
-				{Name: "1bad"},
+				{Name: "1-relaxed.name"},
 				{Name: "B", Value: "x", ValueFrom: &corev1.EnvVarSource{}},
 				{Name: "C", ValueFrom: &corev1.EnvVarSource{
 					FieldRef:        &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"},
@@ -244,15 +243,19 @@ func TestValidateSidecarSetContainerFields(t *testing.T) {
 				{Name: "D", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.other"}}},
 				{Name: "E", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}}},
 				{Name: "F", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.gpu"}}},
+				{Name: "G", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.phase"}}},
+				{Name: "H=I"},
+				{Name: "J", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1Mi")}}},
 			}
 		}), want: []wantErr{
-			{p + "env[1].name", invalid, "valid environment variable name"},
-			{p + "env[2].valueFrom", invalid, "may not be specified when `value` is not empty"},
 			{p + "env[2].valueFrom", invalid, "must specify one of"},
-			{p + "env[3].valueFrom.configMapKeyRef.name", required, ""},
+			{p + "env[3].valueFrom.configMapKeyRef.name", invalid, "RFC 1123 subdomain"},
 			{p + "env[3].valueFrom", invalid, "may not have more than one field specified at a time"},
-			{p + "env[4].valueFrom.fieldRef.fieldPath", notSupported, ""},
+			{p + "env[4].valueFrom.fieldRef.fieldPath", invalid, "field label not supported: spec.other"},
 			{p + "env[6].valueFrom.resourceFieldRef.resource", notSupported, ""},
+			{p + "env[7].valueFrom.fieldRef.fieldPath", notSupported, ""},
+			{p + "env[8].name", invalid, "other than '='"},
+			{p + "env[9].valueFrom.resourceFieldRef.divisor", invalid, "only divisor's values 1m and 1"},
 		}},
 		{name: "envFrom", mutate: c0(func(c *corev1.Container) {
 			c.EnvFrom = []corev1.EnvFromSource{
@@ -267,7 +270,8 @@ func TestValidateSidecarSetContainerFields(t *testing.T) {
 			}
 		}), want: []wantErr{
 			{p + "resources.requests[cpu]", invalid, "must be less than or equal to cpu limit of 100m"},
-			{p + "resources.requests[gpu]", invalid, "must be a standard resource"},
+			{p + "resources.requests[gpu]", invalid, "must be a standard resource type or fully qualified"},
+			{p + "resources.requests[gpu]", invalid, "must be a standard resource for containers"},
 			{p + "resources.requests[memory]", invalid, "must be greater than or equal to 0"},
 		}},
 		{name: "probes and lifecycle", mutate: c0(func(c *corev1.Container) {
@@ -276,13 +280,13 @@ func TestValidateSidecarSetContainerFields(t *testing.T) {
 				HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(0), Scheme: "FTP"}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}}
 			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{}}}
 		}), want: []wantErr{
+			{p + "lifecycle.preStop.exec.command", required, ""},
 			{p + "livenessProbe", required, "must specify a handler type"},
 			{p + "livenessProbe.periodSeconds", invalid, ""},
 			{p + "livenessProbe.successThreshold", invalid, "must be 1"},
 			{p + "readinessProbe.httpGet.port", invalid, ""},
 			{p + "readinessProbe.httpGet.scheme", notSupported, ""},
-			{p + "readinessProbe", forbidden, "may not specify more than 1 handler type"},
-			{p + "lifecycle.preStop.exec.command", required, ""},
+			{p + "readinessProbe.tcpSocket", forbidden, "may not specify more than 1 handler type"},
 		}},
 	})
 }
@@ -309,7 +313,7 @@ func TestValidateSidecarSetVolumes(t *testing.T) {
 			ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "log", MountPath: "/home/admin/log"}}
 		}, want: []wantErr{
 			{p + "volumeMounts[0].mountPath", invalid, "must not already exist as a path in volumeDevices"},
-			{p + "volumeDevices[0].devicePath", invalid, "must not already exist in volumeMounts"},
+			{p + "volumeDevices[0].devicePath", invalid, "must not already exist as a path in volumeMounts"},
 		}},
 		{name: "undeclared mount (validation/17)", mutate: func(ss *apps.SidecarSet) {
 			ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "not-declared", MountPath: "/data"}}
@@ -337,7 +341,7 @@ func TestValidateSidecarSetVolumes(t *testing.T) {
 			{"spec.volumes[1].name", duplicate, ""},
 			{"spec.volumes[2].name", invalid, ""},
 			{"spec.volumes[3]", required, "must specify a volume type"},
-			{"spec.volumes[4]", forbidden, "may not specify more than 1 volume type"},
+			{"spec.volumes[4].hostPath", forbidden, "may not specify more than 1 volume type"},
 			{"spec.volumes[5].hostPath.path", required, ""},
 		}},
 	})
