@@ -85,6 +85,12 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	before := waitInjected(t, pod, "sidecar1")
 	waitWebhookLeavesLabels(t)
 	checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
+	ctx := context.Background()
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "test-sidecarset", metav1.GetOptions{})
+	if err != nil || view.Status.Injection == nil || view.Status.Injection.Policy == "" {
+		t.Fatalf("/rollout names no policy for test-sidecarset: %+v, %v", view, err)
+	}
+	name := view.Status.Injection.Policy
 
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
@@ -95,7 +101,6 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 			_, _ = localUp("start-server")
 		}
 	}()
-	ctx := context.Background()
 	created, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating a matching pod with the server down: %v", err)
@@ -112,11 +117,6 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	if _, err := kube.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Fatalf("creating a pod nothing matches with the server down: %v", err)
 	}
-	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "test-sidecarset", metav1.GetOptions{})
-	if err != nil || view.Status.Injection == nil || view.Status.Injection.Policy == "" {
-		t.Fatalf("/rollout names no policy for test-sidecarset: %+v, %v", view, err)
-	}
-	name := view.Status.Injection.Policy
 	if err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
