@@ -45,8 +45,13 @@ func TestKubectl(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(strings.Fields(strings.SplitN(out, "\n", 2)[0]), " "), "NAME MATCHED UPDATED READY AGE") {
 		t.Errorf("get sidecarsets: %v\n%s", err, out)
 	}
-	out, err = runKubectl(t, "", "explain", "sidecarset.spec.updateStrategy.partition")
-	if err != nil || !strings.Contains(out, "partition") || !strings.Contains(out, "old version") {
+	// kube-apiserver aggregates this server's OpenAPI asynchronously: right after the server
+	// (re)starts, explain may not find the resource for a moment.
+	pollErr := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		out, err = runKubectl(t, "", "explain", "sidecarset.spec.updateStrategy.partition")
+		return err == nil && strings.Contains(out, "partition") && strings.Contains(out, "old version"), nil
+	})
+	if pollErr != nil {
 		t.Errorf("explain: %v\n%s", err, out)
 	}
 	out, err = runKubectl(t, "", "patch", "sidecarset", "test-sidecarset", "--type=strategic",
