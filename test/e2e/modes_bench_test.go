@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 )
 
 // TestInjectionModes measures pod creates (server-side dry run) through kube-apiserver with
@@ -63,23 +63,9 @@ func (p benchPodTemplate) withNamespace(ns string) *corev1.Pod {
 	return pod
 }
 
-// storeBenchSidecarSets stores n SidecarSets: five-0..4 select bench=five, the others each
-// select their own value of label bench-other.
+// storeBenchSidecarSets stores the n SidecarSets of policytest.BenchSidecarSets.
 func storeBenchSidecarSets(t *testing.T, n int) {
-	var list []*v1alpha1.SidecarSet
-	for i := 0; i < n; i++ {
-		ss := &v1alpha1.SidecarSet{}
-		ss.Name = fmt.Sprintf("bench-%04d", i)
-		ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"bench-other": fmt.Sprint(i)}}
-		name := fmt.Sprintf("other-%d", i)
-		if i < 5 {
-			ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "five"}}
-			name = fmt.Sprintf("five-%d", i)
-		}
-		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name, Image: "busybox:1.36",
-			Env: []corev1.EnvVar{{Name: "ROLE", Value: "bench"}}}}}
-		list = append(list, ss)
-	}
+	list := policytest.BenchSidecarSets(n)
 	client := sidecars.AppsV1alpha1().SidecarSets()
 	parallel(t, len(list), func(i int) error {
 		_, err := client.Create(context.Background(), list[i], metav1.CreateOptions{})

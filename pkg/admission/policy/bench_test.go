@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -43,19 +44,9 @@ func BenchmarkPlanPolicies1000(b *testing.B) {
 // 1,000 stored SidecarSets into a pod ("five"), and the same policy on a pod none of its members
 // selects ("none": its match conditions turn it away).
 func BenchmarkGroupPolicy(b *testing.B) {
-	var sets []*v1alpha1.SidecarSet
-	for i := 0; i < 1000; i++ {
-		ss := &v1alpha1.SidecarSet{}
-		ss.Name = fmt.Sprintf("bench-%04d", i)
-		ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"bench-other": fmt.Sprint(i)}}
-		name := fmt.Sprintf("other-%d", i)
-		if i < 5 {
-			ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "five"}}
-			name = fmt.Sprintf("five-%d", i)
-		}
-		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name, Image: "busybox:1.36",
-			Env: []corev1.EnvVar{{Name: "ROLE", Value: "bench"}}}}}
-		sets = append(sets, prepare(b, ss))
+	sets := policytest.BenchSidecarSets(1000)
+	for _, ss := range sets {
+		prepare(b, ss)
 	}
 	plan, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now()})
 	if err != nil {

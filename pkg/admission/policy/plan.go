@@ -165,8 +165,9 @@ func Replaced(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, 
 	}
 	var out []string
 	for _, pname := range sortedKeys(have) {
-		for _, name := range sortedKeys(records(have[pname])) {
-			r := records(have[pname])[name]
+		recs := records(have[pname])
+		for _, name := range sortedKeys(recs) {
+			r := recs[name]
 			if w, ok := wanted[name]; !ok || w.policy != pname || w.Digest != r.Digest {
 				out = append(out, name)
 			}
