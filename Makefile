@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify lint verify-fresh e2e bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit verify lint verify-fresh e2e fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -51,6 +51,12 @@ unit:
 e2e:
 	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
 
+# Every fuzz target for FUZZTIME each (default 30s), with the executions per target and in total.
+# Their seed corpora already run as ordinary tests in `make unit`.
+FUZZTIME ?= 30s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
 
@@ -65,6 +71,12 @@ codegen:
 # Rollout of 1,000 kwok pods at maxUnavailable 10%: wall time against batches x restart delay.
 bench-rollout:
 	E2E=1 E2E_SCALE=1 E2E_SCALE_PODS=1000 $(GO) test -count=1 -timeout 60m -run TestRolloutWallTime -v ./test/e2e/
+
+# Fault tolerance: three rollouts of a new sidecar image over 1,000 kwok pods at maxUnavailable 10%,
+# with kube-apiserver restarted, the server's etcd stopped, and the leading replica killed at 5
+# random moments (make test runs the same test with 100 pods and 2 kills).
+chaos:
+	E2E=1 E2E_CHAOS_PODS=1000 E2E_CHAOS_KILLS=5 $(GO) test -count=1 -timeout 60m -run TestChaosRollout -v ./test/e2e/
 
 # Server memory with 10,000 pods in its cache, against the same server idle.
 bench-memory:

@@ -24,6 +24,8 @@
 #                                 not registered in the APIServices (kube-apiserver keeps routing to
 #                                 the first), it competes for the controller Lease. down stops it too.
 #   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
+#   hack/local-up.sh restart-kube-apiserver
+#                                 stop kube-apiserver (SIGTERM) and start it again, until ready
 #   hack/local-up.sh env          print the export line
 #
 # SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
@@ -135,9 +137,8 @@ current-context: local
 KC
 }
 
-start_kube() {
-  start etcd "${BIN}/etcd" -data-dir "${STATE}/etcd" -listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
-    -listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))"
+# start_kube_apiserver runs kube-apiserver (when it is not running) and waits until it is ready.
+start_kube_apiserver() {
   start kube-apiserver "${BIN}/kube-apiserver" --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
     --bind-address=127.0.0.1 --secure-port="${KUBE_PORT}" --advertise-address=10.0.0.1 \
     --tls-cert-file="${CERTS}/apiserver.crt" --tls-private-key-file="${CERTS}/apiserver.key" \
@@ -150,6 +151,12 @@ start_kube() {
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" --proxy-client-key-file="${CERTS}/front-proxy-client.key"
   wait_for kube-apiserver "${LOGS}/kube-apiserver.log" kc get --raw /readyz
+}
+
+start_kube() {
+  start etcd "${BIN}/etcd" -data-dir "${STATE}/etcd" -listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    -listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))"
+  start_kube_apiserver
   start kube-controller-manager "${BIN}/kube-controller-manager" --kubeconfig="${KUBECONFIG_FILE}" \
     --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false \
     --service-account-private-key-file="${CERTS}/sa.key" --root-ca-file="${CERTS}/cluster-ca.crt" \
@@ -305,6 +312,7 @@ case "${1:-run}" in
   start-server-etcd) tools; start_server_etcd ;;
   start-server) tools; start_server; register ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
+  restart-kube-apiserver) tools; stop kube-apiserver; start_kube_apiserver ;;
   start-replica) tools; start_replica ;;
   stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
