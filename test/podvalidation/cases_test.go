@@ -30,6 +30,14 @@ func nativeSidecar(name string, mutate ...func(*corev1.Container)) v1alpha1.Side
 	return c
 }
 
+// hotUpgrade makes c a HotUpgrade sidecar: injection adds it as two containers, <name>-1 and
+// <name>-2.
+func hotUpgrade(c v1alpha1.SidecarContainer) v1alpha1.SidecarContainer {
+	c.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade,
+		HotUpgradeEmptyImage: "example.com/empty:1.0"}
+	return c
+}
+
 func volume(name string, src corev1.VolumeSource) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: src}
 }
@@ -159,6 +167,12 @@ var handCases = []handCase{
 	{name: "host port used by two containers", reject: true, in: sidecars{Containers: []v1alpha1.SidecarContainer{
 		container("a", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} }),
 		container("b", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 81, HostPort: 8080}} }),
+	}}},
+	{name: "host port on a HotUpgrade sidecar (its two containers bind it twice)", reject: true, in: sidecars{Containers: []v1alpha1.SidecarContainer{
+		hotUpgrade(container("hot", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} })),
+	}}},
+	{name: "container port on a HotUpgrade sidecar", in: sidecars{Containers: []v1alpha1.SidecarContainer{
+		hotUpgrade(container("hot", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80}} })),
 	}}},
 	{name: "host port used by two init containers (they run one by one)", in: sidecars{InitContainers: []v1alpha1.SidecarContainer{
 		container("a", func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} }),

@@ -87,7 +87,9 @@ type Controller struct {
 	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
 	webhooks  admissionlisters.MutatingWebhookConfigurationLister
 	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+
+	queueMu sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[string] // the current term's; nil between terms
 }
 
 // seen is when the controller first saw a policy at a resourceVersion.
@@ -110,13 +112,11 @@ func New(opts Options) (*Controller, error) {
 		policies: opts.Policies.Lister(),
 		bindings: opts.Bindings.Lister(),
 		webhooks: opts.Webhooks.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset-policies"}),
 	}
 	enqueue := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(key) },
-		UpdateFunc: func(any, any) { c.queue.Add(key) },
-		DeleteFunc: func(any) { c.queue.Add(key) },
+		AddFunc:    func(any) { c.addAfter(0) },
+		UpdateFunc: func(any, any) { c.addAfter(0) },
+		DeleteFunc: func(any) { c.addAfter(0) },
 	}
 	for _, inf := range []cache.SharedIndexInformer{opts.SidecarSets.Informer(), opts.Policies.Informer(), opts.Bindings.Informer(), opts.Webhooks.Informer()} {
 		if _, err := inf.AddEventHandler(enqueue); err != nil {
@@ -127,35 +127,59 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// Run reconciles until ctx ends. The informers must be started by the caller.
+// Run reconciles until ctx ends: one term, as leader. The informers must be started by the
+// caller. Each term has its own queue, so Run may be called again for a later term.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset-policies"})
+	c.queueMu.Lock()
+	c.queue = q
+	c.queueMu.Unlock()
+	defer func() {
+		c.queueMu.Lock()
+		if c.queue == q {
+			c.queue = nil
+		}
+		c.queueMu.Unlock()
+		q.ShutDown()
+	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
 	klog.InfoS("starting the policy injection controller")
-	c.queue.Add(key)
+	q.Add(key)
 	if c.opts.Resync > 0 {
-		go wait.UntilWithContext(ctx, func(context.Context) { c.queue.Add(key) }, c.opts.Resync)
+		go wait.UntilWithContext(ctx, func(context.Context) { q.Add(key) }, c.opts.Resync)
 	}
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for c.processNext(ctx) {
+	go func() { <-ctx.Done(); q.ShutDown() }()
+	for c.processNext(ctx, q) {
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	k, quit := c.queue.Get()
+// addAfter queues a reconcile in the current term after d; between terms it does nothing (a
+// term starts with a reconcile).
+func (c *Controller) addAfter(d time.Duration) {
+	c.queueMu.Lock()
+	q := c.queue
+	c.queueMu.Unlock()
+	if q != nil {
+		q.AddAfter(key, d)
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+	k, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(k)
+	defer q.Done(k)
 	if err := contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }); err != nil {
 		klog.ErrorS(err, "reconciling injection policies")
-		c.queue.AddRateLimited(k)
+		q.AddRateLimited(k)
 		return true
 	}
-	c.queue.Forget(k)
+	q.Forget(k)
 	return true
 }
 
@@ -180,7 +204,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	if plan.RecheckAfter > 0 {
-		c.queue.AddAfter(key, plan.RecheckAfter)
+		c.addAfter(plan.RecheckAfter)
 	}
 	replaced := policy.Replaced(compiled, plan.Policies)
 	// The webhook's condition first: it includes every SidecarSet whose policy is not in the

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -264,5 +265,32 @@ func TestReadyAfterReplacedPolicySettles(t *testing.T) {
 				t.Fatal("not ready after the grace period")
 			}
 		})
+	}
+}
+
+// TestRunAgainForANewTerm: a replica that loses the controller Lease and wins it again runs the
+// controller for a second term, which must react to changes as the first did.
+func TestRunAgainForANewTerm(t *testing.T) {
+	first := sidecarSet("a", "busybox:1")
+	first.Generation = 1
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{first}, webhookConfig())
+	for term, ss := range []*v1alpha1.SidecarSet{first, sidecarSet("b", "busybox:1")} {
+		ss.Generation = 1
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); f.ctrl.Run(ctx) }()
+		if term > 0 {
+			if _, err := f.apps.AppsV1alpha1().SidecarSets().Create(context.Background(), ss, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return f.ctrl.Ready(ss), nil
+		})
+		cancel()
+		<-done
+		if err != nil {
+			t.Fatalf("term %d: SidecarSet %s was never applied", term+1, ss.Name)
+		}
 	}
 }

@@ -93,10 +93,29 @@ func validateSidecarPolicies(c *apps.SidecarContainer, path *field.Path) field.E
 		allErrs = append(allErrs, field.Required(path.Child("upgradeStrategy", "hotUpgradeEmptyImage"),
 			"required for upgradeType HotUpgrade"))
 	}
+	if us.UpgradeType == apps.SidecarContainerHotUpgrade {
+		allErrs = append(allErrs, validateHotUpgradePorts(c.Ports, path.Child("ports"))...)
+	}
 	for i, te := range c.TransferEnv {
 		if from := te.SourceContainerNameFrom; from != nil && from.FieldRef != nil {
 			allErrs = append(allErrs, validateFieldRef(from.FieldRef, nil,
 				path.Child("transferEnv").Index(i).Child("sourceContainerNameFrom", "fieldRef"))...)
+		}
+	}
+	return allErrs
+}
+
+// validateHotUpgradePorts forbids host ports on a HotUpgrade sidecar: it runs as two containers
+// (<name>-1 and <name>-2) in every pod, and a pod whose containers bind one host port twice is
+// invalid.
+func validateHotUpgradePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, port := range ports {
+		if port.HostPort != 0 {
+			// Duplicate, as kube-apiserver reports the pod's second binding, with the reason.
+			allErrs = append(allErrs, &field.Error{Type: field.ErrorTypeDuplicate, Field: path.Index(i).Child("hostPort").String(),
+				BadValue: fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort),
+				Detail:   "a HotUpgrade sidecar runs as two containers in the pod, which cannot both bind a host port"})
 		}
 	}
 	return allErrs

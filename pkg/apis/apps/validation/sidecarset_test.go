@@ -190,6 +190,15 @@ func TestValidateSidecarSetContainers(t *testing.T) {
 		{name: "hot upgrade without empty image", mutate: c0(func(c *apps.SidecarContainer) {
 			c.UpgradeStrategy.UpgradeType = apps.SidecarContainerHotUpgrade
 		}), want: []wantErr{{"spec.containers[0].upgradeStrategy.hotUpgradeEmptyImage", required, ""}}},
+		{name: "hot upgrade with a host port (the twins would bind it twice)", mutate: c0(func(c *apps.SidecarContainer) {
+			c.UpgradeStrategy = apps.SidecarContainerUpgradeStrategy{UpgradeType: apps.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP},
+				{ContainerPort: 9090, HostPort: 9090, Protocol: corev1.ProtocolTCP}}
+		}), want: []wantErr{{"spec.containers[0].ports[1].hostPort", duplicate, "HotUpgrade sidecar runs as two containers"}}},
+		{name: "hot upgrade with container ports only", mutate: c0(func(c *apps.SidecarContainer) {
+			c.UpgradeStrategy = apps.SidecarContainerUpgradeStrategy{UpgradeType: apps.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
+		})},
 		{name: "unknown upgrade type", mutate: c0(func(c *apps.SidecarContainer) { c.UpgradeStrategy.UpgradeType = "Warm" }),
 			want: []wantErr{{"spec.containers[0].upgradeStrategy.upgradeType", notSupported, ""}}},
 		{name: "restartPolicy on a container", mutate: c0(func(c *apps.SidecarContainer) { c.RestartPolicy = always }),
