@@ -144,7 +144,7 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 	key := cached.Namespace + "/" + cached.Name
 	var written *corev1.Pod
 	var based string // the resourceVersion the last patch sent was based on
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err := retryOnConflict(retry.DefaultBackoff, func() error {
 		based = ""
 		pod, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
 		if err != nil {

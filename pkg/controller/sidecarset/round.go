@@ -2,12 +2,14 @@ package sidecarset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -61,8 +63,15 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 {
 		plan = rollout.Plan(ss, replace(pods, out.written))
 	}
-	if err := c.writeStatus(ctx, cached, ss, &plan.Counts); err != nil {
-		return 0, err // and no event: a round's events follow its status
+	if err := c.writeStatusWithin(ctx, cached, ss, &plan.Counts); err != nil {
+		// No event: a round's events follow its status. While the SidecarSet storage is down the
+		// rollout goes on (pods live in the main cluster): look again soon, without the growing
+		// backoff of a failed round, which could otherwise hold it for minutes once it is back.
+		if storageUnavailable(err) {
+			klog.V(2).InfoS("status not written, the SidecarSet storage is unavailable", "sidecarset", name, "err", err)
+			return c.podsPeriod, nil
+		}
+		return 0, err
 	}
 	c.record(c.report(ss, plan, out))
 	switch {
@@ -72,6 +81,24 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil
+}
+
+// statusTimeout bounds a status write, which hangs while the SidecarSet storage is unreachable
+// until the storage says so.
+const statusTimeout = 5 * time.Second
+
+// writeStatusWithin is writeStatus bounded by statusTimeout.
+func (c *Controller) writeStatusWithin(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	return c.writeStatus(ctx, cached, ss, counts)
+}
+
+// storageUnavailable tells whether a status write failed because the SidecarSet storage did not
+// answer: the server's ServiceUnavailable while its etcd is down, or a timeout.
+func storageUnavailable(err error) bool {
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // event is an event a round records once its status is written.

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,8 @@ func TestRoundWaitsForItsWrites(t *testing.T) {
 		{name: "ambiguous, applied", apply: true, err: timeout, wait: true},
 		{name: "ambiguous, not applied", err: timeout, wait: true},
 		{name: "connection lost, not applied", err: errors.New("connection reset by peer"), wait: true},
+		{name: "client deadline, applied", apply: true, err: fmt.Errorf("patch: %w", context.DeadlineExceeded), wait: true},
+		{name: "term ended, not applied", err: context.Canceled, wait: true},
 		{name: "refused", err: apierrors.NewBadRequest("refused"), wait: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,5 +269,43 @@ func TestSyncPollsUntilInjectionReady(t *testing.T) {
 	}
 	if got := h.stored().Status.ObservedGeneration; got != 2 {
 		t.Errorf("observedGeneration %d once injection is ready, want 2", got)
+	}
+}
+
+// TestRoundStorageUnavailable: a status write that fails because the SidecarSet storage does not
+// answer does not stop the rollout: the round still upgrades pods, records no event and asks to
+// look again soon, as a successful round would, instead of failing into the growing backoff.
+// Other status errors still fail the round.
+func TestRoundStorageUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"service unavailable", apierrors.NewServiceUnavailable("the SidecarSet storage (etcd) is unavailable"), false},
+		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "sidecarsets"}, "update", 1), false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"bad request", apierrors.NewBadRequest("status refused"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, ss := newImage(t)
+			h := newHarness(t, old, ss)
+			h.own.PrependReactor("update", "sidecarsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return a.GetSubresource() == "status", nil, tc.err
+			})
+			after, err := h.round()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("round error %v, want error %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && after != podsPeriod {
+				t.Errorf("look again after %v, want %v", after, podsPeriod)
+			}
+			if h.podUpgrades() != 1 {
+				t.Errorf("%d pods upgraded, want 1", h.podUpgrades())
+			}
+			if events := h.drain(); len(events) != 0 {
+				t.Errorf("events without a status: %q", events)
+			}
+		})
 	}
 }

@@ -18,23 +18,11 @@ import (
 // meanwhile.
 func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
 	current := cached
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retryOnConflict(retry.DefaultRetry, func() error {
 		if current.Status.ObservedGeneration > cached.Generation {
 			return nil
 		}
-		st := current.Status.DeepCopy()
-		st.LatestRevision = ss.Status.LatestRevision
-		st.CollisionCount = ss.Status.CollisionCount
-		if c.injectionReady == nil || c.injectionReady(cached) {
-			st.ObservedGeneration = cached.Generation
-			if c.injection != nil {
-				setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
-			}
-		}
-		if counts != nil {
-			st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
-			st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
-		}
+		st := c.desiredStatus(current, cached, ss, counts)
 		if apiequality.Semantic.DeepEqual(*st, current.Status) {
 			return nil
 		}
@@ -50,4 +38,24 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.Sidec
 		}
 		return err
 	})
+}
+
+// desiredStatus returns current's status with what the round found: the latest revision and
+// collisions of ss, the observed generation (once the SidecarSet's injection is ready) and the
+// counters when known.
+func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) *v1alpha1.SidecarSetStatus {
+	st := current.Status.DeepCopy()
+	st.LatestRevision = ss.Status.LatestRevision
+	st.CollisionCount = ss.Status.CollisionCount
+	if c.injectionReady == nil || c.injectionReady(cached) {
+		st.ObservedGeneration = cached.Generation
+		if c.injection != nil {
+			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
+		}
+	}
+	if counts != nil {
+		st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
+		st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
+	}
+	return st
 }
