@@ -157,7 +157,7 @@ func (c completedConfig) New() (*Server, error) {
 		if err := set.watchPods(c.main, c.GenericConfig.SharedInformerFactory); err != nil {
 			return nil, err
 		}
-		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe}
+		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces()}
 	}
 	s, err := c.install(reviewer, viewer)
 	if err != nil {

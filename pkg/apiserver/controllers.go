@@ -62,6 +62,8 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 		SidecarSets: set.own.Apps().V1alpha1().SidecarSets(),
 		Revisions:   set.own.Apps().V1alpha1().SidecarSetRevisions(),
 		Writer:      RevisionWriter{Store: s.Revisions},
+		// Pods there are never injected: they are reported as such, never evicted to be.
+		ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
 	}
 	var events record.EventBroadcaster
 	if c.main != nil && set.pods != nil {
@@ -81,7 +83,6 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 	if policies != nil {
 		opts.InjectionReady = policies.Ready
 		opts.Injection = paths.describe
-		opts.ExcludedNamespaces = c.ExtraConfig.excludedNamespaces()
 		opts.Candidates = set.index.Candidates
 	}
 	ctrl, err := controller.New(opts)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // TestEtcdOutage stops this server's etcd with the webhook injecting (webhook mode): matching pods
@@ -128,7 +132,7 @@ func labelSidecarSet(ctx context.Context, key, value string) error {
 // TestKubeSystemFailsOpen stops this server in webhook mode: a pod in kube-system is still created
 // (its webhook's failurePolicy is Ignore) but without its sidecars, while a pod elsewhere is
 // refused (Fail). Once the server is back, the pod admitted without injection is reported: an
-// event NotInjected on it and the metric sidecarset_pods_not_injected.
+// event NotInjected on it, the metric sidecarset_pods_not_injected and the rollout view's entry.
 func TestKubeSystemFailsOpen(t *testing.T) {
 	restartServer(t, "webhook")
 	defer restartServer(t, "policy")
@@ -174,7 +178,19 @@ func TestKubeSystemFailsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(metricsText), `sidecarset_pods_not_injected{sidecarset="test-sidecarset"} 1`) {
-		t.Errorf("metric sidecarset_pods_not_injected missing or not 1")
+	if !regexp.MustCompile(`sidecarset_pods_not_injected\{sidecarset="test-sidecarset"\} [1-9]`).Match(metricsText) {
+		t.Errorf("metric sidecarset_pods_not_injected missing or 0: %s", grepLines(string(metricsText), "sidecarset_pods_not_injected"))
+	}
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "test-sidecarset", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, p := range view.Status.Pods {
+		listed = listed || p.Namespace == "kube-system" && p.Name == created.Name && p.State == v1alpha1.PodRolloutNotInjected &&
+			p.Reason == rollout.ReasonAdmittedWithout
+	}
+	if !listed {
+		t.Errorf("the rollout view does not list pod %s as NotInjected/%s: %+v", created.Name, rollout.ReasonAdmittedWithout, view.Status.Pods)
 	}
 }

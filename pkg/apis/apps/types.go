@@ -341,6 +341,10 @@ type SidecarSetStatus struct {
 	// UpdatedReadyPods is the number of matched pods that are both updated and ready.
 	UpdatedReadyPods int32
 
+	// NotInjectedPods is the number of active pods the SidecarSet selects that run without its
+	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
+	NotInjectedPods int32
+
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision string
 
@@ -455,6 +459,10 @@ const (
 	PodRolloutNotUpgradable PodRolloutState = "NotUpgradable"
 	// PodRolloutFailed means the pod was upgraded and its sidecar fails to run the new image.
 	PodRolloutFailed PodRolloutState = "Failed"
+	// PodRolloutNotInjected means the SidecarSet selects the pod but the pod runs without its
+	// sidecars (created before the SidecarSet, in a namespace excluded from injection, or admitted
+	// while injection was unavailable); reason says which when known.
+	PodRolloutNotInjected PodRolloutState = "NotInjected"
 )
 
 // SidecarSetRolloutStatus is the state of a rollout.
@@ -507,7 +515,7 @@ type RolloutPod struct {
 	Name string
 	// Revision the pod's sidecars were injected from or last upgraded to.
 	Revision string
-	// State is Updated, Upgrading, Waiting, NotUpgradable or Failed.
+	// State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.
 	State PodRolloutState
 	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
 	// or NotReady; or why it is not upgradable or failed.

@@ -33,6 +33,7 @@ const (
 	actionReset             = "reset"
 	actionUpgrade           = "upgrade"
 	actionMarkUpgradable    = "mark-upgradable"
+	actionEvict             = "evict"
 )
 
 // applied is what a round did to its pods.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // ConditionInjectedByPolicy is True when kube-apiserver injects the SidecarSet into new pods
@@ -39,5 +40,27 @@ func injectionCondition(inj *v1alpha1.RolloutInjection, generation int64) metav1
 func setInjectionCondition(st *v1alpha1.SidecarSetStatus, inj *v1alpha1.RolloutInjection, generation int64, now metav1.Time) {
 	c := injectionCondition(inj, generation)
 	c.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// ConditionPodsNotInjected is True while pods the SidecarSet selects run without its sidecars
+// (status.notInjectedPods; the sidecarsets/rollout view lists them with the reason), and False
+// once every one of them runs them again.
+const ConditionPodsNotInjected = "PodsNotInjected"
+
+// setMissedCondition records the PodsNotInjected condition in st: True with a summary while pods
+// missed the injection; False once none does, only where it was True before (a SidecarSet that
+// never missed a pod carries no such condition).
+func setMissedCondition(st *v1alpha1.SidecarSetStatus, missed []rollout.Missed, generation int64, now metav1.Time) {
+	c := metav1.Condition{Type: ConditionPodsNotInjected, ObservedGeneration: generation, LastTransitionTime: now}
+	switch {
+	case len(missed) > 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "PodsRunWithoutSidecars", rollout.DescribeMissed(missed)+
+			" (listed with state NotInjected in the sidecarsets/rollout view; annotate the SidecarSet "+rollout.RepairAnnotation+"=true to have the pods that a controller owns evicted and recreated)"
+	case meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected) != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "AllInjected", "every pod the SidecarSet selects runs its sidecars"
+	default:
+		return
+	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }

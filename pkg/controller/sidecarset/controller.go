@@ -18,6 +18,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
@@ -74,6 +75,7 @@ type Controller struct {
 	expect     *expectations
 	metrics    *progress
 	pace       *pacer
+	evictions  *evictions
 	synced     []cache.InformerSynced
 	podsPeriod time.Duration
 
@@ -106,6 +108,7 @@ func New(o Options) (*Controller, error) {
 		expect:         newExpectations(o.Clock),
 		metrics:        newProgress(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
+		evictions:      &evictions{bySet: map[string][]rollout.Eviction{}, clock: o.Clock},
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
 	}
@@ -118,6 +121,7 @@ func New(o Options) (*Controller, error) {
 		DeleteFunc: func(obj interface{}) {
 			c.metrics.forget(objectName(obj))
 			c.pace.forget(objectName(obj))
+			c.evictions.forget(objectName(obj))
 			c.add(objectName(obj), 0) // its round deletes its revisions
 		},
 	}); err != nil {

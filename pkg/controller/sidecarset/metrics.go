@@ -44,7 +44,7 @@ var (
 	podsNotInjected = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      "sidecarset",
 		Name:           "pods_not_injected",
-		Help:           "Active pods the SidecarSet selects, created after it, that do not carry it (admitted while injection was unavailable, e.g. in kube-system whose webhook fails open), by SidecarSet.",
+		Help:           "Active pods the SidecarSet selects that run without its sidecars (created before it, in a namespace excluded from injection, or admitted while injection was unavailable), by SidecarSet.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sidecarset"})
 )

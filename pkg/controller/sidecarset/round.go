@@ -63,7 +63,11 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 {
 		plan = rollout.Plan(ss, replace(pods, out.written))
 	}
-	if err := c.writeStatusWithin(ctx, cached, ss, &plan.Counts); err != nil {
+	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded)
+	evicted := c.repair(ctx, ss, pods, plan, missed)
+	out.events = append(out.events, evicted.events...)
+	out.failed = append(out.failed, evicted.failed...)
+	if err := c.writeStatusWithin(ctx, cached, ss, &roundFacts{counts: plan.Counts, missed: missed}); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
 		// rollout goes on (pods live in the main cluster): look again soon, without the growing
 		// backoff of a failed round, which could otherwise hold it for minutes once it is back.
@@ -73,11 +77,11 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, err
 	}
-	c.record(c.report(ss, plan, out))
+	c.record(c.report(ss, plan, missed, out))
 	switch {
 	case len(out.failed) > 0:
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
-	case !plan.Done():
+	case !plan.Done() || len(evicted.pods) > 0:
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil
@@ -88,10 +92,10 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 const statusTimeout = 5 * time.Second
 
 // writeStatusWithin is writeStatus bounded by statusTimeout.
-func (c *Controller) writeStatusWithin(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
+func (c *Controller) writeStatusWithin(ctx context.Context, cached, ss *v1alpha1.SidecarSet, facts *roundFacts) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	return c.writeStatus(ctx, cached, ss, counts)
+	return c.writeStatus(ctx, cached, ss, facts)
 }
 
 // storageUnavailable tells whether a status write failed because the SidecarSet storage did not
@@ -120,9 +124,9 @@ func (c *Controller) record(events []event) {
 
 // report publishes a round's metrics and returns its events: those of applying it, pods that
 // missed the injection, pods that cannot be upgraded in place, pods that could not be written.
-func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, out applied) []event {
+func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event {
 	c.metrics.observe(ss.Name, plan)
-	events := append(out.events, c.reportNotInjected(ss, plan.NotInjected)...)
+	events := append(out.events, c.reportNotInjected(ss, missed)...)
 	if n := len(plan.NotUpgradable); n > 0 { // none while paused or NotUpdate
 		events = append(events, event{ss, corev1.EventTypeNormal, "NotUpgradablePods",
 			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)})
@@ -130,22 +134,28 @@ func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, out a
 	return append(events, c.reportFailures(ss, out.failed)...)
 }
 
-// reportNotInjected publishes the pods that missed the SidecarSet's injection, outside the
-// excluded namespaces, and returns an event on each the first time.
-func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []event {
-	missed := make([]*rollout.Pod, 0, len(pods))
-	for _, p := range pods {
-		if !c.excluded[p.Namespace] {
-			missed = append(missed, p)
-		}
+// reportNotInjected publishes the number of pods that missed the SidecarSet's injection and
+// returns an event, the first time, on each that was admitted without it after the SidecarSet
+// existed (pods created before it, or in excluded namespaces, are only counted and listed).
+func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout.Missed) []event {
+	pods := make([]*rollout.Pod, 0, len(missed))
+	admittedWithout := map[*rollout.Pod]bool{}
+	for _, m := range missed {
+		pods = append(pods, m.Pod)
+		admittedWithout[m.Pod] = m.Reason == rollout.ReasonAdmittedWithout
 	}
 	var events []event
-	for _, p := range c.metrics.notInjected(ss.Name, missed) {
-		events = append(events, event{p.Ref(), corev1.EventTypeWarning, "NotInjected",
-			fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)})
+	for _, p := range c.metrics.notInjected(ss.Name, pods) {
+		if admittedWithout[p] {
+			events = append(events, event{p.Ref(), corev1.EventTypeWarning, "NotInjected",
+				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)})
+		}
 	}
 	return events
 }
+
+// isExcluded tells whether namespace is excluded from injection.
+func (c *Controller) isExcluded(namespace string) bool { return c.excluded[namespace] }
 
 // replace returns pods with the written ones substituted by key.
 func replace(pods []*rollout.Pod, written []*corev1.Pod) []*rollout.Pod {

@@ -12,17 +12,23 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
+// roundFacts is what a round found about the pods, for the status; nil without a pod cache.
+type roundFacts struct {
+	counts rollout.Counts
+	missed []rollout.Missed
+}
+
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
 // differs from the stored one. The cache may lag behind this controller's previous write: on a
 // conflict it re-reads the SidecarSet and tries again, unless a newer generation was observed
 // meanwhile.
-func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) error {
+func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, facts *roundFacts) error {
 	current := cached
 	return retryOnConflict(retry.DefaultRetry, func() error {
 		if current.Status.ObservedGeneration > cached.Generation {
 			return nil
 		}
-		st := c.desiredStatus(current, cached, ss, counts)
+		st := c.desiredStatus(current, cached, ss, facts)
 		if apiequality.Semantic.DeepEqual(*st, current.Status) {
 			return nil
 		}
@@ -41,9 +47,9 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.Sidec
 }
 
 // desiredStatus returns current's status with what the round found: the latest revision and
-// collisions of ss, the observed generation (once the SidecarSet's injection is ready) and the
-// counters when known.
-func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, counts *rollout.Counts) *v1alpha1.SidecarSetStatus {
+// collisions of ss, the observed generation (once the SidecarSet's injection is ready), and the
+// counters and the pods that missed injection when known.
+func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, facts *roundFacts) *v1alpha1.SidecarSetStatus {
 	st := current.Status.DeepCopy()
 	st.LatestRevision = ss.Status.LatestRevision
 	st.CollisionCount = ss.Status.CollisionCount
@@ -53,9 +59,11 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, cou
 			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
 		}
 	}
-	if counts != nil {
-		st.MatchedPods, st.UpdatedPods = counts.Matched, counts.Updated
-		st.ReadyPods, st.UpdatedReadyPods = counts.Ready, counts.UpdatedReady
+	if facts != nil {
+		st.MatchedPods, st.UpdatedPods = facts.counts.Matched, facts.counts.Updated
+		st.ReadyPods, st.UpdatedReadyPods = facts.counts.Ready, facts.counts.UpdatedReady
+		st.NotInjectedPods = int32(len(facts.missed))
+		setMissedCondition(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,8 @@ type Viewer struct {
 	Pods *PodSource
 	// Injection, when set, says which admission path injects a SidecarSet.
 	Injection func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
+	// ExcludedNamespaces are the namespaces excluded from injection.
+	ExcludedNamespaces []string
 }
 
 // View returns the rollout view of ss.
@@ -30,7 +33,8 @@ func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.Sideca
 	if err != nil {
 		return nil, err
 	}
-	status := RolloutStatus(ss, rollout.Plan(ss, pods))
+	plan := rollout.Plan(ss, pods)
+	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded))
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
 	}
@@ -39,9 +43,14 @@ func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.Sideca
 	return out, err
 }
 
-// RolloutStatus turns a plan into the rollout view: per pod state and reason, per revision pod
-// counts (latest first, then by count), the resolved budget and partition.
-func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result) v1alpha1.SidecarSetRolloutStatus {
+func (v Viewer) excluded(namespace string) bool {
+	return slices.Contains(v.ExcludedNamespaces, namespace)
+}
+
+// RolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
+// missed the injection (state NotInjected), per revision pod counts (latest first, then by
+// count), the resolved budget and partition.
+func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed) v1alpha1.SidecarSetRolloutStatus {
 	st := v1alpha1.SidecarSetRolloutStatus{
 		ObservedGeneration: ss.Status.ObservedGeneration,
 		LatestRevision:     ss.Status.LatestRevision,
@@ -56,6 +65,10 @@ func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result) v1alpha1.Sidec
 		counts[pp.Revision]++
 		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: pp.Pod.Namespace, Name: pp.Pod.Name,
 			Revision: pp.Revision, State: pp.State, Reason: pp.Reason, Message: pp.Message})
+	}
+	for _, m := range missed {
+		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: m.Pod.Namespace, Name: m.Pod.Name,
+			State: v1alpha1.PodRolloutNotInjected, Reason: m.Reason, Message: m.Message})
 	}
 	for name, n := range counts {
 		st.Revisions = append(st.Revisions, v1alpha1.RolloutRevision{Name: name, Pods: n})

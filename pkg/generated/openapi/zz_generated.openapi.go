@@ -558,7 +558,7 @@ func schema_pkg_apis_apps_v1alpha1_RolloutPod(ref common.ReferenceCallback) comm
 					},
 					"state": {
 						SchemaProps: spec.SchemaProps{
-							Description: "State is Updated, Upgrading, Waiting, NotUpgradable or Failed.",
+							Description: "State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1844,6 +1844,13 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 					"updatedReadyPods": {
 						SchemaProps: spec.SchemaProps{
 							Description: "UpdatedReadyPods is the number of matched pods that are both updated and ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"notInjectedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NotInjectedPods is the number of active pods the SidecarSet selects that run without its sidecars; the sidecarsets/rollout view lists them with state NotInjected.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

@@ -942,6 +942,7 @@ func autoConvert_v1alpha1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarS
 	out.UpdatedPods = in.UpdatedPods
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
+	out.NotInjectedPods = in.NotInjectedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.Conditions = *(*[]metav1.Condition)(unsafe.Pointer(&in.Conditions))
@@ -959,6 +960,7 @@ func autoConvert_apps_SidecarSetStatus_To_v1alpha1_SidecarSetStatus(in *apps.Sid
 	out.UpdatedPods = in.UpdatedPods
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
+	out.NotInjectedPods = in.NotInjectedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.Conditions = *(*[]metav1.Condition)(unsafe.Pointer(&in.Conditions))

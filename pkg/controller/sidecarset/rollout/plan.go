@@ -70,6 +70,8 @@ type Result struct {
 	NotUpgradable []*Pod
 	// NotInjected are the selected pods that missed injection (MissedInjection).
 	NotInjected []*Pod
+	// Terminating counts the selected pods being deleted.
+	Terminating int32
 	// MaxUnavailable and Partition are the resolved strategy values.
 	MaxUnavailable, Partition int32
 	// Unavailable counts the updated pods that are not available (before this round's upgrades).
@@ -89,6 +91,9 @@ func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
 	managed := make([]*Pod, 0, len(pods))
 	res := &Result{}
 	for _, pod := range pods {
+		if pod.Deleting {
+			res.Terminating++
+		}
 		switch {
 		case Managed(ss, pod):
 			managed = append(managed, pod)

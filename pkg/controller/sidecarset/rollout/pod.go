@@ -26,6 +26,8 @@ type Pod struct {
 	// Deleting is set once the pod has a deletionTimestamp.
 	Deleting  bool
 	Scheduled bool // spec.nodeName is set
+	// Owner is the UID of the pod's controller (a workload that recreates it), "" for a bare pod.
+	Owner types.UID
 	// Ready is the Ready condition; ReadySince its last transition when True.
 	Ready      bool
 	ReadySince time.Time
@@ -227,6 +229,9 @@ func NewPod(pod *corev1.Pod) *Pod {
 		Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion, namespace: newText(pod.Namespace),
 		Created: pod.CreationTimestamp.Time, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
 		Phase: phase(pod.Status.Phase), ObservedGeneration: pod.Status.ObservedGeneration, Labels: NewLabels(pod.Labels),
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		p.Owner = ref.UID
 	}
 	p.Namespace = p.namespace.String()
 	seenReady := false

@@ -13,16 +13,14 @@ import (
 // deliberate difference: whether a container finished an in-place upgrade is decided by its
 // restart and the pod's observedGeneration, not only by an imageID change.
 
-// MissedInjection reports whether pod, which the SidecarSet's selectors select, should carry the
-// SidecarSet but does not: it is active, was created after the SidecarSet while its injection was
-// not paused, and its injected-list does not name it. Such a pod was admitted while injection was
-// unavailable (a webhook with failurePolicy Ignore, an outage) or skipped it.
+// MissedInjection reports whether pod, which the SidecarSet's selectors select, runs without the
+// SidecarSet: it is active, the SidecarSet's injection is not paused, and the pod's injected-list
+// does not name it. MissedCause says why.
 func MissedInjection(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
 		return false
 	}
-	return !ss.Spec.InjectionStrategy.Paused && pod.Created.After(ss.CreationTimestamp.Time) &&
-		!sidecar.InjectedListHas(pod.InjectedList(), ss.Name)
+	return !ss.Spec.InjectionStrategy.Paused && !sidecar.InjectedListHas(pod.InjectedList(), ss.Name)
 }
 
 // Managed reports whether the SidecarSet manages pod: the pod is active, lists the SidecarSet in

@@ -433,7 +433,7 @@ func TestMissedInjection(t *testing.T) {
 		{"injected", ss, newPod("p", ss), false},
 		{"created after the SidecarSet, not injected", ss, newPod("p", ss, bare), true},
 		{"listing other SidecarSets only", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.Annotations[sidecar.InjectedListAnnotation] = "a,b" }), true},
-		{"created before the SidecarSet", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) }), false},
+		{"created before the SidecarSet", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) }), true},
 		{"injection paused", paused, newPod("p", paused, bare), false},
 		{"terminating", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false},
 		{"succeeded", ss, newPod("p", ss, bare, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},

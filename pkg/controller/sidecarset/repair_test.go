@@ -1,0 +1,122 @@
+package sidecarset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+)
+
+// addMissedPod adds a pod the SidecarSet selects, created before it, without its sidecars; owned
+// by a ReplicaSet or bare.
+func (h *harness) addMissedPod(name string, owned bool) {
+	h.t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), ResourceVersion: "30",
+		Labels: map[string]string{"app": "web"}, CreationTimestamp: metav1.NewTime(t0.Add(-2 * time.Hour))},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	if owned {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}
+	}
+	if err := h.kube.Tracker().Add(p); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// addReplacement adds a ready pod injected from ss that ReplicaSet "web" created.
+func (h *harness) addReplacement(name string, ss *v1alpha1.SidecarSet) {
+	h.t.Helper()
+	p := inplacetest.InjectedPod(h.t, ss)
+	p.Name, p.UID, p.ResourceVersion = name, types.UID("uid-"+name), "40"
+	p.CreationTimestamp = metav1.NewTime(t0)
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}
+	if err := h.kube.Tracker().Add(p); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestRoundRepairsMissedPods: pods created before the SidecarSet are counted in the status and a
+// condition; with the repair annotation, the owned ones are evicted one at a time within
+// maxUnavailable (1): each only once the cache shows the previous one gone and its ReplicaSet
+// replaced it with a ready pod. The bare one never.
+func TestRoundRepairsMissedPods(t *testing.T) {
+	old, _ := newImage(t)
+	ss := old.DeepCopy()
+	ss.Annotations[rollout.RepairAnnotation] = "true"
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	h := newHarness(t, old, ss)
+	h.addMissedPod("c", true)
+	h.addMissedPod("d", true)
+	h.addMissedPod("e", false)
+	var evicted []string
+	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		name := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
+		evicted = append(evicted, name)
+		return true, nil, h.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", name)
+	})
+	h.sync()
+
+	roundAndCheck := func(wantEvicted []string) {
+		t.Helper()
+		if _, err := h.round(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(evicted, ",") != strings.Join(wantEvicted, ",") {
+			t.Fatalf("evicted %v, want %v", evicted, wantEvicted)
+		}
+	}
+	roundAndCheck([]string{"c"})
+	st := h.stored().Status
+	cond := meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected)
+	if st.NotInjectedPods != 3 || cond == nil || cond.Status != metav1.ConditionTrue ||
+		!strings.Contains(cond.Message, "3 pods the SidecarSet selects run without its sidecars: 3 CreatedBeforeSidecarSet") {
+		t.Errorf("status: notInjectedPods %d, condition %+v", st.NotInjectedPods, cond)
+	}
+	if events := strings.Join(h.drain(), "\n"); !strings.Contains(events, "EvictedNotInjected") || strings.Contains(events, " NotInjected ") {
+		t.Errorf("events %q: want one EvictedNotInjected and no NotInjected (the pods were created before the SidecarSet)", events)
+	}
+	roundAndCheck([]string{"c"}) // the cache still shows c: wait
+	h.sync()
+	roundAndCheck([]string{"c"}) // c is gone but its ReplicaSet has not replaced it yet
+	h.addReplacement("c2", old)
+	h.sync()
+	roundAndCheck([]string{"c", "d"})
+	h.addReplacement("d2", old)
+	h.sync()
+	roundAndCheck([]string{"c", "d"}) // e is bare
+	if st := h.stored().Status; st.NotInjectedPods != 1 {
+		t.Errorf("notInjectedPods %d, want 1 (the bare pod)", st.NotInjectedPods)
+	}
+}
+
+// TestMissedConditionClears: the condition turns False once no pod misses the injection, and a
+// SidecarSet that never missed one has none.
+func TestMissedConditionClears(t *testing.T) {
+	now := metav1.NewTime(t0)
+	st := &v1alpha1.SidecarSetStatus{}
+	setMissedCondition(st, nil, 1, now)
+	if len(st.Conditions) != 0 {
+		t.Fatalf("conditions %+v without any missed pod", st.Conditions)
+	}
+	setMissedCondition(st, []rollout.Missed{{Pod: &rollout.Pod{Name: "p"}, Reason: rollout.ReasonCreatedBefore}}, 1, now)
+	setMissedCondition(st, nil, 2, now)
+	if c := meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AllInjected" {
+		t.Errorf("condition %+v, want False/AllInjected", c)
+	}
+}

@@ -1,0 +1,170 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// uninjected edits a pod of newPod into one admitted without the SidecarSet.
+func uninjected(p *corev1.Pod) {
+	delete(p.Annotations, sidecar.InjectedListAnnotation)
+	delete(p.Annotations, sidecar.HashAnnotation)
+	delete(p.Annotations, sidecar.HashWithoutImageAnnotation)
+	p.Spec.Containers = p.Spec.Containers[:1]
+}
+
+func ownedBy(kind string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: "owner", UID: "owner-uid", Controller: ptr.To(true)}}
+	}
+}
+
+func TestExplainMissed(t *testing.T) {
+	ss := newSidecarSet("sidecar:v1", "h1", "nh1", func(ss *v1alpha1.SidecarSet) { ss.CreationTimestamp = metav1.NewTime(t0) })
+	at := func(d time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(d)) }
+	}
+	inNamespace := func(ns string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Namespace = ns } }
+	excluded := func(ns string) bool { return ns == "kruise-system" }
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"created before", newPod("p", ss, uninjected, at(-time.Minute)), ReasonCreatedBefore},
+		{"created in the same second", newPod("p", ss, uninjected, at(0)), ReasonCreatedBefore},
+		{"created after", newPod("p", ss, uninjected, at(time.Minute)), ReasonAdmittedWithout},
+		{"excluded namespace, created after", newPod("p", ss, uninjected, at(time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
+		{"excluded namespace, created before", newPod("p", ss, uninjected, at(-time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ExplainMissed(ss, []*Pod{NewPod(tc.pod)}, excluded)
+			if len(got) != 1 || got[0].Reason != tc.want || got[0].Message == "" {
+				t.Errorf("ExplainMissed = %+v, want reason %s with a message", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDescribeMissed(t *testing.T) {
+	ss := newSidecarSet("sidecar:v1", "h1", "nh1")
+	var missed []Missed
+	for i, r := range []string{ReasonCreatedBefore, ReasonNamespaceExcluded, ReasonCreatedBefore} {
+		missed = append(missed, Missed{Pod: NewPod(newPod(fmt.Sprint("p", i), ss)), Reason: r})
+	}
+	want := "3 pods the SidecarSet selects run without its sidecars: 2 CreatedBeforeSidecarSet, 1 NamespaceExcluded"
+	if got := DescribeMissed(missed); got != want {
+		t.Errorf("DescribeMissed = %q, want %q", got, want)
+	}
+}
+
+// TestRepairs: only with the annotation, injection ready and the rollout not paused; never bare
+// pods or pods of excluded namespaces; in name order; at most maxUnavailable (resolved against
+// every selected pod) less the pods unavailable, terminating or upgraded this round.
+func TestRepairs(t *testing.T) {
+	base := func(edit ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+		return newSidecarSet("sidecar:v1", "h1", "nh1", append([]func(*v1alpha1.SidecarSet){func(ss *v1alpha1.SidecarSet) {
+			ss.CreationTimestamp = metav1.NewTime(t0.Add(time.Hour))
+			ss.Annotations[RepairAnnotation] = "true"
+			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		}}, edit...)...)
+	}
+	missedPods := func(ss *v1alpha1.SidecarSet, names ...string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, n := range names {
+			out = append(out, newPod(n, ss, uninjected, ownedBy("ReplicaSet")))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		ss    *v1alpha1.SidecarSet
+		pods  func(ss *v1alpha1.SidecarSet) []*corev1.Pod
+		ready bool
+		want  []string
+	}{
+		{"budget: 50% of 4 selected", base(), func(ss *v1alpha1.SidecarSet) []*corev1.Pod { return missedPods(ss, "d", "c", "b", "a") }, true,
+			[]string{"a", "b"}},
+		{"no annotation", base(func(ss *v1alpha1.SidecarSet) { delete(ss.Annotations, RepairAnnotation) }),
+			func(ss *v1alpha1.SidecarSet) []*corev1.Pod { return missedPods(ss, "a", "b") }, true, nil},
+		{"injection not ready", base(), func(ss *v1alpha1.SidecarSet) []*corev1.Pod { return missedPods(ss, "a", "b") }, false, nil},
+		{"rollout paused", base(func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = true }),
+			func(ss *v1alpha1.SidecarSet) []*corev1.Pod { return missedPods(ss, "a", "b") }, true, nil},
+		{"bare pods and excluded namespaces are left alone", base(func(ss *v1alpha1.SidecarSet) {
+			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(10))
+		}), func(ss *v1alpha1.SidecarSet) []*corev1.Pod {
+			return append(missedPods(ss, "c"), newPod("a", ss, uninjected),
+				newPod("b", ss, uninjected, ownedBy("ReplicaSet"), func(p *corev1.Pod) { p.Namespace = "kruise-system" }))
+		}, true, []string{"c"}},
+		{"terminating and unavailable pods use the budget", base(), func(ss *v1alpha1.SidecarSet) []*corev1.Pod {
+			now := metav1.NewTime(t0)
+			return append(missedPods(ss, "a", "b", "c"),
+				newPod("x-terminating", ss, uninjected, ownedBy("ReplicaSet"), func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
+				newPod("y-new", ss, func(p *corev1.Pod) { p.Status.Conditions = nil }),
+				newPod("z-ok", ss))
+		}, true, []string{"a"}}, // 50% of 6 = 3, less 1 terminating, 1 injected not ready
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pods []*Pod
+			for _, p := range tc.pods(tc.ss) {
+				pods = append(pods, NewPod(p))
+			}
+			plan := Plan(tc.ss, pods)
+			excluded := func(ns string) bool { return ns == "kruise-system" }
+			got := Repairs(RepairInput{SidecarSet: tc.ss, Plan: plan, Missed: ExplainMissed(tc.ss, plan.NotInjected, excluded), InjectionReady: tc.ready})
+			var names []string
+			for _, p := range got {
+				names = append(names, p.Name)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("evicted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestInFlight: an eviction holds the budget until its owner has as many active pods as before,
+// all ready, or until the TTL passes.
+func TestInFlight(t *testing.T) {
+	ss := newSidecarSet("sidecar:v1", "h1", "nh1")
+	owned := func(name string, edit ...func(*corev1.Pod)) *Pod {
+		return NewPod(newPod(name, ss, append([]func(*corev1.Pod){ownedBy("ReplicaSet")}, edit...)...))
+	}
+	notReady := func(p *corev1.Pod) { p.Status.Conditions = nil }
+	now := metav1.NewTime(t0)
+	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = &now }
+	a, b := owned("a"), owned("b")
+	e := NewEviction(a, []*Pod{a, b}, t0)
+	if e.Want != 2 || e.Owner != "owner-uid" {
+		t.Fatalf("NewEviction = %+v, want 2 pods of owner-uid", e)
+	}
+	for _, tc := range []struct {
+		name     string
+		pods     []*Pod
+		after    time.Duration
+		inFlight bool
+	}{
+		{"evicted pod terminating", []*Pod{owned("a", terminating), b}, time.Second, true},
+		{"evicted pod gone, not replaced", []*Pod{b}, time.Second, true},
+		{"replacement not ready", []*Pod{b, owned("c", notReady)}, time.Second, true},
+		{"replaced and ready", []*Pod{b, owned("c")}, time.Second, false},
+		{"not replaced past the TTL", []*Pod{b}, time.Hour, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := InFlight([]Eviction{e}, tc.pods, t0.Add(tc.after), 10*time.Minute)
+			if (len(got) == 1) != tc.inFlight {
+				t.Errorf("in flight: %v, want %v", len(got) == 1, tc.inFlight)
+			}
+		})
+	}
+}
