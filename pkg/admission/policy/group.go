@@ -388,7 +388,7 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   matchConstraints(g.key, excluded),
+			MatchConstraints:   matchConstraints(g.key, keyValues(g.key, g.sets), excluded),
 			MatchConditions:    groupMatchConditions(g.members),
 			Variables:          vars,
 			Mutations:          mutations,

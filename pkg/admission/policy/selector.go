@@ -74,15 +74,35 @@ func keyPart(key string) string {
 	return fmt.Sprintf("%s-%08x", safe, h.Sum32())
 }
 
-// matchConstraints selects pod CREATEs that have the group's key, natively in kube-apiserver,
-// outside the excluded namespaces; the members' selectors are CEL (variables.m).
+// keyValues returns the values of the group key one of sets requires, sorted and without
+// duplicates, or nil when one of them accepts any value of the key (or no key at all).
+func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
+	seen := map[string]bool{}
+	for _, ss := range sets {
+		k, values := representative(ss.Spec.Selector)
+		if k != key || values == nil {
+			return nil
+		}
+		for _, v := range values {
+			seen[v] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// matchConstraints selects pod CREATEs that have the group's key, with one of values when given,
+// natively in kube-apiserver (a pod none of the members could select never reaches CEL), outside
+// the excluded namespaces; the members' selectors are CEL (variables.m).
 //
 // Every field kube-apiserver would default is set, so that a stored policy equals the compiled one.
-func matchConstraints(key string, excluded []string) *admissionregistrationv1.MatchResources {
+func matchConstraints(key string, values, excluded []string) *admissionregistrationv1.MatchResources {
 	equivalent := admissionregistrationv1.Equivalent
 	scope := admissionregistrationv1.AllScopes
 	objects := &metav1.LabelSelector{}
-	if key != "" {
+	switch {
+	case key != "" && len(values) > 0:
+		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}}
+	case key != "":
 		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}
 	}
 	namespaces := &metav1.LabelSelector{}
