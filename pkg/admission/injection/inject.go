@@ -57,6 +57,7 @@ func Inject(in Input) (Result, error) {
 	}
 	if b.any {
 		b.apply(pod, in.Options.SortSidecarContainersByName)
+		res.Warnings = b.warnings
 	}
 	res.Patch = diff(in.Pod, pod)
 	if len(res.Patch) > 0 {
