@@ -44,7 +44,7 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
 	}
-	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion}}
+	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation}}
 	err = v1alpha1.Convert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus(&status, &out.Status, nil)
 	return out, err
 }

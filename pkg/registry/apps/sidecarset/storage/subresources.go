@@ -110,7 +110,7 @@ func (r *RolloutREST) view(ctx context.Context, ss *apps.SidecarSet) (*apps.Side
 		return r.viewer.View(ctx, ss)
 	}
 	return &apps.SidecarSetRollout{
-		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation},
 		Status: apps.SidecarSetRolloutStatus{
 			ObservedGeneration: ss.Status.ObservedGeneration,
 			LatestRevision:     ss.Status.LatestRevision,
