@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -81,7 +80,7 @@ func (o *options) runExplain(ctx context.Context, f *explainFlags, args []string
 			return err
 		}
 	}
-	reports, err := explainPods(pods, created, src, admission, defaultNS)
+	reports, err := explainPods(pods, created, src, admission, defaultNS, o.now(), o.rand)
 	if err != nil {
 		return err
 	}
@@ -99,7 +98,7 @@ func (o *options) runExplain(ctx context.Context, f *explainFlags, args []string
 }
 
 // explainPods explains each pod against the sources.
-func explainPods(pods []*corev1.Pod, created bool, src *sources, admission explain.Admission, defaultNS string) ([]explain.Report, error) {
+func explainPods(pods []*corev1.Pod, created bool, src *sources, admission explain.Admission, defaultNS string, now time.Time, rnd func() float64) ([]explain.Report, error) {
 	var reports []explain.Report
 	for _, pod := range pods {
 		ns := pod.Namespace
@@ -111,7 +110,7 @@ func explainPods(pods []*corev1.Pod, created bool, src *sources, admission expla
 			return nil, err
 		}
 		rep, err := explain.Explain(explain.Input{Pod: pod, Namespace: ns, NamespaceLabels: labels, SidecarSets: src.sidecarSets,
-			Revisions: src.revisions, Admission: admission, Created: created, Now: time.Now(), Rand: rand.Float64})
+			Revisions: src.revisions, Admission: admission, Created: created, Now: now, Rand: rnd})
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: %w", ns, pod.Name, err)
 		}

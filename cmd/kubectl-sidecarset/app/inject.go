@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
@@ -74,7 +73,7 @@ func (o *options) runInject(ctx context.Context, f *injectFlags) error {
 	if err != nil {
 		return err
 	}
-	out, warnings, err := injectObjects(objs, src, defaultNS, time.Now(), rand.Float64)
+	out, warnings, err := injectObjects(objs, src, defaultNS, o.now(), o.rand)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +35,9 @@ type options struct {
 
 	// newClients builds the clients; tests replace it.
 	newClients func() (*clients, error)
+	// now and rand feed the injector (hash timestamps, the Partial revision policy); tests fix them.
+	now  func() time.Time
+	rand func() float64
 }
 
 // clients reach the cluster: its own API and the SidecarSet API.
@@ -55,17 +60,26 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 
 // NewCommand returns the root command, kubectl-sidecarset.
 func NewCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
-	o := &options{loading: clientcmd.NewDefaultClientConfigLoadingRules(), overrides: &clientcmd.ConfigOverrides{}, in: in, out: out, err: errOut}
+	return newRoot(newOptions(in, out, errOut))
+}
+
+func newOptions(in io.Reader, out, errOut io.Writer) *options {
+	o := &options{loading: clientcmd.NewDefaultClientConfigLoadingRules(), overrides: &clientcmd.ConfigOverrides{}, in: in, out: out, err: errOut,
+		now: time.Now, rand: rand.Float64}
 	o.newClients = o.clusterClients
+	return o
+}
+
+func newRoot(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "kubectl-sidecarset",
 		Short:         "Inject, explain and roll out SidecarSets (apps.kruise.io/v1alpha1)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.SetIn(in)
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
+	cmd.SetIn(o.in)
+	cmd.SetOut(o.out)
+	cmd.SetErr(o.err)
 	flags := cmd.PersistentFlags()
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
 	flags.StringVar(&o.overrides.CurrentContext, "context", "", "the kubeconfig context to use")
