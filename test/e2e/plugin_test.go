@@ -275,6 +275,7 @@ func TestPluginExplainAndWarnings(t *testing.T) {
 	elsewhere.Spec.Selector.MatchLabels["app"] = "warn"
 	elsewhere.Spec.Namespace = "default"
 	for _, s := range []*v1alpha1.SidecarSet{warn, db, paused, elsewhere} {
+		s.Spec.Containers[0].Name = s.Name + "-sidecar"
 		if err := applySidecarSet(t, s); err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +304,7 @@ spec:
 		t.Fatalf("kubectl create: %v, want the warning %q in:\n%s", err, want, out)
 	}
 	created, err := kube.CoreV1().Pods(upgradeNamespace).Get(ctx, "warn-0", metav1.GetOptions{})
-	if err != nil || !hasContainer(created, "sidecar1") {
+	if err != nil || !hasContainer(created, "warn-sidecar") {
 		t.Fatalf("pod not injected: %v", err)
 	}
 

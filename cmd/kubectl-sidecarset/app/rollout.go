@@ -58,10 +58,7 @@ type progress struct {
 
 // assess reads a rollout view: its progress line, whether it is done, and whether it stalled.
 func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
-	st := &r.Status
-	if r.Generation != 0 && st.ObservedGeneration < r.Generation {
-		return progress{line: fmt.Sprintf("Waiting for SidecarSet %q spec update to be observed...", name)}
-	}
+	st := &r.Status // planned by the server from the stored spec: current even before status catches up
 	var updated, upgrading, waiting, held, notUpgradable, unavailable int
 	var failed []string
 	for _, p := range st.Pods {

@@ -28,8 +28,6 @@ func TestAssess(t *testing.T) {
 		{"updated but not ready", view(false, pod("Updated", "NotReady")), false, false},
 		{"failed image stalls", view(false, pod("Failed", "ImagePullBackOff"), pod("Waiting", "MaxUnavailable")), false, true},
 		{"paused stalls", view(true, pod("Waiting", "Paused")), false, true},
-		{"generation not observed", &v1alpha1.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Generation: 3},
-			Status: v1alpha1.SidecarSetRolloutStatus{ObservedGeneration: 2}}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
