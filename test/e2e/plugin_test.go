@@ -57,7 +57,9 @@ type buildError struct {
 	err error
 }
 
-func (e *buildError) Error() string { return "building kubectl-sidecarset: " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "building kubectl-sidecarset: " + e.err.Error() + "\n" + e.out
+}
 
 // pluginAs retries a plugin command of a user with limited RBAC until it succeeds (the server
 // caches authorization decisions for a few seconds after the user's role is created).
