@@ -350,6 +350,23 @@ spec:
 	}
 	t.Logf("explain:\n%s", human)
 
+	// inject against the cluster renders the pod the server created, and prints the warning.
+	podFile := filepath.Join(t.TempDir(), "warn.yaml")
+	if err := os.WriteFile(podFile, []byte(pod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rendered, errOut, err := plugin(t, "inject", "-f", podFile, "-o", "json")
+	if err != nil || !strings.Contains(errOut, want) {
+		t.Fatalf("inject: %v, want the warning %q on stderr:\n%s", err, want, errOut)
+	}
+	injected := &corev1.Pod{}
+	if err := json.Unmarshal([]byte(rendered), injected); err != nil {
+		t.Fatalf("inject output: %v\n%s", err, rendered)
+	}
+	if got, want := containerNames(injected), containerNames(created); got != want {
+		t.Errorf("inject renders containers %s, the server created %s", got, want)
+	}
+
 	// The server's own namespace is selected by no injection webhook: explain says it is excluded.
 	file := filepath.Join(t.TempDir(), "pod.yaml")
 	if err := os.WriteFile(file, []byte(strings.Replace(pod, "namespace: "+upgradeNamespace, "namespace: kruise-system", 1)), 0o600); err != nil {
@@ -359,4 +376,15 @@ spec:
 	if err != nil || !strings.Contains(excluded, "SidecarSet warn: not injected (NamespaceExcluded)") {
 		t.Errorf("explain of a pod in an excluded namespace: %v\n%s%s", err, excluded, errOut)
 	}
+}
+
+func containerNames(p *corev1.Pod) string {
+	var names []string
+	for _, c := range p.Spec.InitContainers {
+		names = append(names, "init:"+c.Name)
+	}
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name+"="+c.Image)
+	}
+	return strings.Join(names, ",")
 }
