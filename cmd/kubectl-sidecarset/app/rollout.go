@@ -49,6 +49,10 @@ run its new sidecar image, or the rollout is paused) or when --timeout passes.`,
 	return cmd
 }
 
+// podNotInjected is the state of a pod the SidecarSet selects but that missed injection, which
+// servers that report such pods list in the view; a rollout does not upgrade them.
+const podNotInjected v1alpha1.PodRolloutState = "NotInjected"
+
 // progress is the outcome of one look at a rollout view.
 type progress struct {
 	line    string
@@ -59,7 +63,7 @@ type progress struct {
 // assess reads a rollout view: its progress line, whether it is done, and whether it stalled.
 func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
 	st := &r.Status // planned by the server from the stored spec: current even before status catches up
-	var updated, upgrading, waiting, held, notUpgradable, unavailable int
+	var updated, upgrading, waiting, held, notUpgradable, notInjected, unavailable int
 	var failed []string
 	for _, p := range st.Pods {
 		switch {
@@ -72,6 +76,8 @@ func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
 			failed = append(failed, fmt.Sprintf("%s/%s: %s", p.Namespace, p.Name, strings.TrimSpace(p.Reason+" "+p.Message)))
 		case p.State == v1alpha1.PodRolloutNotUpgradable:
 			notUpgradable++
+		case p.State == podNotInjected:
+			notInjected++
 		case p.State == v1alpha1.PodRolloutWaiting && (p.Reason == "Partition" || p.Reason == "NotSelected" || p.Reason == "NotUpdateStrategy"):
 			held++
 		case p.State == v1alpha1.PodRolloutUpgrading:
@@ -87,6 +93,9 @@ func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
 	}
 	if notUpgradable > 0 {
 		line += fmt.Sprintf(", %d not upgradable in place", notUpgradable)
+	}
+	if notInjected > 0 {
+		line += fmt.Sprintf(", %d missed injection", notInjected)
 	}
 	pr := progress{line: line}
 	switch {

@@ -24,6 +24,7 @@ func TestAssess(t *testing.T) {
 	}{
 		{"all updated", view(false, pod("Updated", ""), pod("Updated", "")), true, false},
 		{"partition and not upgradable hold nothing up", view(false, pod("Updated", ""), pod("Waiting", "Partition"), pod("NotUpgradable", "UpdateImmutableField")), true, false},
+		{"missed injection holds nothing up", view(false, pod("Updated", ""), pod("NotInjected", "")), true, false},
 		{"upgrading", view(false, pod("Updated", ""), pod("Upgrading", "Restarting")), false, false},
 		{"updated but not ready", view(false, pod("Updated", "NotReady")), false, false},
 		{"failed image stalls", view(false, pod("Failed", "ImagePullBackOff"), pod("Waiting", "MaxUnavailable")), false, true},
