@@ -578,6 +578,13 @@ func schema_pkg_apis_apps_v1alpha1_RolloutPod(ref common.ReferenceCallback) comm
 							Format:      "",
 						},
 					},
+					"batch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the first), assuming each round's pods become available before the next; 0 for pods it would not upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"namespace", "name", "state"},
 			},
@@ -1513,7 +1520,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"action": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Action is Pause, Resume or Rollback.",
+							Description: "Action is Pause, Resume, Rollback or Preview.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1525,9 +1532,17 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutSpec(ref common.ReferenceCal
 							Format:      "",
 						},
 					},
+					"proposed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Proposed is the SidecarSet spec to preview (Preview only).",
+							Ref:         ref(v1alpha1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.SidecarSetSpec{}.OpenAPIModelName()},
 	}
 }
 

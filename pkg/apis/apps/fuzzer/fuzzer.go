@@ -32,8 +32,9 @@ var Funcs = func(runtimeserializer.CodecFactory) []interface{} {
 		},
 		func(r *apps.SidecarSetRollout, c randfill.Continue) {
 			c.FillNoCustom(r)
-			normalize(r, &v1alpha1.SidecarSetRollout{}, v1alpha1.Convert_apps_SidecarSetRollout_To_v1alpha1_SidecarSetRollout,
-				v1alpha1.Convert_v1alpha1_SidecarSetRollout_To_apps_SidecarSetRollout, func() {})
+			wire := &v1alpha1.SidecarSetRollout{}
+			normalize(r, wire, v1alpha1.Convert_apps_SidecarSetRollout_To_v1alpha1_SidecarSetRollout,
+				v1alpha1.Convert_v1alpha1_SidecarSetRollout_To_apps_SidecarSetRollout, func() { v1alpha1.SetObjectDefaults_SidecarSetRollout(wire) })
 		},
 	}
 }

@@ -57,12 +57,17 @@ func ListRevisions(ctx context.Context, revisions *genericregistry.Store, sideca
 
 // RolloutViewer computes the rollout view of a SidecarSet from the pods it manages.
 type RolloutViewer interface {
+	// View returns the rollout view of ss: the plan of its next round.
 	View(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error)
+	// Preview returns the view of a rollout of ss, a SidecarSet with a proposed spec, to its end:
+	// the next round's plan with the batch that would upgrade each pod.
+	Preview(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error)
 }
 
 // RolloutREST serves sidecarsets/<name>/rollout: GET returns the rollout view, POST performs an
 // action (Pause, Resume, Rollback) through the SidecarSet's update strategy, so generation,
-// validation, dry-run and managed fields behave as for any update.
+// validation, dry-run and managed fields behave as for any update. The Preview action writes
+// nothing: it answers with the plan of a rollout of a proposed spec.
 type RolloutREST struct {
 	sidecarSets *genericregistry.Store
 	revisions   *genericregistry.Store
@@ -105,7 +110,7 @@ func (r *RolloutREST) view(ctx context.Context, ss *apps.SidecarSet) (*apps.Side
 		return r.viewer.View(ctx, ss)
 	}
 	return &apps.SidecarSetRollout{
-		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation},
 		Status: apps.SidecarSetRolloutStatus{
 			ObservedGeneration: ss.Status.ObservedGeneration,
 			LatestRevision:     ss.Status.LatestRevision,
@@ -127,6 +132,9 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
 			return nil, err
 		}
+	}
+	if req.Spec.Action == apps.RolloutActionPreview {
+		return r.preview(ctx, name, req.Spec.Proposed)
 	}
 	var revision *apps.SidecarSetRevision
 	if req.Spec.Action == apps.RolloutActionRollback {
@@ -181,9 +189,56 @@ func (r *RolloutREST) admitAsUpdate(ctx context.Context, name string, opts *meta
 	return mutate, validate
 }
 
+// preview answers the Preview action: the SidecarSet with the proposed spec, defaulted, stamped
+// and validated as an update would be, planned over the pods it selects. Nothing is written.
+func (r *RolloutREST) preview(ctx context.Context, name string, spec *apps.SidecarSetSpec) (runtime.Object, error) {
+	obj, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	current := obj.(*apps.SidecarSet)
+	proposed := current.DeepCopy()
+	proposed.Spec = *spec.DeepCopy()
+	proposed.Status.LatestRevision = "" // the proposed spec has no revision yet
+	if err := r.defaulted(proposed); err != nil {
+		return nil, err
+	}
+	r.sidecarSets.UpdateStrategy.PrepareForUpdate(ctx, proposed, current)
+	if errs := r.sidecarSets.UpdateStrategy.ValidateUpdate(ctx, proposed, current); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(apps.Kind("SidecarSet"), name, errs)
+	}
+	if r.viewer == nil {
+		return r.view(ctx, proposed)
+	}
+	return r.viewer.Preview(ctx, proposed)
+}
+
+// defaulted applies the v1alpha1 defaults to an internal SidecarSet, as decoding a PUT does.
+func (r *RolloutREST) defaulted(ss *apps.SidecarSet) error {
+	if r.scheme == nil {
+		return nil
+	}
+	external := &v1alpha1.SidecarSet{}
+	if err := r.scheme.Convert(ss, external, nil); err != nil {
+		return err
+	}
+	r.scheme.Default(external)
+	return r.scheme.Convert(external, ss, nil)
+}
+
 func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
 	path := field.NewPath("spec")
+	if spec.Proposed != nil && spec.Action != apps.RolloutActionPreview {
+		return field.ErrorList{field.Forbidden(path.Child("proposed"), "only allowed with action Preview")}
+	}
 	switch spec.Action {
+	case apps.RolloutActionPreview:
+		if spec.Proposed == nil {
+			return field.ErrorList{field.Required(path.Child("proposed"), "the SidecarSet spec to preview")}
+		}
+		if spec.RevisionName != "" {
+			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
+		}
 	case apps.RolloutActionPause, apps.RolloutActionResume:
 		if spec.RevisionName != "" {
 			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
@@ -194,7 +249,7 @@ func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
 		}
 	default:
 		return field.ErrorList{field.NotSupported(path.Child("action"), spec.Action,
-			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback})}
+			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback, apps.RolloutActionPreview})}
 	}
 	return nil
 }
