@@ -84,7 +84,7 @@ func Convert_apps_SidecarSet_To_v1beta1_SidecarSet(in *apps.SidecarSet, out *Sid
 		}
 		annotations[NamespaceAnnotation] = string(record)
 	}
-	out.Labels, out.Annotations = nilIfEmpty(labels, in.Labels), nilIfEmpty(annotations, in.Annotations)
+	out.Labels, out.Annotations = nilIfEmpty(labels), nilIfEmpty(annotations)
 	return nil
 }
 
@@ -120,7 +120,7 @@ func Convert_v1beta1_SidecarSet_To_apps_SidecarSet(in *SidecarSet, out *apps.Sid
 		}
 		labels[v1alpha1.SidecarSetCustomVersionLabel] = in.Spec.CustomVersion
 	}
-	out.Labels, out.Annotations = nilIfEmpty(labels, in.Labels), nilIfEmpty(annotations, in.Annotations)
+	out.Labels, out.Annotations = nilIfEmpty(labels), nilIfEmpty(annotations)
 	return nil
 }
 
@@ -138,14 +138,11 @@ func Convert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in *SidecarSetSpec, o
 	return autoConvert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(in, out, s)
 }
 
-// nilIfEmpty returns m, or nil when m is empty and the map it came from was nil, so that a
-// conversion that adds and then removes a key gives back the map it started from.
-func nilIfEmpty(m, from map[string]string) map[string]string {
-	if len(m) == 0 && from == nil {
-		return nil
-	}
+// nilIfEmpty returns m, or nil when it is empty (the JSON form of both), so that a conversion
+// that adds a key and one that removes it again give back the map they started from.
+func nilIfEmpty(m map[string]string) map[string]string {
 	if len(m) == 0 {
-		return map[string]string{}
+		return nil
 	}
 	return m
 }
