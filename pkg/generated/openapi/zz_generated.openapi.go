@@ -70,6 +70,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.ResourceExprRequests{}.OpenAPIModelName():             schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
 		v1beta1.ResourcesExpr{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
 		v1beta1.ResourcesPolicy{}.OpenAPIModelName():                  schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref),
+		v1beta1.RolloutInjection{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_RolloutInjection(ref),
+		v1beta1.RolloutPod{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_RolloutPod(ref),
+		v1beta1.RolloutRevision{}.OpenAPIModelName():                  schema_pkg_apis_apps_v1beta1_RolloutRevision(ref),
 		v1beta1.ShareVolumePolicy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref),
 		v1beta1.SidecarContainer{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarContainer(ref),
 		v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName():  schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref),
@@ -78,6 +81,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName():      schema_pkg_apis_apps_v1beta1_SidecarSetInjectionStrategy(ref),
 		v1beta1.SidecarSetList{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_SidecarSetList(ref),
 		v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName():       schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref),
+		v1beta1.SidecarSetRollout{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_SidecarSetRollout(ref),
+		v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName():            schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref),
+		v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName():          schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref),
 		v1beta1.SidecarSetSpec{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_SidecarSetSpec(ref),
 		v1beta1.SidecarSetStatus{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref),
 		v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName():         schema_pkg_apis_apps_v1beta1_SidecarSetUpdateStrategy(ref),
@@ -2315,6 +2321,138 @@ func schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_apps_v1beta1_RolloutInjection(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutInjection is the admission path that injects a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why: Compiled, or the feature a policy cannot express.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is the name of the MutatingAdmissionPolicy, for the Policy path.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutPod is the rollout state of one pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision the pod's sidecars were injected from or last upgraded to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Updated, Upgrading, Waiting, NotUpgradable or Failed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a human readable explanation.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "state"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RolloutRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutRevision counts the pods that run one revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the revision; empty for pods whose revision is unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods running it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "pods"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2930,6 +3068,188 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref common.Referenc
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRollout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRollout is the rollout view of a SidecarSet (GET sidecarsets/<name>/rollout) and the request body of rollout actions (POST sidecarsets/<name>/rollout with spec.action).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; the name is the SidecarSet's.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the action to perform, for POST.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the state of the rollout, for GET.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName(), v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRolloutSpec is a rollout action.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is Pause, Resume or Rollback.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the SidecarSetRevision to roll back to (Rollback only).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRolloutStatus is the state of a rollout.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the SidecarSet generation this view was computed for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"latestRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LatestRevision is the revision of the current spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused reports updateStrategy.paused.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is the resolved unavailability budget.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Partition is the resolved number of pods kept on old revisions.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"unavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Unavailable is the number of updated pods that are not available.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"revisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Revisions lists the revisions pods run, newest first, with their pod counts.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.RolloutRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"pods": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods lists every matched pod with its rollout state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.RolloutPod{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"injection": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Injection says which admission path injects the SidecarSet into new pods, and why.",
+							Ref:         ref(v1beta1.RolloutInjection{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"maxUnavailable", "partition", "unavailable"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.RolloutInjection{}.OpenAPIModelName(), v1beta1.RolloutPod{}.OpenAPIModelName(), v1beta1.RolloutRevision{}.OpenAPIModelName()},
 	}
 }
 

@@ -25,12 +25,14 @@ func init() {
 	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addFieldLabelConversions)
 }
 
-// addKnownTypes registers the SidecarSet kinds. SidecarSetRevision and SidecarSetRollout stay
-// v1alpha1 kinds: the revisions and rollout subresources return them at both versions.
+// addKnownTypes registers the SidecarSet kinds and the rollout view. SidecarSetRevision stays a
+// v1alpha1 kind: the revisions subresource returns a v1alpha1 SidecarSetRevisionList at both
+// versions.
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&SidecarSet{},
 		&SidecarSetList{},
+		&SidecarSetRollout{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

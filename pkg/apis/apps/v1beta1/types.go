@@ -9,8 +9,8 @@ import (
 // +genclient
 // +genclient:nonNamespaced
 // +genclient:method=GetRevisions,verb=get,subresource=revisions,result=github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1.SidecarSetRevisionList
-// +genclient:method=GetRollout,verb=get,subresource=rollout,result=github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1.SidecarSetRollout
-// +genclient:method=Rollout,verb=create,subresource=rollout,input=github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1.SidecarSetRollout,result=github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1.SidecarSetRollout
+// +genclient:method=GetRollout,verb=get,subresource=rollout,result=SidecarSetRollout
+// +genclient:method=Rollout,verb=create,subresource=rollout,input=SidecarSetRollout,result=SidecarSetRollout
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // SidecarSet injects sidecar containers into the pods it selects when they are created, and

@@ -42,6 +42,21 @@ func (in ResourcesPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutInjection) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.RolloutInjection"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutPod) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.RolloutPod"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutRevision) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.RolloutRevision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ShareVolumePolicy) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.ShareVolumePolicy"
 }
@@ -79,6 +94,21 @@ func (in SidecarSetList) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SidecarSetPatchPodMetadata) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.SidecarSetPatchPodMetadata"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetRollout) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetRollout"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetRolloutSpec) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetRolloutSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SidecarSetRolloutStatus) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.SidecarSetRolloutStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

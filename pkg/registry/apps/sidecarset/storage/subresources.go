@@ -86,7 +86,6 @@ type RolloutREST struct {
 var (
 	_ rest.Getter                   = &RolloutREST{}
 	_ rest.NamedCreater             = &RolloutREST{}
-	_ rest.StorageMetadata          = &RolloutREST{}
 	_ rest.GroupVersionKindProvider = &RolloutREST{}
 )
 
@@ -96,17 +95,11 @@ func (r *RolloutREST) New() runtime.Object { return &apps.SidecarSetRollout{} }
 // Destroy does nothing: the stores are owned elsewhere.
 func (r *RolloutREST) Destroy() {}
 
-// GroupVersionKind returns the v1alpha1 SidecarSetRollout at every version of sidecarsets: the
-// rollout view has one version, like the SidecarSetRevisions it names.
-func (r *RolloutREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return v1alpha1.SchemeGroupVersion.WithKind("SidecarSetRollout")
+// GroupVersionKind returns the SidecarSetRollout of the version the request is for: the rollout
+// view has the same shape at every version.
+func (r *RolloutREST) GroupVersionKind(containingGV schema.GroupVersion) schema.GroupVersionKind {
+	return containingGV.WithKind("SidecarSetRollout")
 }
-
-// ProducesMIMETypes returns nil: the default types.
-func (r *RolloutREST) ProducesMIMETypes(string) []string { return nil }
-
-// ProducesObject returns the SidecarSetRollout kind for every verb.
-func (r *RolloutREST) ProducesObject(string) interface{} { return &v1alpha1.SidecarSetRollout{} }
 
 // Get returns the rollout view of the named SidecarSet.
 func (r *RolloutREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {

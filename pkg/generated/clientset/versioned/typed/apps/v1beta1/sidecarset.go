@@ -53,8 +53,8 @@ type SidecarSetInterface interface {
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, sidecarSet *applyconfigurationappsv1beta1.SidecarSetApplyConfiguration, opts v1.ApplyOptions) (result *appsv1beta1.SidecarSet, err error)
 	GetRevisions(ctx context.Context, sidecarSetName string, options v1.GetOptions) (*v1alpha1.SidecarSetRevisionList, error)
-	GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (*v1alpha1.SidecarSetRollout, error)
-	Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *v1alpha1.SidecarSetRollout, opts v1.CreateOptions) (*v1alpha1.SidecarSetRollout, error)
+	GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (*appsv1beta1.SidecarSetRollout, error)
+	Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *appsv1beta1.SidecarSetRollout, opts v1.CreateOptions) (*appsv1beta1.SidecarSetRollout, error)
 
 	SidecarSetExpansion
 }
@@ -91,9 +91,9 @@ func (c *sidecarSets) GetRevisions(ctx context.Context, sidecarSetName string, o
 	return
 }
 
-// GetRollout takes name of the sidecarSet, and returns the corresponding v1alpha1.SidecarSetRollout object, and an error if there is any.
-func (c *sidecarSets) GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (result *v1alpha1.SidecarSetRollout, err error) {
-	result = &v1alpha1.SidecarSetRollout{}
+// GetRollout takes name of the sidecarSet, and returns the corresponding appsv1beta1.SidecarSetRollout object, and an error if there is any.
+func (c *sidecarSets) GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (result *appsv1beta1.SidecarSetRollout, err error) {
+	result = &appsv1beta1.SidecarSetRollout{}
 	err = c.GetClient().Get().
 		Resource("sidecarsets").
 		Name(sidecarSetName).
@@ -105,8 +105,8 @@ func (c *sidecarSets) GetRollout(ctx context.Context, sidecarSetName string, opt
 }
 
 // Rollout takes the representation of a sidecarSetRollout and creates it.  Returns the server's representation of the sidecarSetRollout, and an error, if there is any.
-func (c *sidecarSets) Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *v1alpha1.SidecarSetRollout, opts v1.CreateOptions) (result *v1alpha1.SidecarSetRollout, err error) {
-	result = &v1alpha1.SidecarSetRollout{}
+func (c *sidecarSets) Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *appsv1beta1.SidecarSetRollout, opts v1.CreateOptions) (result *appsv1beta1.SidecarSetRollout, err error) {
+	result = &appsv1beta1.SidecarSetRollout{}
 	err = c.GetClient().Post().
 		Resource("sidecarsets").
 		Name(sidecarSetName).

@@ -67,23 +67,23 @@ func (c *fakeSidecarSets) GetRevisions(ctx context.Context, sidecarSetName strin
 }
 
 // GetRollout takes name of the sidecarSet, and returns the corresponding sidecarSetRollout object, and an error if there is any.
-func (c *fakeSidecarSets) GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (result *v1alpha1.SidecarSetRollout, err error) {
-	emptyResult := &v1alpha1.SidecarSetRollout{}
+func (c *fakeSidecarSets) GetRollout(ctx context.Context, sidecarSetName string, options v1.GetOptions) (result *v1beta1.SidecarSetRollout, err error) {
+	emptyResult := &v1beta1.SidecarSetRollout{}
 	obj, err := c.Fake.
 		Invokes(testing.NewRootGetSubresourceActionWithOptions(c.Resource(), "rollout", sidecarSetName, options), emptyResult)
 	if obj == nil {
 		return emptyResult, err
 	}
-	return obj.(*v1alpha1.SidecarSetRollout), err
+	return obj.(*v1beta1.SidecarSetRollout), err
 }
 
 // Rollout takes the representation of a sidecarSetRollout and creates it.  Returns the server's representation of the sidecarSetRollout, and an error, if there is any.
-func (c *fakeSidecarSets) Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *v1alpha1.SidecarSetRollout, opts v1.CreateOptions) (result *v1alpha1.SidecarSetRollout, err error) {
-	emptyResult := &v1alpha1.SidecarSetRollout{}
+func (c *fakeSidecarSets) Rollout(ctx context.Context, sidecarSetName string, sidecarSetRollout *v1beta1.SidecarSetRollout, opts v1.CreateOptions) (result *v1beta1.SidecarSetRollout, err error) {
+	emptyResult := &v1beta1.SidecarSetRollout{}
 	obj, err := c.Fake.
 		Invokes(testing.NewRootCreateSubresourceActionWithOptions(c.Resource(), sidecarSetName, "rollout", sidecarSetRollout, opts), emptyResult)
 	if obj == nil {
 		return emptyResult, err
 	}
-	return obj.(*v1alpha1.SidecarSetRollout), err
+	return obj.(*v1beta1.SidecarSetRollout), err
 }
