@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
@@ -83,6 +84,18 @@ func TestV1beta1Manifests(t *testing.T) {
 	revs, err := sidecars.AppsV1beta1().SidecarSets().GetRevisions(ctx, "test-sidecarset-e2e-v1beta1-rev1", metav1.GetOptions{})
 	if err != nil || len(revs.Items) != 1 || revs.Items[0].Labels[v1alpha1.SidecarSetCustomVersionLabel] != "0" {
 		t.Errorf("revisions of the custom version SidecarSet: %v %+v", err, revs)
+	}
+	// OpenKruise's injection revision test then pins the injected revision by its custom version
+	// while moving spec.customVersion on.
+	out, err := runKubectl(t, "", "patch", "sidecarsets.v1beta1.apps.kruise.io", "test-sidecarset-e2e-v1beta1-rev1", "--type=merge",
+		"-p", `{"spec":{"customVersion":"1","injectionStrategy":{"revision":{"customVersion":"0","policy":"Always"}}}}`)
+	if err != nil {
+		t.Fatalf("pin the injection revision: %v: %s", err, out)
+	}
+	alpha := waitSettled(t, "test-sidecarset-e2e-v1beta1-rev1")
+	if alpha.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "1" || alpha.Spec.InjectionStrategy.Revision == nil ||
+		ptr.Deref(alpha.Spec.InjectionStrategy.Revision.CustomVersion, "") != "0" {
+		t.Errorf("after pinning: labels %v injectionStrategy %+v", alpha.Labels, alpha.Spec.InjectionStrategy)
 	}
 }
 

@@ -42,7 +42,7 @@ func TestOpenKruiseV1beta1Manifests(t *testing.T) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
 	files, err := filepath.Glob("../../../../test/e2e/testdata/openkruise-v1beta1/[0-9]*.yaml")
-	if err != nil || len(files) < 10 {
+	if err != nil || len(files) < 12 {
 		t.Fatalf("manifests: %v %v", files, err)
 	}
 	for _, f := range files {
