@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -26,13 +27,22 @@ type RevisionsREST struct {
 	revisions   *genericregistry.Store
 }
 
-var _ rest.Getter = &RevisionsREST{}
+var (
+	_ rest.Getter                   = &RevisionsREST{}
+	_ rest.GroupVersionKindProvider = &RevisionsREST{}
+)
 
 // New returns an empty revision list, the kind this subresource serves.
 func (r *RevisionsREST) New() runtime.Object { return &apps.SidecarSetRevisionList{} }
 
 // Destroy does nothing: the stores are owned elsewhere.
 func (r *RevisionsREST) Destroy() {}
+
+// GroupVersionKind returns the v1alpha1 SidecarSetRevisionList at every version of sidecarsets:
+// SidecarSetRevision has no other version.
+func (r *RevisionsREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
+	return v1alpha1.SchemeGroupVersion.WithKind("SidecarSetRevisionList")
+}
 
 // Get returns the revisions of the named SidecarSet, newest first.
 func (r *RevisionsREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -79,9 +89,9 @@ type RolloutREST struct {
 }
 
 var (
-	_ rest.Getter          = &RolloutREST{}
-	_ rest.NamedCreater    = &RolloutREST{}
-	_ rest.StorageMetadata = &RolloutREST{}
+	_ rest.Getter                   = &RolloutREST{}
+	_ rest.NamedCreater             = &RolloutREST{}
+	_ rest.GroupVersionKindProvider = &RolloutREST{}
 )
 
 // New returns an empty SidecarSetRollout.
@@ -90,11 +100,11 @@ func (r *RolloutREST) New() runtime.Object { return &apps.SidecarSetRollout{} }
 // Destroy does nothing: the stores are owned elsewhere.
 func (r *RolloutREST) Destroy() {}
 
-// ProducesMIMETypes returns nil: the default types.
-func (r *RolloutREST) ProducesMIMETypes(string) []string { return nil }
-
-// ProducesObject returns the SidecarSetRollout kind for every verb.
-func (r *RolloutREST) ProducesObject(string) interface{} { return &v1alpha1.SidecarSetRollout{} }
+// GroupVersionKind returns the SidecarSetRollout of the version the request is for: the rollout
+// view has the same shape at every version.
+func (r *RolloutREST) GroupVersionKind(containingGV schema.GroupVersion) schema.GroupVersionKind {
+	return containingGV.WithKind("SidecarSetRollout")
+}
 
 // Get returns the rollout view of the named SidecarSet.
 func (r *RolloutREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
