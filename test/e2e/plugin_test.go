@@ -363,7 +363,7 @@ spec:
 	if err := json.Unmarshal([]byte(rendered), injected); err != nil {
 		t.Fatalf("inject output: %v\n%s", err, rendered)
 	}
-	if got, want := containerNames(injected), containerNames(created); got != want {
+	if got, want := containerLayout(injected), containerLayout(created); got != want {
 		t.Errorf("inject renders containers %s, the server created %s", got, want)
 	}
 
@@ -378,7 +378,8 @@ spec:
 	}
 }
 
-func containerNames(p *corev1.Pod) string {
+// containerLayout renders the init containers and the containers (with images) of a pod, in order.
+func containerLayout(p *corev1.Pod) string {
 	var names []string
 	for _, c := range p.Spec.InitContainers {
 		names = append(names, "init:"+c.Name)

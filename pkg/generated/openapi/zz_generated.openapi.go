@@ -2418,7 +2418,7 @@ func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) commo
 					},
 					"state": {
 						SchemaProps: spec.SchemaProps{
-							Description: "State is Updated, Upgrading, Waiting, NotUpgradable or Failed.",
+							Description: "State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -2436,6 +2436,13 @@ func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) commo
 							Description: "Message is a human readable explanation.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"batch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the first), assuming each round's pods become available before the next; 0 for pods it would not upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -3152,7 +3159,7 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"action": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Action is Pause, Resume or Rollback.",
+							Description: "Action is Pause, Resume, Rollback or Preview.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -3164,9 +3171,17 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref common.ReferenceCall
 							Format:      "",
 						},
 					},
+					"proposed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Proposed is the SidecarSet spec to preview (Preview only).",
+							Ref:         ref(v1beta1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1beta1.SidecarSetSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -3483,6 +3498,13 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 					"updatedReadyPods": {
 						SchemaProps: spec.SchemaProps{
 							Description: "UpdatedReadyPods is the number of matched pods that are both updated and ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"notInjectedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NotInjectedPods is the number of active pods the SidecarSet selects that run without its sidecars; the sidecarsets/rollout view lists them with state NotInjected.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

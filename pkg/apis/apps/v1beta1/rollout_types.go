@@ -30,14 +30,19 @@ const (
 	// RolloutActionRollback sets the SidecarSet's containers, initContainers, volumes,
 	// imagePullSecrets and patchPodMetadata from a revision.
 	RolloutActionRollback RolloutAction = "Rollback"
+	// RolloutActionPreview changes nothing: the answer's status is the plan of a rollout of the
+	// proposed spec over the current pods (each pod's state, and the batch that would upgrade it).
+	RolloutActionPreview RolloutAction = "Preview"
 )
 
 // SidecarSetRolloutSpec is a rollout action.
 type SidecarSetRolloutSpec struct {
-	// Action is Pause, Resume or Rollback.
+	// Action is Pause, Resume, Rollback or Preview.
 	Action RolloutAction `json:"action,omitempty"`
 	// RevisionName is the SidecarSetRevision to roll back to (Rollback only).
 	RevisionName string `json:"revisionName,omitempty"`
+	// Proposed is the SidecarSet spec to preview (Preview only).
+	Proposed *SidecarSetSpec `json:"proposed,omitempty"`
 }
 
 // PodRolloutState is the rollout state of one pod.
@@ -54,6 +59,10 @@ const (
 	PodRolloutNotUpgradable PodRolloutState = "NotUpgradable"
 	// PodRolloutFailed means the pod was upgraded and its sidecar fails to run the new image.
 	PodRolloutFailed PodRolloutState = "Failed"
+	// PodRolloutNotInjected means the SidecarSet selects the pod but the pod runs without its
+	// sidecars (created before the SidecarSet, in a namespace excluded from injection, or admitted
+	// while injection was unavailable); reason says which when known.
+	PodRolloutNotInjected PodRolloutState = "NotInjected"
 )
 
 // SidecarSetRolloutStatus is the state of a rollout.
@@ -108,11 +117,15 @@ type RolloutPod struct {
 	Name string `json:"name"`
 	// Revision the pod's sidecars were injected from or last upgraded to.
 	Revision string `json:"revision,omitempty"`
-	// State is Updated, Upgrading, Waiting, NotUpgradable or Failed.
+	// State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.
 	State PodRolloutState `json:"state"`
 	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
 	// or NotReady; or why it is not upgradable or failed.
 	Reason string `json:"reason,omitempty"`
 	// Message is a human readable explanation.
 	Message string `json:"message,omitempty"`
+	// Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the
+	// first), assuming each round's pods become available before the next; 0 for pods it would
+	// not upgrade.
+	Batch int32 `json:"batch,omitempty"`
 }

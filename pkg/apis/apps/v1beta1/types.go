@@ -382,6 +382,11 @@ type SidecarSetStatus struct {
 	// UpdatedReadyPods is the number of matched pods that are both updated and ready.
 	UpdatedReadyPods int32 `json:"updatedReadyPods,omitempty"`
 
+	// NotInjectedPods is the number of active pods the SidecarSet selects that run without its
+	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
+	// +optional
+	NotInjectedPods int32 `json:"notInjectedPods,omitempty"`
+
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision string `json:"latestRevision,omitempty"`
 

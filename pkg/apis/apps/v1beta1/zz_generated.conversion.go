@@ -439,6 +439,7 @@ func autoConvert_v1beta1_RolloutPod_To_apps_RolloutPod(in *RolloutPod, out *apps
 	out.State = apps.PodRolloutState(in.State)
 	out.Reason = in.Reason
 	out.Message = in.Message
+	out.Batch = in.Batch
 	return nil
 }
 
@@ -454,6 +455,7 @@ func autoConvert_apps_RolloutPod_To_v1beta1_RolloutPod(in *apps.RolloutPod, out 
 	out.State = PodRolloutState(in.State)
 	out.Reason = in.Reason
 	out.Message = in.Message
+	out.Batch = in.Batch
 	return nil
 }
 
@@ -733,6 +735,15 @@ func Convert_apps_SidecarSetRollout_To_v1beta1_SidecarSetRollout(in *apps.Sideca
 func autoConvert_v1beta1_SidecarSetRolloutSpec_To_apps_SidecarSetRolloutSpec(in *SidecarSetRolloutSpec, out *apps.SidecarSetRolloutSpec, s conversion.Scope) error {
 	out.Action = apps.RolloutAction(in.Action)
 	out.RevisionName = in.RevisionName
+	if in.Proposed != nil {
+		in, out := &in.Proposed, &out.Proposed
+		*out = new(apps.SidecarSetSpec)
+		if err := Convert_v1beta1_SidecarSetSpec_To_apps_SidecarSetSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Proposed = nil
+	}
 	return nil
 }
 
@@ -744,6 +755,15 @@ func Convert_v1beta1_SidecarSetRolloutSpec_To_apps_SidecarSetRolloutSpec(in *Sid
 func autoConvert_apps_SidecarSetRolloutSpec_To_v1beta1_SidecarSetRolloutSpec(in *apps.SidecarSetRolloutSpec, out *SidecarSetRolloutSpec, s conversion.Scope) error {
 	out.Action = RolloutAction(in.Action)
 	out.RevisionName = in.RevisionName
+	if in.Proposed != nil {
+		in, out := &in.Proposed, &out.Proposed
+		*out = new(SidecarSetSpec)
+		if err := Convert_apps_SidecarSetSpec_To_v1beta1_SidecarSetSpec(*in, *out, s); err != nil {
+			return err
+		}
+	} else {
+		out.Proposed = nil
+	}
 	return nil
 }
 
@@ -832,6 +852,7 @@ func autoConvert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarSe
 	out.UpdatedPods = in.UpdatedPods
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
+	out.NotInjectedPods = in.NotInjectedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))
@@ -849,6 +870,7 @@ func autoConvert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(in *apps.Side
 	out.UpdatedPods = in.UpdatedPods
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
+	out.NotInjectedPods = in.NotInjectedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.Conditions = *(*[]v1.Condition)(unsafe.Pointer(&in.Conditions))

@@ -37,6 +37,9 @@ type SidecarSetStatusApplyConfiguration struct {
 	ReadyPods *int32 `json:"readyPods,omitempty"`
 	// UpdatedReadyPods is the number of matched pods that are both updated and ready.
 	UpdatedReadyPods *int32 `json:"updatedReadyPods,omitempty"`
+	// NotInjectedPods is the number of active pods the SidecarSet selects that run without its
+	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
+	NotInjectedPods *int32 `json:"notInjectedPods,omitempty"`
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision *string `json:"latestRevision,omitempty"`
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
@@ -91,6 +94,14 @@ func (b *SidecarSetStatusApplyConfiguration) WithReadyPods(value int32) *Sidecar
 // If called multiple times, the UpdatedReadyPods field is set to the value of the last call.
 func (b *SidecarSetStatusApplyConfiguration) WithUpdatedReadyPods(value int32) *SidecarSetStatusApplyConfiguration {
 	b.UpdatedReadyPods = &value
+	return b
+}
+
+// WithNotInjectedPods sets the NotInjectedPods field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NotInjectedPods field is set to the value of the last call.
+func (b *SidecarSetStatusApplyConfiguration) WithNotInjectedPods(value int32) *SidecarSetStatusApplyConfiguration {
+	b.NotInjectedPods = &value
 	return b
 }
 
