@@ -5,6 +5,7 @@ GO ?= go
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
+	$(GO) build -o _output/bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
 
 # The server's OCI image, without a container daemon: the static binary and an /etc/passwd entry for
 # uid 65532 in one layer, written by hack/image as an image layout (_output/image/oci) and its tar

@@ -267,6 +267,8 @@ register() {
     sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" | kc apply -f - >/dev/null
   wait_for "APIService v1alpha1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
     kc wait --for=condition=Available --timeout=1s apiservice/v1alpha1.apps.kruise.io
+  wait_for "APIService v1beta1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
+    kc wait --for=condition=Available --timeout=1s apiservice/v1beta1.apps.kruise.io
   wait_for "APIService v1.admission.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
     kc wait --for=condition=Available --timeout=1s apiservice/v1.admission.kruise.io
   wait_for "default ServiceAccount" "${LOGS}/kube-controller-manager.log" kc -n default get serviceaccount default

@@ -193,6 +193,13 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 		"sidecarsets/rollout":   sets.Rollout,
 		"sidecarsetrevisions":   sidecarsetrevision.NewReadOnlyREST(s.Revisions),
 	}
+	// v1beta1 serves the same storage; SidecarSetRevisions stay v1alpha1 only.
+	appsGroup.VersionedResourcesStorageMap["v1beta1"] = map[string]rest.Storage{
+		"sidecarsets":           sets.SidecarSet,
+		"sidecarsets/status":    sets.Status,
+		"sidecarsets/revisions": sets.Revisions,
+		"sidecarsets/rollout":   sets.Rollout,
+	}
 	if err := generic.InstallAPIGroup(&appsGroup); err != nil {
 		return nil, err
 	}

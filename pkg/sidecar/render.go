@@ -345,3 +345,51 @@ func SidecarList(containers, initContainers []v1alpha1.SidecarContainer) []strin
 	}
 	return normalizeNames(names)
 }
+
+// TransferEnvSkip is a part of a transferEnv entry that copies nothing into the sidecar.
+type TransferEnvSkip struct {
+	// Index is the entry's index in the sidecar's transferEnv.
+	Index int
+	// Message says what is missing: the source container, or one of its env vars.
+	Message string
+}
+
+// SkippedTransferEnvs returns what TransferEnvs skips for sc in pod, in entry order: entries
+// whose source container name cannot be read or is absent from the pod, and env names the
+// source container lacks.
+func SkippedTransferEnvs(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []TransferEnvSkip {
+	var out []TransferEnvSkip
+	for i := range sc.TransferEnv {
+		t := &sc.TransferEnv[i]
+		source := t.SourceContainerName
+		if t.SourceContainerNameFrom != nil && t.SourceContainerNameFrom.FieldRef != nil {
+			path := t.SourceContainerNameFrom.FieldRef.FieldPath
+			name, ok := containerNameFromFieldPath(path, pod)
+			if !ok {
+				out = append(out, TransferEnvSkip{Index: i, Message: "sourceContainerNameFrom " + path + " cannot be read"})
+				continue
+			}
+			source = name
+		}
+		c := findContainer(pod.Spec.Containers, source)
+		if c == nil {
+			out = append(out, TransferEnvSkip{Index: i, Message: "source container \"" + source + "\" is not in the pod"})
+			continue
+		}
+		for _, name := range transferEnvNames(t) {
+			if findEnv(c.Env, name) == nil {
+				out = append(out, TransferEnvSkip{Index: i, Message: "container \"" + source + "\" has no env var \"" + name + "\""})
+			}
+		}
+	}
+	return out
+}
+
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}

@@ -55,7 +55,7 @@ func runValidationScenario(t *testing.T, dir string) {
 	var err error
 	switch meta.Operation {
 	case conformance.OperationCreate:
-		_, err = sidecars.AppsV1alpha1().SidecarSets().Create(ctx, ss.DeepCopy(), metav1.CreateOptions{})
+		err = createSidecarSet(ctx, ss)
 	case conformance.OperationUpdate:
 		found := false
 		for _, e := range existing {
@@ -103,16 +103,36 @@ func runValidationScenario(t *testing.T, dir string) {
 func applySidecarSet(t *testing.T, ss *v1alpha1.SidecarSet) error {
 	t.Helper()
 	ctx := context.Background()
-	_, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, ss.DeepCopy(), metav1.CreateOptions{})
+	err := createSidecarSet(ctx, ss)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return updateSidecarSet(ctx, ss)
 }
 
+// createSidecarSet creates the SidecarSet, at v1beta1 when the runner converts to it.
+func createSidecarSet(ctx context.Context, ss *v1alpha1.SidecarSet) error {
+	if beta := asV1beta1(ss); beta != nil {
+		_, err := sidecars.AppsV1beta1().SidecarSets().Create(ctx, beta, metav1.CreateOptions{})
+		return err
+	}
+	_, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, ss.DeepCopy(), metav1.CreateOptions{})
+	return err
+}
+
 // updateSidecarSet replaces the stored SidecarSet of the same name with ss, at its current
-// resourceVersion (kubectl replace).
+// resourceVersion (kubectl replace), at v1beta1 when the runner converts to it.
 func updateSidecarSet(ctx context.Context, ss *v1alpha1.SidecarSet) error {
+	if beta := asV1beta1(ss); beta != nil {
+		client := sidecars.AppsV1beta1().SidecarSets()
+		current, err := client.Get(ctx, ss.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		beta.ResourceVersion = current.ResourceVersion
+		_, err = client.Update(ctx, beta, metav1.UpdateOptions{})
+		return err
+	}
 	client := sidecars.AppsV1alpha1().SidecarSets()
 	current, err := client.Get(ctx, ss.Name, metav1.GetOptions{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -41,6 +42,7 @@ type builder struct {
 	targets   []*corev1.Container // resourcesPolicy targets, computed on first use
 	isSidecar func(string) bool   // isSidecarName, bound once
 	injected  map[string]bool
+	warnings  []Warning
 	any       bool
 	present   []*v1alpha1.SidecarSet // matching SidecarSets already injected (Options.SkipInjected)
 }
@@ -144,6 +146,7 @@ func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, inde
 		}
 	}
 	r := sidecar.Render(sc, b.pod, sidecar.RenderOptions{Init: init, Resources: resources, IsSidecar: b.isSidecar})
+	b.warnSkipped(v, sc, init, index, &r)
 	for _, n := range r.VolumeNames {
 		if vol := findVolume(v.volumes, n); vol != nil {
 			b.volumes = append(b.volumes, *vol)
@@ -164,6 +167,60 @@ func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, inde
 		}
 		for k, val := range r.Annotations {
 			b.annotations[k] = val
+		}
+	}
+	return nil
+}
+
+// warnSkipped records a warning for each part of sc that the pod does not get as the SidecarSet
+// says: transferEnv sources the pod lacks, SidecarSet volumes whose name a different pod volume
+// already has (the pod's wins), and pod containers of the pod's own that the sidecar replaces.
+func (b *builder) warnSkipped(v *view, sc *v1alpha1.SidecarContainer, init bool, index int, r *sidecar.Rendered) {
+	path := fmt.Sprintf("spec.containers[%d]", index)
+	if init {
+		path = fmt.Sprintf("spec.initContainers[%d]", index)
+	}
+	for _, skip := range sidecar.SkippedTransferEnvs(sc, b.pod) {
+		b.warn(v.ss.Name, fmt.Sprintf("%s.transferEnv[%d]", path, skip.Index), skip.Message+"; nothing copied")
+	}
+	for _, n := range r.VolumeNames {
+		vol := findVolume(v.volumes, n)
+		if own := findVolume(b.pod.Spec.Volumes, n); vol != nil && own != nil && !equality.Semantic.DeepEqual(vol, own) {
+			b.warn(v.ss.Name, fmt.Sprintf("spec.volumes[%d]", volumeIndex(v.volumes, vol)),
+				fmt.Sprintf("the pod already has a different volume %q, which the sidecar mounts instead", n))
+		}
+	}
+	for i := range r.Containers {
+		name := r.Containers[i].Name
+		if c := findContainer(b.pod.Spec.Containers, b.pod.Spec.InitContainers, name, init); c != nil && !sidecar.IsInjected(c) {
+			b.warn(v.ss.Name, path, fmt.Sprintf("replaces the pod's own container %q", name))
+		}
+	}
+}
+
+func (b *builder) warn(set, field, message string) {
+	b.warnings = append(b.warnings, Warning{SidecarSet: set, Field: field, Message: message})
+}
+
+// volumeIndex returns the index of vol, a pointer into volumes.
+func volumeIndex(volumes []corev1.Volume, vol *corev1.Volume) int {
+	for i := range volumes {
+		if &volumes[i] == vol {
+			return i
+		}
+	}
+	return -1
+}
+
+// findContainer returns the pod container (or init container, when init) named name, or nil.
+func findContainer(containers, initContainers []corev1.Container, name string, init bool) *corev1.Container {
+	list := containers
+	if init {
+		list = initContainers
+	}
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
 		}
 	}
 	return nil

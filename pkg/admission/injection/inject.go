@@ -57,6 +57,7 @@ func Inject(in Input) (Result, error) {
 	}
 	if b.any {
 		b.apply(pod, in.Options.SortSidecarContainersByName)
+		res.Warnings = b.warnings
 	}
 	res.Patch = diff(in.Pod, pod)
 	if len(res.Patch) > 0 {
@@ -81,14 +82,20 @@ func namespaceOf(in *Input) (string, map[string]string) {
 	if ns == "" {
 		ns = "default"
 	}
-	labels := in.NamespaceLabels
-	if _, ok := labels[namespaceNameLabel]; !ok {
-		labels = make(map[string]string, len(in.NamespaceLabels)+1)
-		for k, v := range in.NamespaceLabels {
-			labels[k] = v
-		}
-		labels[namespaceNameLabel] = ns
+	return withNameLabel(ns, in.NamespaceLabels)
+}
+
+// withNameLabel returns ns and its labels with kubernetes.io/metadata.name filled in when absent
+// (a copy then).
+func withNameLabel(ns string, nsLabels map[string]string) (string, map[string]string) {
+	if _, ok := nsLabels[namespaceNameLabel]; ok {
+		return ns, nsLabels
 	}
+	labels := make(map[string]string, len(nsLabels)+1)
+	for k, v := range nsLabels {
+		labels[k] = v
+	}
+	labels[namespaceNameLabel] = ns
 	return ns, labels
 }
 

@@ -75,6 +75,24 @@ type Result struct {
 	Patch []Operation
 	// Decisions has one entry per candidate SidecarSet, in processing (name) order.
 	Decisions []Decision
+	// Warnings name the parts of the injected SidecarSets that injection skipped for this pod,
+	// in SidecarSet then field order; the webhook returns them as admission warnings.
+	Warnings []Warning
+}
+
+// Warning is a part of a SidecarSet that injection skipped for one pod, which still got the rest.
+type Warning struct {
+	// SidecarSet is the SidecarSet's name.
+	SidecarSet string `json:"sidecarSet"`
+	// Field is the path of the skipped field in the SidecarSet.
+	Field string `json:"field"`
+	// Message says what was skipped and why.
+	Message string `json:"message"`
+}
+
+// String renders the warning as an admission warning: SidecarSet "name": field: message.
+func (w Warning) String() string {
+	return fmt.Sprintf("SidecarSet %q: %s: %s", w.SidecarSet, w.Field, w.Message)
 }
 
 // Operation is one RFC 6902 JSON patch operation; a []Operation marshals to a JSON patch.

@@ -76,7 +76,16 @@ func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	klog.V(4).InfoS("injected pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "decisions", res.Decisions)
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt, Warnings: warnings(res.Warnings)}
+}
+
+// warnings renders the injector's warnings as admission warnings (nil when there are none).
+func warnings(ws []injection.Warning) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.String())
+	}
+	return out
 }
 
 func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, error) {

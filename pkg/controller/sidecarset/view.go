@@ -25,6 +25,16 @@ type Viewer struct {
 
 // View returns the rollout view of ss.
 func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+	return v.view(internal, rollout.Plan)
+}
+
+// Preview returns the view of a whole rollout of ss, a SidecarSet with a proposed spec: each pod
+// also has the batch that would upgrade it (rollout.Preview).
+func (v Viewer) Preview(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+	return v.view(internal, rollout.Preview)
+}
+
+func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSet, []*rollout.Pod) *rollout.Result) (*apps.SidecarSetRollout, error) {
 	ss := &v1alpha1.SidecarSet{}
 	if err := v1alpha1.Convert_apps_SidecarSet_To_v1alpha1_SidecarSet(internal, ss, nil); err != nil {
 		return nil, err
@@ -33,12 +43,12 @@ func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.Sideca
 	if err != nil {
 		return nil, err
 	}
-	plan := rollout.Plan(ss, pods)
+	plan := planner(ss, pods)
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded))
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
 	}
-	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion}}
+	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation}}
 	err = v1alpha1.Convert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus(&status, &out.Status, nil)
 	return out, err
 }
@@ -64,7 +74,7 @@ func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollo
 		pp := &plan.Pods[i]
 		counts[pp.Revision]++
 		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: pp.Pod.Namespace, Name: pp.Pod.Name,
-			Revision: pp.Revision, State: pp.State, Reason: pp.Reason, Message: pp.Message})
+			Revision: pp.Revision, State: pp.State, Reason: pp.Reason, Message: pp.Message, Batch: pp.Batch})
 	}
 	for _, m := range missed {
 		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: m.Pod.Namespace, Name: m.Pod.Name,

@@ -20,7 +20,9 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	v1beta1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	appsv1alpha1 "github.com/sidecarset/apiserver/pkg/generated/applyconfiguration/apps/v1alpha1"
+	appsv1beta1 "github.com/sidecarset/apiserver/pkg/generated/applyconfiguration/apps/v1beta1"
 	internal "github.com/sidecarset/apiserver/pkg/generated/applyconfiguration/internal"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,6 +74,48 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.UpdatePriorityWeightTermApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UpdateScatterTerm"):
 		return &appsv1alpha1.UpdateScatterTermApplyConfiguration{}
+
+		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
+		return &appsv1beta1.ResourceExprLimitsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
+		return &appsv1beta1.ResourceExprRequestsApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourcesExpr"):
+		return &appsv1beta1.ResourcesExprApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ResourcesPolicy"):
+		return &appsv1beta1.ResourcesPolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("ShareVolumePolicy"):
+		return &appsv1beta1.ShareVolumePolicyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarContainer"):
+		return &appsv1beta1.SidecarContainerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarContainerUpgradeStrategy"):
+		return &appsv1beta1.SidecarContainerUpgradeStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSet"):
+		return &appsv1beta1.SidecarSetApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetInjectionStrategy"):
+		return &appsv1beta1.SidecarSetInjectionStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetInjectRevision"):
+		return &appsv1beta1.SidecarSetInjectRevisionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetPatchPodMetadata"):
+		return &appsv1beta1.SidecarSetPatchPodMetadataApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetSpec"):
+		return &appsv1beta1.SidecarSetSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetStatus"):
+		return &appsv1beta1.SidecarSetStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SidecarSetUpdateStrategy"):
+		return &appsv1beta1.SidecarSetUpdateStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SourceContainerNameSource"):
+		return &appsv1beta1.SourceContainerNameSourceApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TransferEnvVar"):
+		return &appsv1beta1.TransferEnvVarApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityOrderTerm"):
+		return &appsv1beta1.UpdatePriorityOrderTermApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityStrategy"):
+		return &appsv1beta1.UpdatePriorityStrategyApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdatePriorityWeightTerm"):
+		return &appsv1beta1.UpdatePriorityWeightTermApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("UpdateScatterTerm"):
+		return &appsv1beta1.UpdateScatterTermApplyConfiguration{}
 
 	}
 	return nil

@@ -23,6 +23,7 @@ package openapi
 
 import (
 	v1alpha1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	v1beta1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	v1 "k8s.io/api/core/v1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +66,33 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.UpdatePriorityStrategy{}.OpenAPIModelName():          schema_pkg_apis_apps_v1alpha1_UpdatePriorityStrategy(ref),
 		v1alpha1.UpdatePriorityWeightTerm{}.OpenAPIModelName():        schema_pkg_apis_apps_v1alpha1_UpdatePriorityWeightTerm(ref),
 		v1alpha1.UpdateScatterTerm{}.OpenAPIModelName():               schema_pkg_apis_apps_v1alpha1_UpdateScatterTerm(ref),
+		v1beta1.ResourceExprLimits{}.OpenAPIModelName():               schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref),
+		v1beta1.ResourceExprRequests{}.OpenAPIModelName():             schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
+		v1beta1.ResourcesExpr{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
+		v1beta1.ResourcesPolicy{}.OpenAPIModelName():                  schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref),
+		v1beta1.RolloutInjection{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_RolloutInjection(ref),
+		v1beta1.RolloutPod{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_RolloutPod(ref),
+		v1beta1.RolloutRevision{}.OpenAPIModelName():                  schema_pkg_apis_apps_v1beta1_RolloutRevision(ref),
+		v1beta1.ShareVolumePolicy{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref),
+		v1beta1.SidecarContainer{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarContainer(ref),
+		v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName():  schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref),
+		v1beta1.SidecarSet{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_SidecarSet(ref),
+		v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName():         schema_pkg_apis_apps_v1beta1_SidecarSetInjectRevision(ref),
+		v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName():      schema_pkg_apis_apps_v1beta1_SidecarSetInjectionStrategy(ref),
+		v1beta1.SidecarSetList{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_SidecarSetList(ref),
+		v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName():       schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref),
+		v1beta1.SidecarSetRollout{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_SidecarSetRollout(ref),
+		v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName():            schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref),
+		v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName():          schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref),
+		v1beta1.SidecarSetSpec{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_SidecarSetSpec(ref),
+		v1beta1.SidecarSetStatus{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref),
+		v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName():         schema_pkg_apis_apps_v1beta1_SidecarSetUpdateStrategy(ref),
+		v1beta1.SourceContainerNameSource{}.OpenAPIModelName():        schema_pkg_apis_apps_v1beta1_SourceContainerNameSource(ref),
+		v1beta1.TransferEnvVar{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1beta1_TransferEnvVar(ref),
+		v1beta1.UpdatePriorityOrderTerm{}.OpenAPIModelName():          schema_pkg_apis_apps_v1beta1_UpdatePriorityOrderTerm(ref),
+		v1beta1.UpdatePriorityStrategy{}.OpenAPIModelName():           schema_pkg_apis_apps_v1beta1_UpdatePriorityStrategy(ref),
+		v1beta1.UpdatePriorityWeightTerm{}.OpenAPIModelName():         schema_pkg_apis_apps_v1beta1_UpdatePriorityWeightTerm(ref),
+		v1beta1.UpdateScatterTerm{}.OpenAPIModelName():                schema_pkg_apis_apps_v1beta1_UpdateScatterTerm(ref),
 		v1.AWSElasticBlockStoreVolumeSource{}.OpenAPIModelName():      schema_k8sio_api_core_v1_AWSElasticBlockStoreVolumeSource(ref),
 		v1.Affinity{}.OpenAPIModelName():                              schema_k8sio_api_core_v1_Affinity(ref),
 		v1.AppArmorProfile{}.OpenAPIModelName():                       schema_k8sio_api_core_v1_AppArmorProfile(ref),
@@ -576,6 +604,13 @@ func schema_pkg_apis_apps_v1alpha1_RolloutPod(ref common.ReferenceCallback) comm
 							Description: "Message is a human readable explanation.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"batch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the first), assuming each round's pods become available before the next; 0 for pods it would not upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -1513,7 +1548,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"action": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Action is Pause, Resume or Rollback.",
+							Description: "Action is Pause, Resume, Rollback or Preview.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1525,9 +1560,17 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutSpec(ref common.ReferenceCal
 							Format:      "",
 						},
 					},
+					"proposed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Proposed is the SidecarSet spec to preview (Preview only).",
+							Ref:         ref(v1alpha1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.SidecarSetSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -2178,6 +2221,1645 @@ func schema_pkg_apis_apps_v1alpha1_UpdateScatterTerm(ref common.ReferenceCallbac
 				Required: []string{"key", "value"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprLimits holds the expressions of limits.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU expression over the variable cpu.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory expression over the variable memory.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceExprRequests holds the expressions of requests.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cpu": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CPU expression over the variable cpu.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"memory": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Memory expression over the variable memory.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesExpr holds resource expressions. An expression supports + - * /, parentheses, max(a,b), min(a,b), numbers, percentages, quantities and the variable cpu or memory.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"limits": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Limits expressions; a limit is left unset when any target container has no such limit.",
+							Ref:         ref(v1beta1.ResourceExprLimits{}.OpenAPIModelName()),
+						},
+					},
+					"requests": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Requests expressions; a target container without a request counts as zero.",
+							Ref:         ref(v1beta1.ResourceExprRequests{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourceExprLimits{}.OpenAPIModelName(), v1beta1.ResourceExprRequests{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ResourcesPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourcesPolicy computes a sidecar's resources from the pod's target containers at injection.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targetContainersMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersMode aggregates the target containers' resources: sum or max.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetContainersNameRegex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to \".*\" when absent (as OpenKruise's CRD does); an explicit empty value is invalid. Sidecars of matched SidecarSets are never targets. No target rejects the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourcesExpr": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesExpr holds the expressions that compute the resources.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ResourcesExpr{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"targetContainersMode", "resourcesExpr"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourcesExpr{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RolloutInjection(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutInjection is the admission path that injects a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why: Compiled, or the feature a policy cannot express.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message explains the reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is the name of the MutatingAdmissionPolicy, for the Policy path.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutPod is the rollout state of one pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision the pod's sidecars were injected from or last upgraded to.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is a human readable explanation.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"batch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the first), assuming each round's pods become available before the next; 0 for pods it would not upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "state"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_RolloutRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutRevision counts the pods that run one revision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the revision; empty for pods whose revision is unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods running it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "pods"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_ShareVolumePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ShareVolumePolicy enables or disables volume sharing.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is enabled or disabled.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarContainer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarContainer is a container injected by a SidecarSet: every field of a core/v1 Container plus the injection and upgrade policies. The field order is part of the wire contract: it determines the kruise.io/sidecarset-hash annotations.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the container specified as a DNS_LABEL. Each container in a pod must have a unique name (DNS_LABEL). Cannot be updated.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container image name. More info: https://kubernetes.io/docs/concepts/containers/images This field is optional to allow higher level config management to default or override container images in workload controllers like Deployments and StatefulSets.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Entrypoint array. Not executed within a shell. The container image's ENTRYPOINT is used if this is not provided. Variable references $(VAR_NAME) are expanded using the container's environment. If a variable cannot be resolved, the reference in the input string will be unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax: i.e. \"$$(VAR_NAME)\" will produce the string literal \"$(VAR_NAME)\". Escaped references will never be expanded, regardless of whether the variable exists or not. Cannot be updated. More info: https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#running-a-command-in-a-shell",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"args": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Arguments to the entrypoint. The container image's CMD is used if this is not provided. Variable references $(VAR_NAME) are expanded using the container's environment. If a variable cannot be resolved, the reference in the input string will be unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax: i.e. \"$$(VAR_NAME)\" will produce the string literal \"$(VAR_NAME)\". Escaped references will never be expanded, regardless of whether the variable exists or not. Cannot be updated. More info: https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/#running-a-command-in-a-shell",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"workingDir": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container's working directory. If not specified, the container runtime's default will be used, which might be configured in the container image. Cannot be updated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"containerPort",
+									"protocol",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "containerPort",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of ports to expose from the container. Not specifying a port here DOES NOT prevent that port from being exposed. Any port which is listening on the default \"0.0.0.0\" address inside a container will be accessible from the network. Modifying this array with strategic merge patch may corrupt the data. For more information See https://github.com/kubernetes/kubernetes/issues/108255. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ContainerPort{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"envFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of sources to populate environment variables in the container. The keys defined within a source may consist of any printable ASCII characters except '='. When a key exists in multiple sources, the value associated with the last source will take precedence. Values defined by an Env with a duplicate key will take precedence. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.EnvFromSource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"env": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "List of environment variables to set in the container. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.EnvVar{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Compute Resources required by this container. Cannot be updated. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ResourceRequirements{}.OpenAPIModelName()),
+						},
+					},
+					"resizePolicy": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources resize policy for the container. This field cannot be set on ephemeral containers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ContainerResizePolicy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"restartPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RestartPolicy defines the restart behavior of individual containers in a pod. This overrides the pod-level restart policy. When this field is not specified, the restart behavior is defined by the Pod's restart policy and the container type. Additionally, setting the RestartPolicy as \"Always\" for the init container will have the following effect: this init container will be continually restarted on exit until all regular containers have terminated. Once all regular containers have completed, all init containers with restartPolicy \"Always\" will be shut down. This lifecycle differs from normal init containers and is often referred to as a \"sidecar\" container. Although this init container still starts in the init container sequence, it does not wait for the container to complete before proceeding to the next init container. Instead, the next init container starts immediately after this init container is started, or after any startupProbe has successfully completed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"restartPolicyRules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Represents a list of rules to be checked to determine if the container should be restarted on exit. The rules are evaluated in order. Once a rule matches a container exit condition, the remaining rules are ignored. If no rule matches the container exit condition, the Container-level restart policy determines the whether the container is restarted or not. Constraints on the rules: - At most 20 rules are allowed. - Rules can have the same action. - Identical rules are not forbidden in validations. When rules are specified, container MUST set RestartPolicy explicitly even it if matches the Pod's RestartPolicy.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.ContainerRestartRule{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumeMounts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"mountPath",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "mountPath",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod volumes to mount into the container's filesystem. Cannot be updated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.VolumeMount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumeDevices": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"devicePath",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "devicePath",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "volumeDevices is the list of block devices to be used by the container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.VolumeDevice{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"livenessProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Periodic probe of container liveness. Container will be restarted if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(v1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"readinessProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Periodic probe of container service readiness. Container will be removed from service endpoints if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(v1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"startupProbe": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartupProbe indicates that the Pod has successfully initialized. If specified, no other probes are executed until this completes successfully. If this probe fails, the Pod will be restarted, just as if the livenessProbe failed. This can be used to provide different probe parameters at the beginning of a Pod's lifecycle, when it might take a long time to load data or warm a cache, than during steady-state operation. This cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
+							Ref:         ref(v1.Probe{}.OpenAPIModelName()),
+						},
+					},
+					"lifecycle": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Actions that the management system should take in response to container lifecycle events. Cannot be updated.",
+							Ref:         ref(v1.Lifecycle{}.OpenAPIModelName()),
+						},
+					},
+					"terminationMessagePath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Optional: Path at which the file to which the container's termination message will be written is mounted into the container's filesystem. Message written is intended to be brief final status, such as an assertion failure message. Will be truncated by the node if greater than 4096 bytes. The total message length across all containers will be limited to 12kb. Defaults to /dev/termination-log. Cannot be updated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"terminationMessagePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Indicate how the termination message should be populated. File will use the contents of terminationMessagePath to populate the container status message on both success and failure. FallbackToLogsOnError will use the last chunk of container log output if the termination message file is empty and the container exited with an error. The log output is limited to 2048 bytes or 80 lines, whichever is smaller. Defaults to File. Cannot be updated.\n\nPossible enum values:\n - `\"FallbackToLogsOnError\"` will read the most recent contents of the container logs for the container status message when the container exits with an error and the terminationMessagePath has no contents.\n - `\"File\"` is the default behavior and will set the container status message to the contents of the container's terminationMessagePath when the container exits.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"FallbackToLogsOnError", "File"},
+						},
+					},
+					"imagePullPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image pull policy. One of Always, Never, IfNotPresent. Defaults to Always if :latest tag is specified, or IfNotPresent otherwise. Cannot be updated. More info: https://kubernetes.io/docs/concepts/containers/images#updating-images\n\nPossible enum values:\n - `\"Always\"` means that kubelet always attempts to pull the latest image. Container will fail If the pull fails.\n - `\"IfNotPresent\"` means that kubelet pulls if the image isn't present on disk. Container will fail if the image isn't present and the pull fails.\n - `\"Never\"` means that kubelet never pulls an image, but only uses a local image. Container will fail if the image isn't present",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Always", "IfNotPresent", "Never"},
+						},
+					},
+					"securityContext": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecurityContext defines the security options the container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext. More info: https://kubernetes.io/docs/tasks/configure-pod-container/security-context/",
+							Ref:         ref(v1.SecurityContext{}.OpenAPIModelName()),
+						},
+					},
+					"stdin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether this container should allocate a buffer for stdin in the container runtime. If this is not set, reads from stdin in the container will always result in EOF. Default is false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"stdinOnce": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether the container runtime should close the stdin channel after it has been opened by a single attach. When stdin is true the stdin stream will remain open across multiple attach sessions. If stdinOnce is set to true, stdin is opened on container start, is empty until the first client attaches to stdin, and then remains open and accepts data until the client disconnects, at which time stdin is closed and remains closed until the container is restarted. If this flag is false, a container processes that reads from stdin will never receive an EOF. Default is false",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tty": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Whether this container should allocate a TTY for itself, also requires 'stdin' to be true. Default is false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"podInjectPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodInjectPolicy places the container before (BeforeAppContainer, the default for containers) or after (AfterAppContainer, the default for initContainers) the pod's own containers.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"upgradeStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpgradeStrategy is ColdUpgrade (restart the container with the new image) or HotUpgrade (two containers that hand over to each other).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"shareVolumePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ShareVolumePolicy, when enabled, mounts the app containers' volume mounts into this sidecar.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.ShareVolumePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"shareVolumeDevicePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ShareVolumeDevicePolicy, when enabled, shares the app containers' volume devices with this sidecar.",
+							Ref:         ref(v1beta1.ShareVolumePolicy{}.OpenAPIModelName()),
+						},
+					},
+					"transferEnv": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "TransferEnv copies environment variables from an app container of the pod.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.TransferEnvVar{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"resourcesPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourcesPolicy computes this container's resources from the pod's containers at injection. Cannot be combined with resources.",
+							Ref:         ref(v1beta1.ResourcesPolicy{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.ResourcesPolicy{}.OpenAPIModelName(), v1beta1.ShareVolumePolicy{}.OpenAPIModelName(), v1beta1.SidecarContainerUpgradeStrategy{}.OpenAPIModelName(), v1beta1.TransferEnvVar{}.OpenAPIModelName(), v1.ContainerPort{}.OpenAPIModelName(), v1.ContainerResizePolicy{}.OpenAPIModelName(), v1.ContainerRestartRule{}.OpenAPIModelName(), v1.EnvFromSource{}.OpenAPIModelName(), v1.EnvVar{}.OpenAPIModelName(), v1.Lifecycle{}.OpenAPIModelName(), v1.Probe{}.OpenAPIModelName(), v1.ResourceRequirements{}.OpenAPIModelName(), v1.SecurityContext{}.OpenAPIModelName(), v1.VolumeDevice{}.OpenAPIModelName(), v1.VolumeMount{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarContainerUpgradeStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarContainerUpgradeStrategy says how a sidecar container is upgraded.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"upgradeType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpgradeType is ColdUpgrade (default) or HotUpgrade. Immutable once set.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"hotUpgradeEmptyImage": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HotUpgradeEmptyImage is the image of the idle twin of a hot-upgrade sidecar: same command and probes, no work.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSet(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSet injects sidecar containers into the pods it selects when they are created, and upgrades those containers in place when their image changes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the desired state of the SidecarSet.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the most recently observed state of the SidecarSet, written by the server's controller.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetSpec{}.OpenAPIModelName(), v1beta1.SidecarSetStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetInjectRevision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetInjectRevision names the revision injected into new pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"customVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CustomVersion selects the newest revision labelled apps.kruise.io/sidecarset-custom-version=<value>.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the name of a SidecarSetRevision.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is Always (default: every new pod gets the revision) or Partial (pods selected by updateStrategy.selector, or the partition share of new pods, get the latest spec).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetInjectionStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetInjectionStrategy controls injection into new pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops injection into new pods; injected pods are still upgraded.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision injects a recorded revision instead of the latest spec.",
+							Ref:         ref(v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetInjectRevision{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetList is a list of SidecarSets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items is the list of SidecarSets.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.SidecarSet{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSet{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetPatchPodMetadata(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetPatchPodMetadata is a set of annotations patched into pods with one policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"annotations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Annotations to patch into the pod.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"patchPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PatchPolicy is Retain (set only when absent, the default), Overwrite or MergePatchJson.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRollout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRollout is the rollout view of a SidecarSet (GET sidecarsets/<name>/rollout) and the request body of rollout actions (POST sidecarsets/<name>/rollout with spec.action).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; the name is the SidecarSet's.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the action to perform, for POST.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the state of the rollout, for GET.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetRolloutSpec{}.OpenAPIModelName(), v1beta1.SidecarSetRolloutStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRolloutSpec is a rollout action.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is Pause, Resume, Rollback or Preview.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revisionName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionName is the SidecarSetRevision to roll back to (Rollback only).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"proposed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Proposed is the SidecarSet spec to preview (Preview only).",
+							Ref:         ref(v1beta1.SidecarSetSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarSetSpec{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetRolloutStatus is the state of a rollout.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the SidecarSet generation this view was computed for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"latestRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LatestRevision is the revision of the current spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused reports updateStrategy.paused.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is the resolved unavailability budget.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Partition is the resolved number of pods kept on old revisions.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"unavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Unavailable is the number of updated pods that are not available.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"revisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Revisions lists the revisions pods run, newest first, with their pod counts.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.RolloutRevision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"pods": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Pods lists every matched pod with its rollout state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.RolloutPod{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"injection": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Injection says which admission path injects the SidecarSet into new pods, and why.",
+							Ref:         ref(v1beta1.RolloutInjection{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"maxUnavailable", "partition", "unavailable"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.RolloutInjection{}.OpenAPIModelName(), v1beta1.RolloutPod{}.OpenAPIModelName(), v1beta1.RolloutRevision{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetSpec defines the desired state of a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector is a label query over pods that should be injected. Required and must not be empty.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NamespaceSelector restricts the SidecarSet to pods in namespaces whose labels match. Nil matches every namespace. A single namespace is selected by its kubernetes.io/metadata.name label (what v1alpha1's spec.namespace converts to).",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"initContainers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "InitContainers are injected into matching pods at creation only, sorted by name. An init container with restartPolicy Always is a native sidecar and is upgraded in place like a container.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.SidecarContainer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"containers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Containers are the sidecar containers injected into matching pods and upgraded in place.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.SidecarContainer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"volumes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Volumes the sidecar containers may mount. Only volumes that an injected container mounts are added to a pod, and a pod volume of the same name wins.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.Volume{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"updateStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdateStrategy controls how injected pods are upgraded in place when the sidecar image changes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"injectionStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InjectionStrategy controls injection into newly created pods.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"imagePullSecrets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type":       "atomic",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ImagePullSecrets are appended to the pod's imagePullSecrets at injection.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1.LocalObjectReference{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"revisionHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RevisionHistoryLimit is the number of SidecarSetRevisions kept. Defaults to 10.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"patchPodMetadata": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "PatchPodMetadata lists pod annotations set at injection and, for Overwrite and MergePatchJson, again at each in-place upgrade. Keys must be allowed by the whitelist ConfigMap.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"customVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CustomVersion is a user-chosen version of this spec. The revisions recorded from the SidecarSet are labelled apps.kruise.io/sidecarset-custom-version with it, and injectionStrategy.revision.customVersion selects them. v1alpha1 carries it as that label on the SidecarSet.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SidecarContainer{}.OpenAPIModelName(), v1beta1.SidecarSetInjectionStrategy{}.OpenAPIModelName(), v1beta1.SidecarSetPatchPodMetadata{}.OpenAPIModelName(), v1beta1.SidecarSetUpdateStrategy{}.OpenAPIModelName(), v1.LocalObjectReference{}.OpenAPIModelName(), v1.Volume{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetStatus is the observed state of a SidecarSet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation the status was computed for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"matchedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MatchedPods is the number of active pods this SidecarSet injected.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedPods is the number of matched pods running the latest sidecar spec.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReadyPods is the number of matched pods that are ready and whose sidecars run their spec image.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"updatedReadyPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UpdatedReadyPods is the number of matched pods that are both updated and ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"notInjectedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NotInjectedPods is the number of active pods the SidecarSet selects that run without its sidecars; the sidecarsets/rollout view lists them with state NotInjected.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"latestRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LatestRevision is the name of the SidecarSetRevision of the current spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"collisionCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CollisionCount counts revision name collisions; it makes new revision names unique.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True when kube-apiserver injects new pods itself through the SidecarSet's MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing) injects them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"matchedPods", "updatedPods", "readyPods"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SidecarSetUpdateStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SidecarSetUpdateStrategy controls in-place upgrades of injected pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is RollingUpdate (default) or NotUpdate (never touch existing pods).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Paused stops in-place upgrades.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector limits upgrades to the pods it selects (canary).",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Partition is the number or percentage of pods left on the old version. Defaults to 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is the number or percentage (rounded up) of matched pods that may be unavailable during the upgrade. Defaults to 1.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"priorityStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PriorityStrategy orders pods for upgrade by weight or by an ordered label.",
+							Ref:         ref(v1beta1.UpdatePriorityStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"scatterStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ScatterStrategy spreads pods with the given labels across upgrade batches.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.UpdateScatterTerm{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.UpdatePriorityStrategy{}.OpenAPIModelName(), v1beta1.UpdateScatterTerm{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_SourceContainerNameSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceContainerNameSource selects the source container name from pod metadata.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fieldRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FieldRef selects metadata.labels['<KEY>'] or metadata.annotations['<KEY>'] of the pod.",
+							Ref:         ref(v1.ObjectFieldSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.ObjectFieldSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_TransferEnvVar(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TransferEnvVar copies environment variables from a container of the pod into the sidecar.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sourceContainerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceContainerName is the name of the pod container to copy from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sourceContainerNameFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceContainerNameFrom reads the source container name from a pod label or annotation.",
+							Ref:         ref(v1beta1.SourceContainerNameSource{}.OpenAPIModelName()),
+						},
+					},
+					"envName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvName is the name of one variable to copy.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"envNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "EnvNames are the names of several variables to copy.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.SourceContainerNameSource{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_UpdatePriorityOrderTerm(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdatePriorityOrderTerm is an order priority term.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"orderedKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OrderedKey is a pod label key; its value's last integer (5 in \"sts-5\") orders the pods.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"orderedKey"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_UpdatePriorityStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdatePriorityStrategy orders pods for upgrade. Only one of orderPriority and weightPriority can be set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"orderPriority": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "OrderPriority sorts pods by the integer at the end of the value of the first ordered key they carry.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.UpdatePriorityOrderTerm{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"weightPriority": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "WeightPriority sorts pods by the sum of the weights of the terms they match.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.UpdatePriorityWeightTerm{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.UpdatePriorityOrderTerm{}.OpenAPIModelName(), v1beta1.UpdatePriorityWeightTerm{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_UpdatePriorityWeightTerm(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdatePriorityWeightTerm is a weight priority term.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"weight": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Weight of matching pods, 0-100.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"matchSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MatchSelector selects pods by label.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"weight", "matchSelector"},
+			},
+		},
+		Dependencies: []string{
+			metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_UpdateScatterTerm(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UpdateScatterTerm is a label key and value.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key of the label.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value of the label, or \"*\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"key", "value"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_namespaceRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "namespaceRecord is the value of NamespaceAnnotation.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"namespace"},
+			},
+		},
+		Dependencies: []string{
+			metav1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

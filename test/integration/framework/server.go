@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
@@ -26,12 +27,16 @@ type Server struct {
 	Config *rest.Config
 	// Client is the generated clientset on Config.
 	Client clientset.Interface
+	// Etcd reaches the server's etcd directly, to read and write what is stored.
+	Etcd *clientv3.Client
+	// EtcdPrefix is the prefix of every key the server stores.
+	EtcdPrefix string
 }
 
 // StartServer starts the server and stops it when the test ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
-	_, etcdConfig := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	etcdServer, etcdConfig := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
 	o := app.NewOptions()
 	o.LeaderElect = false
 	o.RecommendedOptions.Etcd.StorageConfig.Transport = etcdConfig.Transport
@@ -70,7 +75,7 @@ func StartServer(t testing.TB) *Server {
 
 	loopback := rest.CopyConfig(cfg.GenericConfig.LoopbackClientConfig)
 	waitReady(t, loopback)
-	return &Server{Config: loopback, Client: clientset.NewForConfigOrDie(loopback)}
+	return &Server{Config: loopback, Client: clientset.NewForConfigOrDie(loopback), Etcd: etcdServer.V3Client.Client, EtcdPrefix: etcdConfig.Prefix}
 }
 
 func waitReady(t testing.TB, cfg *rest.Config) {

@@ -32,8 +32,14 @@ var Funcs = func(runtimeserializer.CodecFactory) []interface{} {
 		},
 		func(r *apps.SidecarSetRollout, c randfill.Continue) {
 			c.FillNoCustom(r)
-			normalize(r, &v1alpha1.SidecarSetRollout{}, v1alpha1.Convert_apps_SidecarSetRollout_To_v1alpha1_SidecarSetRollout,
-				v1alpha1.Convert_v1alpha1_SidecarSetRollout_To_apps_SidecarSetRollout, func() {})
+			if r.Spec.Proposed != nil {
+				// v1beta1 scopes a SidecarSet to namespaces with namespaceSelector only; a SidecarSet
+				// keeps spec.namespace across versions in an annotation, a proposed spec has none.
+				r.Spec.Proposed.Namespace = ""
+			}
+			wire := &v1alpha1.SidecarSetRollout{}
+			normalize(r, wire, v1alpha1.Convert_apps_SidecarSetRollout_To_v1alpha1_SidecarSetRollout,
+				v1alpha1.Convert_v1alpha1_SidecarSetRollout_To_apps_SidecarSetRollout, func() { v1alpha1.SetObjectDefaults_SidecarSetRollout(wire) })
 		},
 	}
 }

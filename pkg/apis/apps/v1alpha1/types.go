@@ -490,14 +490,19 @@ const (
 	// RolloutActionRollback sets the SidecarSet's containers, initContainers, volumes,
 	// imagePullSecrets and patchPodMetadata from a revision.
 	RolloutActionRollback RolloutAction = "Rollback"
+	// RolloutActionPreview changes nothing: the answer's status is the plan of a rollout of the
+	// proposed spec over the current pods (each pod's state, and the batch that would upgrade it).
+	RolloutActionPreview RolloutAction = "Preview"
 )
 
 // SidecarSetRolloutSpec is a rollout action.
 type SidecarSetRolloutSpec struct {
-	// Action is Pause, Resume or Rollback.
+	// Action is Pause, Resume, Rollback or Preview.
 	Action RolloutAction `json:"action,omitempty"`
 	// RevisionName is the SidecarSetRevision to roll back to (Rollback only).
 	RevisionName string `json:"revisionName,omitempty"`
+	// Proposed is the SidecarSet spec to preview (Preview only).
+	Proposed *SidecarSetSpec `json:"proposed,omitempty"`
 }
 
 // PodRolloutState is the rollout state of one pod.
@@ -579,4 +584,8 @@ type RolloutPod struct {
 	Reason string `json:"reason,omitempty"`
 	// Message is a human readable explanation.
 	Message string `json:"message,omitempty"`
+	// Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the
+	// first), assuming each round's pods become available before the next; 0 for pods it would
+	// not upgrade.
+	Batch int32 `json:"batch,omitempty"`
 }

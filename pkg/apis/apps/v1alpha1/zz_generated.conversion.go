@@ -469,6 +469,7 @@ func autoConvert_v1alpha1_RolloutPod_To_apps_RolloutPod(in *RolloutPod, out *app
 	out.State = apps.PodRolloutState(in.State)
 	out.Reason = in.Reason
 	out.Message = in.Message
+	out.Batch = in.Batch
 	return nil
 }
 
@@ -484,6 +485,7 @@ func autoConvert_apps_RolloutPod_To_v1alpha1_RolloutPod(in *apps.RolloutPod, out
 	out.State = PodRolloutState(in.State)
 	out.Reason = in.Reason
 	out.Message = in.Message
+	out.Batch = in.Batch
 	return nil
 }
 
@@ -833,6 +835,7 @@ func Convert_apps_SidecarSetRollout_To_v1alpha1_SidecarSetRollout(in *apps.Sidec
 func autoConvert_v1alpha1_SidecarSetRolloutSpec_To_apps_SidecarSetRolloutSpec(in *SidecarSetRolloutSpec, out *apps.SidecarSetRolloutSpec, s conversion.Scope) error {
 	out.Action = apps.RolloutAction(in.Action)
 	out.RevisionName = in.RevisionName
+	out.Proposed = (*apps.SidecarSetSpec)(unsafe.Pointer(in.Proposed))
 	return nil
 }
 
@@ -844,6 +847,7 @@ func Convert_v1alpha1_SidecarSetRolloutSpec_To_apps_SidecarSetRolloutSpec(in *Si
 func autoConvert_apps_SidecarSetRolloutSpec_To_v1alpha1_SidecarSetRolloutSpec(in *apps.SidecarSetRolloutSpec, out *SidecarSetRolloutSpec, s conversion.Scope) error {
 	out.Action = RolloutAction(in.Action)
 	out.RevisionName = in.RevisionName
+	out.Proposed = (*SidecarSetSpec)(unsafe.Pointer(in.Proposed))
 	return nil
 }
 

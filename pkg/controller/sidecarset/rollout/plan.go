@@ -54,6 +54,8 @@ type PodPlan struct {
 	State    v1alpha1.PodRolloutState
 	Reason   string
 	Message  string
+	// Batch is set by Preview: the round that would upgrade the pod, from 1; 0 for none.
+	Batch int32
 }
 
 // Result is the plan of one round.
@@ -87,6 +89,20 @@ func (r *Result) Done() bool {
 // Plan plans a round of the rollout of ss over pods, the pods its selector and namespace rules
 // match (it keeps those ss manages).
 func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
+	res, _ := planRound(ss, pods)
+	return res
+}
+
+// round is what Plan derives on the way: the managed pods, their facts, and the upgrade
+// candidates (indexes into managed) in upgrade order, empty when the rollout is blocked or waits
+// for hot-upgrade resets.
+type round struct {
+	managed    []*Pod
+	facts      []podFacts
+	candidates []int
+}
+
+func planRound(ss *v1alpha1.SidecarSet, pods []*Pod) (*Result, *round) {
 	p := newPlanner(ss)
 	managed := make([]*Pod, 0, len(pods))
 	res := &Result{}
@@ -130,9 +146,11 @@ func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
 	for _, i := range candidates {
 		plans[i].State, plans[i].Reason = v1alpha1.PodRolloutWaiting, p.blocked
 	}
+	r := &round{managed: managed, facts: facts}
 	if p.blocked == "" && len(res.Reset) == 0 {
 		candidates = sortCandidates(&ss.Spec.UpdateStrategy, managed, candidates)
 		res.Upgrade = p.choose(res, managed, facts, plans, candidates)
+		r.candidates = candidates
 	} else if len(res.Reset) > 0 {
 		for _, i := range candidates {
 			plans[i].Reason = ReasonHotUpgradeReset
@@ -150,7 +168,7 @@ func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
 			pp.Message = m
 		}
 	}
-	return res
+	return res, r
 }
 
 // choose walks the candidates in order: partition keeps the last ones; a candidate that is not

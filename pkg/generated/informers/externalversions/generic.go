@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	v1beta1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -57,6 +58,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().SidecarSets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sidecarsetrevisions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1alpha1().SidecarSetRevisions().Informer()}, nil
+
+		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("sidecarsets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Apps().V1beta1().SidecarSets().Informer()}, nil
 
 	}
 

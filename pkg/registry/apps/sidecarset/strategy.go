@@ -20,6 +20,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 )
 
@@ -41,6 +42,7 @@ func (Strategy) NamespaceScoped() bool { return false }
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return map[fieldpath.APIVersion]*fieldpath.Set{
 		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()):  fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
 	}
 }
 
@@ -126,6 +128,11 @@ func NewStatusStrategy(s Strategy) StatusStrategy { return StatusStrategy{s} }
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return map[fieldpath.APIVersion]*fieldpath.Set{
 		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "labels"),
+			fieldpath.MakePathOrDie("metadata", "annotations"),
+		),
+		fieldpath.APIVersion(v1beta1.SchemeGroupVersion.String()): fieldpath.NewSet(
 			fieldpath.MakePathOrDie("spec"),
 			fieldpath.MakePathOrDie("metadata", "labels"),
 			fieldpath.MakePathOrDie("metadata", "annotations"),

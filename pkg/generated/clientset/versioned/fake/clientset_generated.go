@@ -23,6 +23,8 @@ import (
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	appsv1alpha1 "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
 	fakeappsv1alpha1 "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/typed/apps/v1alpha1/fake"
+	appsv1beta1 "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/typed/apps/v1beta1"
+	fakeappsv1beta1 "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/typed/apps/v1beta1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -139,4 +141,9 @@ var (
 // AppsV1alpha1 retrieves the AppsV1alpha1Client
 func (c *Clientset) AppsV1alpha1() appsv1alpha1.AppsV1alpha1Interface {
 	return &fakeappsv1alpha1.FakeAppsV1alpha1{Fake: &c.Fake}
+}
+
+// AppsV1beta1 retrieves the AppsV1beta1Client
+func (c *Clientset) AppsV1beta1() appsv1beta1.AppsV1beta1Interface {
+	return &fakeappsv1beta1.FakeAppsV1beta1{Fake: &c.Fake}
 }

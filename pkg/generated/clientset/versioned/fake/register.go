@@ -20,6 +20,7 @@ package fake
 
 import (
 	appsv1alpha1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	appsv1beta1 "github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
 	appsv1alpha1.AddToScheme,
+	appsv1beta1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition

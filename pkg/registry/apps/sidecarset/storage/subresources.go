@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -26,13 +27,22 @@ type RevisionsREST struct {
 	revisions   *genericregistry.Store
 }
 
-var _ rest.Getter = &RevisionsREST{}
+var (
+	_ rest.Getter                   = &RevisionsREST{}
+	_ rest.GroupVersionKindProvider = &RevisionsREST{}
+)
 
 // New returns an empty revision list, the kind this subresource serves.
 func (r *RevisionsREST) New() runtime.Object { return &apps.SidecarSetRevisionList{} }
 
 // Destroy does nothing: the stores are owned elsewhere.
 func (r *RevisionsREST) Destroy() {}
+
+// GroupVersionKind returns the v1alpha1 SidecarSetRevisionList at every version of sidecarsets:
+// SidecarSetRevision has no other version.
+func (r *RevisionsREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
+	return v1alpha1.SchemeGroupVersion.WithKind("SidecarSetRevisionList")
+}
 
 // Get returns the revisions of the named SidecarSet, newest first.
 func (r *RevisionsREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -57,12 +67,17 @@ func ListRevisions(ctx context.Context, revisions *genericregistry.Store, sideca
 
 // RolloutViewer computes the rollout view of a SidecarSet from the pods it manages.
 type RolloutViewer interface {
+	// View returns the rollout view of ss: the plan of its next round.
 	View(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error)
+	// Preview returns the view of a rollout of ss, a SidecarSet with a proposed spec, to its end:
+	// the next round's plan with the batch that would upgrade each pod.
+	Preview(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error)
 }
 
 // RolloutREST serves sidecarsets/<name>/rollout: GET returns the rollout view, POST performs an
 // action (Pause, Resume, Rollback) through the SidecarSet's update strategy, so generation,
-// validation, dry-run and managed fields behave as for any update.
+// validation, dry-run and managed fields behave as for any update. The Preview action writes
+// nothing: it answers with the plan of a rollout of a proposed spec.
 type RolloutREST struct {
 	sidecarSets *genericregistry.Store
 	revisions   *genericregistry.Store
@@ -74,9 +89,9 @@ type RolloutREST struct {
 }
 
 var (
-	_ rest.Getter          = &RolloutREST{}
-	_ rest.NamedCreater    = &RolloutREST{}
-	_ rest.StorageMetadata = &RolloutREST{}
+	_ rest.Getter                   = &RolloutREST{}
+	_ rest.NamedCreater             = &RolloutREST{}
+	_ rest.GroupVersionKindProvider = &RolloutREST{}
 )
 
 // New returns an empty SidecarSetRollout.
@@ -85,11 +100,11 @@ func (r *RolloutREST) New() runtime.Object { return &apps.SidecarSetRollout{} }
 // Destroy does nothing: the stores are owned elsewhere.
 func (r *RolloutREST) Destroy() {}
 
-// ProducesMIMETypes returns nil: the default types.
-func (r *RolloutREST) ProducesMIMETypes(string) []string { return nil }
-
-// ProducesObject returns the SidecarSetRollout kind for every verb.
-func (r *RolloutREST) ProducesObject(string) interface{} { return &v1alpha1.SidecarSetRollout{} }
+// GroupVersionKind returns the SidecarSetRollout of the version the request is for: the rollout
+// view has the same shape at every version.
+func (r *RolloutREST) GroupVersionKind(containingGV schema.GroupVersion) schema.GroupVersionKind {
+	return containingGV.WithKind("SidecarSetRollout")
+}
 
 // Get returns the rollout view of the named SidecarSet.
 func (r *RolloutREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
@@ -105,7 +120,7 @@ func (r *RolloutREST) view(ctx context.Context, ss *apps.SidecarSet) (*apps.Side
 		return r.viewer.View(ctx, ss)
 	}
 	return &apps.SidecarSetRollout{
-		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation},
 		Status: apps.SidecarSetRolloutStatus{
 			ObservedGeneration: ss.Status.ObservedGeneration,
 			LatestRevision:     ss.Status.LatestRevision,
@@ -127,6 +142,9 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
 			return nil, err
 		}
+	}
+	if req.Spec.Action == apps.RolloutActionPreview {
+		return r.preview(ctx, name, req.Spec.Proposed)
 	}
 	var revision *apps.SidecarSetRevision
 	if req.Spec.Action == apps.RolloutActionRollback {
@@ -181,9 +199,56 @@ func (r *RolloutREST) admitAsUpdate(ctx context.Context, name string, opts *meta
 	return mutate, validate
 }
 
+// preview answers the Preview action: the SidecarSet with the proposed spec, defaulted, stamped
+// and validated as an update would be, planned over the pods it selects. Nothing is written.
+func (r *RolloutREST) preview(ctx context.Context, name string, spec *apps.SidecarSetSpec) (runtime.Object, error) {
+	obj, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	current := obj.(*apps.SidecarSet)
+	proposed := current.DeepCopy()
+	proposed.Spec = *spec.DeepCopy()
+	proposed.Status.LatestRevision = "" // the proposed spec has no revision yet
+	if err := r.defaulted(proposed); err != nil {
+		return nil, err
+	}
+	r.sidecarSets.UpdateStrategy.PrepareForUpdate(ctx, proposed, current)
+	if errs := r.sidecarSets.UpdateStrategy.ValidateUpdate(ctx, proposed, current); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(apps.Kind("SidecarSet"), name, errs)
+	}
+	if r.viewer == nil {
+		return r.view(ctx, proposed)
+	}
+	return r.viewer.Preview(ctx, proposed)
+}
+
+// defaulted applies the v1alpha1 defaults to an internal SidecarSet, as decoding a PUT does.
+func (r *RolloutREST) defaulted(ss *apps.SidecarSet) error {
+	if r.scheme == nil {
+		return nil
+	}
+	external := &v1alpha1.SidecarSet{}
+	if err := r.scheme.Convert(ss, external, nil); err != nil {
+		return err
+	}
+	r.scheme.Default(external)
+	return r.scheme.Convert(external, ss, nil)
+}
+
 func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
 	path := field.NewPath("spec")
+	if spec.Proposed != nil && spec.Action != apps.RolloutActionPreview {
+		return field.ErrorList{field.Forbidden(path.Child("proposed"), "only allowed with action Preview")}
+	}
 	switch spec.Action {
+	case apps.RolloutActionPreview:
+		if spec.Proposed == nil {
+			return field.ErrorList{field.Required(path.Child("proposed"), "the SidecarSet spec to preview")}
+		}
+		if spec.RevisionName != "" {
+			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
+		}
 	case apps.RolloutActionPause, apps.RolloutActionResume:
 		if spec.RevisionName != "" {
 			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
@@ -194,7 +259,7 @@ func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
 		}
 	default:
 		return field.ErrorList{field.NotSupported(path.Child("action"), spec.Action,
-			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback})}
+			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback, apps.RolloutActionPreview})}
 	}
 	return nil
 }

@@ -1,0 +1,297 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/admission/revision"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// sources are the SidecarSets, revisions and namespace labels injection reads: from a file (no
+// cluster) or from the cluster.
+type sources struct {
+	sidecarSets []*v1alpha1.SidecarSet
+	revisions   injection.RevisionSource
+	// nsLabels returns the labels of a namespace.
+	nsLabels func(ns string) (map[string]string, error)
+}
+
+type injectFlags struct {
+	file, sidecarSets, namespaceLabels string
+}
+
+func newInjectCommand(o *options) *cobra.Command {
+	f := &injectFlags{}
+	cmd := &cobra.Command{
+		Use:   "inject -f FILE [--sidecarsets FILE] [--namespace-labels k=v,...]",
+		Short: "Render pods, or the pod templates of workloads, with their sidecars",
+		Long: `Render a Pod, or the pod template of a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
+CronJob, with the sidecars of the SidecarSets that select it, through the injector the server
+runs at admission. With --sidecarsets (SidecarSets, and the SidecarSetRevisions that
+injectionStrategy.revision names) no cluster is needed; namespace labels then come from
+--namespace-labels. Without it, the SidecarSets, revisions and namespace labels are read from the
+cluster. Skipped parts (a missing transferEnv source, ...) are printed as warnings on stderr.`,
+		Example: `  kubectl sidecarset inject -f deployment.yaml --sidecarsets sidecarsets.yaml
+  kubectl sidecarset inject -f pod.yaml -n shop | kubectl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.runInject(cmd.Context(), f) },
+	}
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "the Pod or workload manifests (- for stdin)")
+	cmd.Flags().StringVar(&f.sidecarSets, "sidecarsets", "", "SidecarSet (and SidecarSetRevision) manifests; no cluster is used")
+	cmd.Flags().StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespace, k=v,... (with --sidecarsets)")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func (o *options) runInject(ctx context.Context, f *injectFlags) error {
+	if err := o.checkOutput(); err != nil {
+		return err
+	}
+	objs, err := o.readFile(f.file)
+	if err != nil {
+		return err
+	}
+	src, defaultNS, err := o.sources(ctx, f.sidecarSets, f.namespaceLabels)
+	if err != nil {
+		return err
+	}
+	out, warnings, err := injectObjects(objs, src, defaultNS, o.now(), o.rand)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(o.err, "Warning:", w)
+	}
+	return o.printObjects(out)
+}
+
+// injectObjects injects every object's pod and returns the objects with their injected pods.
+func injectObjects(objs []*unstructured.Unstructured, src *sources, defaultNS string, now time.Time, rnd func() float64) ([]*unstructured.Unstructured, []injection.Warning, error) {
+	var warnings []injection.Warning
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		pod, err := podOf(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		ns := pod.Namespace
+		if ns == "" {
+			ns = defaultNS
+		}
+		labels, err := src.nsLabels(ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := injection.Inject(injection.Input{Pod: pod, Namespace: ns, NamespaceLabels: labels,
+			SidecarSets: src.sidecarSets, Revisions: src.revisions, Now: now, Rand: rnd})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %q: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		warnings = append(warnings, res.Warnings...)
+		obj = obj.DeepCopy()
+		if err := setPod(obj, res.Pod); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, obj)
+	}
+	return out, warnings, nil
+}
+
+// readFile reads the objects of a file, or of stdin for "-".
+func (o *options) readFile(name string) ([]*unstructured.Unstructured, error) {
+	var r io.Reader = o.in
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	objs, err := readDocuments(r)
+	if err == nil && len(objs) == 0 {
+		err = fmt.Errorf("%s: no object", name)
+	}
+	return objs, err
+}
+
+// printObjects prints objects as YAML documents, or JSON (a List when there are several).
+func (o *options) printObjects(objs []*unstructured.Unstructured) error {
+	if o.output == "json" {
+		if len(objs) == 1 {
+			return o.print(objs[0].Object, nil)
+		}
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objectsOf(objs)}
+		return o.print(list, nil)
+	}
+	for i, obj := range objs {
+		if i > 0 {
+			fmt.Fprintln(o.out, "---")
+		}
+		data, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		if _, err := o.out.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func objectsOf(objs []*unstructured.Unstructured) []any {
+	out := make([]any, len(objs))
+	for i := range objs {
+		out[i] = objs[i].Object
+	}
+	return out
+}
+
+// sources reads the SidecarSets from a file (then no cluster is used) or from the cluster, and
+// returns the default namespace of pods.
+func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources, string, error) {
+	labels, err := parseLabels(nsLabels)
+	if err != nil {
+		return nil, "", err
+	}
+	if file != "" {
+		objs, err := o.readFile(file)
+		if err != nil {
+			return nil, "", err
+		}
+		src, err := offlineSources(objs)
+		if err != nil {
+			return nil, "", err
+		}
+		src.nsLabels = func(string) (map[string]string, error) { return labels, nil }
+		return src, o.offlineNamespace(), nil
+	}
+	c, err := o.newClients()
+	if err != nil {
+		return nil, "", err
+	}
+	src, err := clusterSources(ctx, c)
+	if err != nil {
+		return nil, "", err
+	}
+	if nsLabels != "" {
+		src.nsLabels = func(string) (map[string]string, error) { return labels, nil }
+	}
+	return src, c.namespace, nil
+}
+
+// offlineSources decodes SidecarSets and SidecarSetRevisions, defaulted and with their hashes
+// stamped as the server does when it stores them.
+func offlineSources(objs []*unstructured.Unstructured) (*sources, error) {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	src := &sources{}
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "SidecarSet":
+			ss := &v1alpha1.SidecarSet{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, ss, true); err != nil {
+				return nil, fmt.Errorf("SidecarSet %q: %w", obj.GetName(), err)
+			}
+			scheme.Default(ss)
+			if err := stampHashes(ss); err != nil {
+				return nil, err
+			}
+			src.sidecarSets = append(src.sidecarSets, ss)
+		case "SidecarSetRevision":
+			rev := &v1alpha1.SidecarSetRevision{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, rev); err != nil {
+				return nil, fmt.Errorf("SidecarSetRevision %q: %w", obj.GetName(), err)
+			}
+			scheme.Default(rev)
+			if err := indexer.Add(rev); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("--sidecarsets: %s %q is not a SidecarSet or SidecarSetRevision", obj.GetKind(), obj.GetName())
+		}
+	}
+	src.revisions = revision.Lister{Revisions: listers.NewSidecarSetRevisionLister(indexer)}
+	return src, nil
+}
+
+// stampHashes sets the hash annotations the server stamps on every SidecarSet it stores.
+func stampHashes(ss *v1alpha1.SidecarSet) error {
+	h, err := hash.Of(&ss.Spec)
+	if err != nil {
+		return fmt.Errorf("SidecarSet %q: %w", ss.Name, err)
+	}
+	if ss.Annotations == nil {
+		ss.Annotations = map[string]string{}
+	}
+	ss.Annotations[sidecar.HashAnnotation] = h.WithImage
+	ss.Annotations[sidecar.HashWithoutImageAnnotation] = h.WithoutImage
+	return nil
+}
+
+// clusterSources lists the SidecarSets and their revisions, and reads namespaces on demand.
+func clusterSources(ctx context.Context, c *clients) (*sources, error) {
+	list, err := c.sidecarSet.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing SidecarSets: %w", err)
+	}
+	src := &sources{}
+	for i := range list.Items {
+		src.sidecarSets = append(src.sidecarSets, &list.Items[i])
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if revs, err := c.sidecarSet.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range revs.Items {
+			_ = indexer.Add(&revs.Items[i])
+		}
+	} else if !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing SidecarSetRevisions: %w", err)
+	}
+	src.revisions = revision.Lister{Revisions: listers.NewSidecarSetRevisionLister(indexer)}
+	src.nsLabels = func(name string) (map[string]string, error) {
+		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return ns.Labels, nil
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+			return nil, nil // namespaceSelectors see only kubernetes.io/metadata.name
+		}
+		return nil, err
+	}
+	return src, nil
+}
+
+// parseLabels parses k=v,k2=v2.
+func parseLabels(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--namespace-labels: %q is not k=v", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}

@@ -1,0 +1,131 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetRollout is the rollout view of a SidecarSet (GET sidecarsets/<name>/rollout) and the
+// request body of rollout actions (POST sidecarsets/<name>/rollout with spec.action).
+type SidecarSetRollout struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; the name is the SidecarSet's.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the action to perform, for POST.
+	Spec SidecarSetRolloutSpec `json:"spec,omitempty"`
+	// Status is the state of the rollout, for GET.
+	Status SidecarSetRolloutStatus `json:"status,omitempty"`
+}
+
+// RolloutAction is an action on a rollout.
+type RolloutAction string
+
+const (
+	// RolloutActionPause sets updateStrategy.paused.
+	RolloutActionPause RolloutAction = "Pause"
+	// RolloutActionResume clears updateStrategy.paused.
+	RolloutActionResume RolloutAction = "Resume"
+	// RolloutActionRollback sets the SidecarSet's containers, initContainers, volumes,
+	// imagePullSecrets and patchPodMetadata from a revision.
+	RolloutActionRollback RolloutAction = "Rollback"
+	// RolloutActionPreview changes nothing: the answer's status is the plan of a rollout of the
+	// proposed spec over the current pods (each pod's state, and the batch that would upgrade it).
+	RolloutActionPreview RolloutAction = "Preview"
+)
+
+// SidecarSetRolloutSpec is a rollout action.
+type SidecarSetRolloutSpec struct {
+	// Action is Pause, Resume, Rollback or Preview.
+	Action RolloutAction `json:"action,omitempty"`
+	// RevisionName is the SidecarSetRevision to roll back to (Rollback only).
+	RevisionName string `json:"revisionName,omitempty"`
+	// Proposed is the SidecarSet spec to preview (Preview only).
+	Proposed *SidecarSetSpec `json:"proposed,omitempty"`
+}
+
+// PodRolloutState is the rollout state of one pod.
+type PodRolloutState string
+
+const (
+	// PodRolloutUpdated means the pod runs the latest sidecar spec.
+	PodRolloutUpdated PodRolloutState = "Updated"
+	// PodRolloutUpgrading means the pod's spec was updated and its sidecars are restarting.
+	PodRolloutUpgrading PodRolloutState = "Upgrading"
+	// PodRolloutWaiting means the pod will be upgraded; reason says what it waits for.
+	PodRolloutWaiting PodRolloutState = "Waiting"
+	// PodRolloutNotUpgradable means a change other than an image keeps the pod on its old spec.
+	PodRolloutNotUpgradable PodRolloutState = "NotUpgradable"
+	// PodRolloutFailed means the pod was upgraded and its sidecar fails to run the new image.
+	PodRolloutFailed PodRolloutState = "Failed"
+	// PodRolloutNotInjected means the SidecarSet selects the pod but the pod runs without its
+	// sidecars (created before the SidecarSet, in a namespace excluded from injection, or admitted
+	// while injection was unavailable); reason says which when known.
+	PodRolloutNotInjected PodRolloutState = "NotInjected"
+)
+
+// SidecarSetRolloutStatus is the state of a rollout.
+type SidecarSetRolloutStatus struct {
+	// ObservedGeneration is the SidecarSet generation this view was computed for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LatestRevision is the revision of the current spec.
+	LatestRevision string `json:"latestRevision,omitempty"`
+	// Paused reports updateStrategy.paused.
+	Paused bool `json:"paused,omitempty"`
+	// MaxUnavailable is the resolved unavailability budget.
+	MaxUnavailable int32 `json:"maxUnavailable"`
+	// Partition is the resolved number of pods kept on old revisions.
+	Partition int32 `json:"partition"`
+	// Unavailable is the number of updated pods that are not available.
+	Unavailable int32 `json:"unavailable"`
+	// Revisions lists the revisions pods run, newest first, with their pod counts.
+	// +listType=atomic
+	Revisions []RolloutRevision `json:"revisions,omitempty"`
+	// Pods lists every matched pod with its rollout state.
+	// +listType=atomic
+	Pods []RolloutPod `json:"pods,omitempty"`
+	// Injection says which admission path injects the SidecarSet into new pods, and why.
+	Injection *RolloutInjection `json:"injection,omitempty"`
+}
+
+// RolloutInjection is the admission path that injects a SidecarSet.
+type RolloutInjection struct {
+	// Path is Policy (a MutatingAdmissionPolicy inside kube-apiserver), Webhook, or None.
+	Path string `json:"path"`
+	// Reason is why: Compiled, or the feature a policy cannot express.
+	Reason string `json:"reason,omitempty"`
+	// Message explains the reason.
+	Message string `json:"message,omitempty"`
+	// Policy is the name of the MutatingAdmissionPolicy, for the Policy path.
+	Policy string `json:"policy,omitempty"`
+}
+
+// RolloutRevision counts the pods that run one revision.
+type RolloutRevision struct {
+	// Name of the revision; empty for pods whose revision is unknown.
+	Name string `json:"name"`
+	// Pods running it.
+	Pods int32 `json:"pods"`
+}
+
+// RolloutPod is the rollout state of one pod.
+type RolloutPod struct {
+	// Namespace of the pod.
+	Namespace string `json:"namespace"`
+	// Name of the pod.
+	Name string `json:"name"`
+	// Revision the pod's sidecars were injected from or last upgraded to.
+	Revision string `json:"revision,omitempty"`
+	// State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.
+	State PodRolloutState `json:"state"`
+	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
+	// or NotReady; or why it is not upgradable or failed.
+	Reason string `json:"reason,omitempty"`
+	// Message is a human readable explanation.
+	Message string `json:"message,omitempty"`
+	// Batch is, in a preview, the round of the rollout that would upgrade the pod (1 for the
+	// first), assuming each round's pods become available before the next; 0 for pods it would
+	// not upgrade.
+	Batch int32 `json:"batch,omitempty"`
+}

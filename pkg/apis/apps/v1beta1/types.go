@@ -1,0 +1,417 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:method=GetRevisions,verb=get,subresource=revisions,result=github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1.SidecarSetRevisionList
+// +genclient:method=GetRollout,verb=get,subresource=rollout,result=SidecarSetRollout
+// +genclient:method=Rollout,verb=create,subresource=rollout,input=SidecarSetRollout,result=SidecarSetRollout
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSet injects sidecar containers into the pods it selects when they are created, and
+// upgrades those containers in place when their image changes.
+type SidecarSet struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the SidecarSet.
+	Spec SidecarSetSpec `json:"spec,omitempty"`
+	// Status is the most recently observed state of the SidecarSet, written by the server's controller.
+	Status SidecarSetStatus `json:"status,omitempty"`
+}
+
+// SidecarSetSpec defines the desired state of a SidecarSet.
+type SidecarSetSpec struct {
+	// Selector is a label query over pods that should be injected. Required and must not be empty.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// NamespaceSelector restricts the SidecarSet to pods in namespaces whose labels match.
+	// Nil matches every namespace. A single namespace is selected by its
+	// kubernetes.io/metadata.name label (what v1alpha1's spec.namespace converts to).
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// InitContainers are injected into matching pods at creation only, sorted by name. An init
+	// container with restartPolicy Always is a native sidecar and is upgraded in place like a container.
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	// +listType=map
+	// +listMapKey=name
+	InitContainers []SidecarContainer `json:"initContainers,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// Containers are the sidecar containers injected into matching pods and upgraded in place.
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	// +listType=map
+	// +listMapKey=name
+	Containers []SidecarContainer `json:"containers,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// Volumes the sidecar containers may mount. Only volumes that an injected container mounts are
+	// added to a pod, and a pod volume of the same name wins.
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	// +listType=map
+	// +listMapKey=name
+	Volumes []corev1.Volume `json:"volumes,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// UpdateStrategy controls how injected pods are upgraded in place when the sidecar image changes.
+	UpdateStrategy SidecarSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// InjectionStrategy controls injection into newly created pods.
+	InjectionStrategy SidecarSetInjectionStrategy `json:"injectionStrategy,omitempty"`
+
+	// ImagePullSecrets are appended to the pod's imagePullSecrets at injection.
+	// +patchMergeKey=name
+	// +patchStrategy=merge
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+
+	// RevisionHistoryLimit is the number of SidecarSetRevisions kept. Defaults to 10.
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// PatchPodMetadata lists pod annotations set at injection and, for Overwrite and MergePatchJson,
+	// again at each in-place upgrade. Keys must be allowed by the whitelist ConfigMap.
+	// +listType=atomic
+	PatchPodMetadata []SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
+
+	// CustomVersion is a user-chosen version of this spec. The revisions recorded from the
+	// SidecarSet are labelled apps.kruise.io/sidecarset-custom-version with it, and
+	// injectionStrategy.revision.customVersion selects them. v1alpha1 carries it as that label
+	// on the SidecarSet.
+	CustomVersion string `json:"customVersion,omitempty"`
+}
+
+// SidecarSetPatchPodMetadata is a set of annotations patched into pods with one policy.
+type SidecarSetPatchPodMetadata struct {
+	// Annotations to patch into the pod.
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// PatchPolicy is Retain (set only when absent, the default), Overwrite or MergePatchJson.
+	PatchPolicy SidecarSetPatchPolicyType `json:"patchPolicy,omitempty"`
+}
+
+// SidecarSetPatchPolicyType says how a patched annotation combines with the pod's own value.
+type SidecarSetPatchPolicyType string
+
+const (
+	// SidecarSetRetainPatchPolicy keeps the pod's value when the annotation exists. Injection only.
+	SidecarSetRetainPatchPolicy SidecarSetPatchPolicyType = "Retain"
+	// SidecarSetOverwritePatchPolicy always sets the SidecarSet's value.
+	SidecarSetOverwritePatchPolicy SidecarSetPatchPolicyType = "Overwrite"
+	// SidecarSetMergePatchJsonPatchPolicy applies the value as a JSON merge patch to the pod's value.
+	SidecarSetMergePatchJsonPatchPolicy SidecarSetPatchPolicyType = "MergePatchJson"
+)
+
+// SidecarContainer is a container injected by a SidecarSet: every field of a core/v1 Container plus
+// the injection and upgrade policies. The field order is part of the wire contract: it determines
+// the kruise.io/sidecarset-hash annotations.
+type SidecarContainer struct {
+	corev1.Container `json:",inline"`
+
+	// PodInjectPolicy places the container before (BeforeAppContainer, the default for containers)
+	// or after (AfterAppContainer, the default for initContainers) the pod's own containers.
+	PodInjectPolicy PodInjectPolicyType `json:"podInjectPolicy,omitempty"`
+
+	// UpgradeStrategy is ColdUpgrade (restart the container with the new image) or HotUpgrade
+	// (two containers that hand over to each other).
+	UpgradeStrategy SidecarContainerUpgradeStrategy `json:"upgradeStrategy,omitempty"`
+
+	// ShareVolumePolicy, when enabled, mounts the app containers' volume mounts into this sidecar.
+	ShareVolumePolicy ShareVolumePolicy `json:"shareVolumePolicy,omitempty"`
+
+	// ShareVolumeDevicePolicy, when enabled, shares the app containers' volume devices with this sidecar.
+	ShareVolumeDevicePolicy *ShareVolumePolicy `json:"shareVolumeDevicePolicy,omitempty"`
+
+	// TransferEnv copies environment variables from an app container of the pod.
+	// +listType=atomic
+	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+
+	// ResourcesPolicy computes this container's resources from the pod's containers at injection.
+	// Cannot be combined with resources.
+	// +optional
+	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
+}
+
+// ShareVolumePolicy enables or disables volume sharing.
+type ShareVolumePolicy struct {
+	// Type is enabled or disabled.
+	Type ShareVolumePolicyType `json:"type,omitempty"`
+}
+
+// PodInjectPolicyType says where a sidecar goes relative to the pod's own containers.
+type PodInjectPolicyType string
+
+const (
+	// BeforeAppContainerType injects the sidecar in front of the pod's containers.
+	BeforeAppContainerType PodInjectPolicyType = "BeforeAppContainer"
+	// AfterAppContainerType injects the sidecar after the pod's containers.
+	AfterAppContainerType PodInjectPolicyType = "AfterAppContainer"
+)
+
+// ShareVolumePolicyType is enabled or disabled.
+type ShareVolumePolicyType string
+
+const (
+	// ShareVolumePolicyEnabled shares volumes.
+	ShareVolumePolicyEnabled ShareVolumePolicyType = "enabled"
+	// ShareVolumePolicyDisabled does not share volumes.
+	ShareVolumePolicyDisabled ShareVolumePolicyType = "disabled"
+)
+
+// TransferEnvVar copies environment variables from a container of the pod into the sidecar.
+type TransferEnvVar struct {
+	// SourceContainerName is the name of the pod container to copy from.
+	SourceContainerName string `json:"sourceContainerName,omitempty"`
+	// SourceContainerNameFrom reads the source container name from a pod label or annotation.
+	// +optional
+	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
+	// EnvName is the name of one variable to copy.
+	EnvName string `json:"envName,omitempty"`
+	// EnvNames are the names of several variables to copy.
+	// +optional
+	// +listType=atomic
+	EnvNames []string `json:"envNames,omitempty"`
+}
+
+// SourceContainerNameSource selects the source container name from pod metadata.
+type SourceContainerNameSource struct {
+	// FieldRef selects metadata.labels['<KEY>'] or metadata.annotations['<KEY>'] of the pod.
+	FieldRef *corev1.ObjectFieldSelector `json:"fieldRef,omitempty"`
+}
+
+// ResourcesPolicy computes a sidecar's resources from the pod's target containers at injection.
+type ResourcesPolicy struct {
+	// TargetContainersMode aggregates the target containers' resources: sum or max.
+	TargetContainersMode TargetContainersModeType `json:"targetContainersMode"`
+
+	// TargetContainersNameRegex selects target containers by name (RE2, unanchored). Defaults to ".*"
+	// when absent (as OpenKruise's CRD does); an explicit empty value is invalid. Sidecars of
+	// matched SidecarSets are never targets. No target rejects the pod.
+	// +optional
+	TargetContainersNameRegex *string `json:"targetContainersNameRegex,omitempty"`
+
+	// ResourcesExpr holds the expressions that compute the resources.
+	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`
+}
+
+// TargetContainersModeType says how target containers' resources are aggregated.
+type TargetContainersModeType string
+
+const (
+	// TargetContainersModeSum sums the target containers' resources.
+	TargetContainersModeSum TargetContainersModeType = "sum"
+	// TargetContainersModeMax takes the largest of the target containers' resources.
+	TargetContainersModeMax TargetContainersModeType = "max"
+)
+
+// ResourcesExpr holds resource expressions. An expression supports + - * /, parentheses,
+// max(a,b), min(a,b), numbers, percentages, quantities and the variable cpu or memory.
+type ResourcesExpr struct {
+	// Limits expressions; a limit is left unset when any target container has no such limit.
+	// +optional
+	Limits *ResourceExprLimits `json:"limits,omitempty"`
+
+	// Requests expressions; a target container without a request counts as zero.
+	// +optional
+	Requests *ResourceExprRequests `json:"requests,omitempty"`
+}
+
+// ResourceExprLimits holds the expressions of limits.
+type ResourceExprLimits struct {
+	// CPU expression over the variable cpu.
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+	// Memory expression over the variable memory.
+	// +optional
+	Memory string `json:"memory,omitempty"`
+}
+
+// ResourceExprRequests holds the expressions of requests.
+type ResourceExprRequests struct {
+	// CPU expression over the variable cpu.
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+	// Memory expression over the variable memory.
+	// +optional
+	Memory string `json:"memory,omitempty"`
+}
+
+// SidecarContainerUpgradeType is ColdUpgrade or HotUpgrade.
+type SidecarContainerUpgradeType string
+
+const (
+	// SidecarContainerColdUpgrade restarts the container with the new image.
+	SidecarContainerColdUpgrade SidecarContainerUpgradeType = "ColdUpgrade"
+	// SidecarContainerHotUpgrade runs two twins, <name>-1 and <name>-2, that hand over on upgrade.
+	SidecarContainerHotUpgrade SidecarContainerUpgradeType = "HotUpgrade"
+)
+
+// SidecarContainerUpgradeStrategy says how a sidecar container is upgraded.
+type SidecarContainerUpgradeStrategy struct {
+	// UpgradeType is ColdUpgrade (default) or HotUpgrade. Immutable once set.
+	UpgradeType SidecarContainerUpgradeType `json:"upgradeType,omitempty"`
+
+	// HotUpgradeEmptyImage is the image of the idle twin of a hot-upgrade sidecar: same command and
+	// probes, no work.
+	HotUpgradeEmptyImage string `json:"hotUpgradeEmptyImage,omitempty"`
+}
+
+// SidecarSetInjectionStrategy controls injection into new pods.
+type SidecarSetInjectionStrategy struct {
+	// Paused stops injection into new pods; injected pods are still upgraded.
+	Paused bool `json:"paused,omitempty"`
+
+	// Revision injects a recorded revision instead of the latest spec.
+	Revision *SidecarSetInjectRevision `json:"revision,omitempty"`
+}
+
+// SidecarSetInjectRevision names the revision injected into new pods.
+type SidecarSetInjectRevision struct {
+	// CustomVersion selects the newest revision labelled apps.kruise.io/sidecarset-custom-version=<value>.
+	// +optional
+	CustomVersion *string `json:"customVersion,omitempty"`
+	// RevisionName is the name of a SidecarSetRevision.
+	// +optional
+	RevisionName *string `json:"revisionName,omitempty"`
+	// Policy is Always (default: every new pod gets the revision) or Partial (pods selected by
+	// updateStrategy.selector, or the partition share of new pods, get the latest spec).
+	Policy SidecarSetInjectRevisionPolicy `json:"policy,omitempty"`
+}
+
+// SidecarSetInjectRevisionPolicy is Always or Partial.
+type SidecarSetInjectRevisionPolicy string
+
+const (
+	// AlwaysSidecarSetInjectRevisionPolicy injects the named revision into every new pod.
+	AlwaysSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Always"
+	// PartialSidecarSetInjectRevisionPolicy injects the named revision or the latest according to the update strategy.
+	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
+)
+
+// SidecarSetUpdateStrategy controls in-place upgrades of injected pods.
+type SidecarSetUpdateStrategy struct {
+	// Type is RollingUpdate (default) or NotUpdate (never touch existing pods).
+	Type SidecarSetUpdateStrategyType `json:"type,omitempty"`
+
+	// Paused stops in-place upgrades.
+	Paused bool `json:"paused,omitempty"`
+
+	// Selector limits upgrades to the pods it selects (canary).
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Partition is the number or percentage of pods left on the old version. Defaults to 0.
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+
+	// MaxUnavailable is the number or percentage (rounded up) of matched pods that may be
+	// unavailable during the upgrade. Defaults to 1.
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// PriorityStrategy orders pods for upgrade by weight or by an ordered label.
+	PriorityStrategy *UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
+
+	// ScatterStrategy spreads pods with the given labels across upgrade batches.
+	ScatterStrategy UpdateScatterStrategy `json:"scatterStrategy,omitempty"`
+}
+
+// SidecarSetUpdateStrategyType is RollingUpdate or NotUpdate.
+type SidecarSetUpdateStrategyType string
+
+const (
+	// NotUpdateSidecarSetStrategyType never upgrades existing pods.
+	NotUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "NotUpdate"
+	// RollingUpdateSidecarSetStrategyType upgrades existing pods in place.
+	RollingUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "RollingUpdate"
+)
+
+// UpdatePriorityStrategy orders pods for upgrade. Only one of orderPriority and weightPriority can be set.
+type UpdatePriorityStrategy struct {
+	// OrderPriority sorts pods by the integer at the end of the value of the first ordered key they carry.
+	// +listType=atomic
+	OrderPriority []UpdatePriorityOrderTerm `json:"orderPriority,omitempty"`
+	// WeightPriority sorts pods by the sum of the weights of the terms they match.
+	// +listType=atomic
+	WeightPriority []UpdatePriorityWeightTerm `json:"weightPriority,omitempty"`
+}
+
+// UpdatePriorityOrderTerm is an order priority term.
+type UpdatePriorityOrderTerm struct {
+	// OrderedKey is a pod label key; its value's last integer (5 in "sts-5") orders the pods.
+	OrderedKey string `json:"orderedKey"`
+}
+
+// UpdatePriorityWeightTerm is a weight priority term.
+type UpdatePriorityWeightTerm struct {
+	// Weight of matching pods, 0-100.
+	Weight int32 `json:"weight"`
+	// MatchSelector selects pods by label.
+	MatchSelector metav1.LabelSelector `json:"matchSelector"`
+}
+
+// UpdateScatterStrategy lists label key/value pairs whose pods are spread across upgrade batches.
+// A value of "*" stands for every value of the key.
+// +listType=atomic
+type UpdateScatterStrategy []UpdateScatterTerm
+
+// UpdateScatterTerm is a label key and value.
+type UpdateScatterTerm struct {
+	// Key of the label.
+	Key string `json:"key"`
+	// Value of the label, or "*".
+	Value string `json:"value"`
+}
+
+// SidecarSetStatus is the observed state of a SidecarSet.
+type SidecarSetStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// MatchedPods is the number of active pods this SidecarSet injected.
+	MatchedPods int32 `json:"matchedPods"`
+
+	// UpdatedPods is the number of matched pods running the latest sidecar spec.
+	UpdatedPods int32 `json:"updatedPods"`
+
+	// ReadyPods is the number of matched pods that are ready and whose sidecars run their spec image.
+	ReadyPods int32 `json:"readyPods"`
+
+	// UpdatedReadyPods is the number of matched pods that are both updated and ready.
+	UpdatedReadyPods int32 `json:"updatedReadyPods,omitempty"`
+
+	// NotInjectedPods is the number of active pods the SidecarSet selects that run without its
+	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
+	// +optional
+	NotInjectedPods int32 `json:"notInjectedPods,omitempty"`
+
+	// LatestRevision is the name of the SidecarSetRevision of the current spec.
+	LatestRevision string `json:"latestRevision,omitempty"`
+
+	// CollisionCount counts revision name collisions; it makes new revision names unique.
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True
+	// when kube-apiserver injects new pods itself through the SidecarSet's
+	// MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing)
+	// injects them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SidecarSetList is a list of SidecarSets.
+type SidecarSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items is the list of SidecarSets.
+	Items []SidecarSet `json:"items"`
+}
