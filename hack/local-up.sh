@@ -58,10 +58,17 @@ tools() {
 
 kc() { "${KUBECTL}" --kubeconfig "${KUBECONFIG_FILE}" "$@"; }
 
+# alive PID: the process exists and is not a zombie (a killed process whose parent, init here,
+# has not reaped it yet still answers kill -0).
+alive() {
+  local state
+  state=$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) && [[ -n "${state}" && "${state}" != Z ]]
+}
+
 # start NAME CMD... runs a process in its own session, logging to logs/NAME.log.
 start() {
   local name=$1; shift
-  if [[ -f "${RUN}/${name}.pid" ]] && kill -0 "$(cat "${RUN}/${name}.pid")" 2>/dev/null; then
+  if [[ -f "${RUN}/${name}.pid" ]] && alive "$(cat "${RUN}/${name}.pid")"; then
     return
   fi
   setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
@@ -73,7 +80,7 @@ stop() {
   [[ -f "${RUN}/${name}.pid" ]] || return 0
   pid=$(cat "${RUN}/${name}.pid")
   kill -TERM -- "-${pid}" 2>/dev/null || kill -TERM "${pid}" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 50); do alive "${pid}" || break; sleep 0.1; done
   kill -KILL -- "-${pid}" 2>/dev/null || true
   rm -f "${RUN}/${name}.pid"
 }
