@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -34,4 +35,18 @@ func asV1beta1(ss *v1alpha1.SidecarSet) *v1beta1.SidecarSet {
 		panic(err)
 	}
 	return out
+}
+
+// TestConformanceAtV1beta1 runs the validation scenarios and the injection scenarios (policy
+// mode, the default) with every SidecarSet written at apps.kruise.io/v1beta1, converted by the
+// server's own conversion: a v1beta1 client gets the same validation and the same pods.
+func TestConformanceAtV1beta1(t *testing.T) {
+	t.Setenv("E2E_SIDECARSET_VERSION", "v1beta1")
+	t.Run("validation", TestValidationConformance)
+	t.Run("injection", func(t *testing.T) {
+		dirs := scenarioDirs(t, "injection")
+		for _, name := range sortedNames(dirs) {
+			t.Run(name, func(t *testing.T) { runInjectionScenario(t, dirs[name], true) })
+		}
+	})
 }
