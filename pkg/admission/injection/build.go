@@ -176,12 +176,14 @@ func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, inde
 // says: transferEnv sources the pod lacks, SidecarSet volumes whose name a different pod volume
 // already has (the pod's wins), and pod containers of the pod's own that the sidecar replaces.
 func (b *builder) warnSkipped(v *view, sc *v1alpha1.SidecarContainer, init bool, index int, r *sidecar.Rendered) {
-	path := fmt.Sprintf("spec.containers[%d]", index)
-	if init {
-		path = fmt.Sprintf("spec.initContainers[%d]", index)
+	path := func() string { // formatted only for a warning: this runs for every injected pod
+		if init {
+			return fmt.Sprintf("spec.initContainers[%d]", index)
+		}
+		return fmt.Sprintf("spec.containers[%d]", index)
 	}
 	for _, skip := range sidecar.SkippedTransferEnvs(sc, b.pod) {
-		b.warn(v.ss.Name, fmt.Sprintf("%s.transferEnv[%d]", path, skip.Index), skip.Message+"; nothing copied")
+		b.warn(v.ss.Name, fmt.Sprintf("%s.transferEnv[%d]", path(), skip.Index), skip.Message+"; nothing copied")
 	}
 	for _, n := range r.VolumeNames {
 		vol := findVolume(v.volumes, n)
@@ -193,7 +195,7 @@ func (b *builder) warnSkipped(v *view, sc *v1alpha1.SidecarContainer, init bool,
 	for i := range r.Containers {
 		name := r.Containers[i].Name
 		if c := findContainer(b.pod.Spec.Containers, b.pod.Spec.InitContainers, name, init); c != nil && !sidecar.IsInjected(c) {
-			b.warn(v.ss.Name, path, fmt.Sprintf("replaces the pod's own container %q", name))
+			b.warn(v.ss.Name, path(), fmt.Sprintf("replaces the pod's own container %q", name))
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	if err := c.writeStatusWithin(ctx, cached, ss, &roundFacts{counts: plan.Counts, missed: missed}); err != nil {
+	if err := c.writeStatus(ctx, cached, ss, &roundFacts{counts: plan.Counts, missed: missed}); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
 		// rollout goes on (pods live in the main cluster): look again soon, without the growing
 		// backoff of a failed round, which could otherwise hold it for minutes once it is back.
@@ -85,17 +85,6 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil
-}
-
-// statusTimeout bounds a status write, which hangs while the SidecarSet storage is unreachable
-// until the storage says so.
-const statusTimeout = 5 * time.Second
-
-// writeStatusWithin is writeStatus bounded by statusTimeout.
-func (c *Controller) writeStatusWithin(ctx context.Context, cached, ss *v1alpha1.SidecarSet, facts *roundFacts) error {
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	return c.writeStatus(ctx, cached, ss, facts)
 }
 
 // storageUnavailable tells whether a status write failed because the SidecarSet storage did not

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,10 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
+// statusTimeout bounds a status write, which hangs while the SidecarSet storage is unreachable
+// until the storage says so.
+const statusTimeout = 5 * time.Second
+
 // roundFacts is what a round found about the pods, for the status; nil without a pod cache.
 type roundFacts struct {
 	counts rollout.Counts
@@ -21,8 +26,11 @@ type roundFacts struct {
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
 // differs from the stored one. The cache may lag behind this controller's previous write: on a
 // conflict it re-reads the SidecarSet and tries again, unless a newer generation was observed
-// meanwhile.
+// meanwhile. It gives up after statusTimeout (a write hangs while the SidecarSet storage is
+// unreachable, until the storage says so).
 func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.SidecarSet, facts *roundFacts) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
 	current := cached
 	return retryOnConflict(retry.DefaultRetry, func() error {
 		if current.Status.ObservedGeneration > cached.Generation {

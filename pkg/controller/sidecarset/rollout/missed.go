@@ -59,8 +59,8 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 	return out
 }
 
-// CountMissed returns the number of missed pods by reason.
-func CountMissed(missed []Missed) map[string]int32 {
+// countMissed returns the number of missed pods by reason.
+func countMissed(missed []Missed) map[string]int32 {
 	counts := map[string]int32{}
 	for _, m := range missed {
 		counts[m.Reason]++
@@ -71,7 +71,7 @@ func CountMissed(missed []Missed) map[string]int32 {
 // DescribeMissed summarizes missed pods for a condition message, e.g. "3 pods the SidecarSet
 // selects run without its sidecars: 2 CreatedBeforeSidecarSet, 1 NamespaceExcluded".
 func DescribeMissed(missed []Missed) string {
-	counts := CountMissed(missed)
+	counts := countMissed(missed)
 	reasons := make([]string, 0, len(counts))
 	for r := range counts {
 		reasons = append(reasons, r)
