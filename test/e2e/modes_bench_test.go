@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -18,9 +19,12 @@ import (
 
 // TestInjectionModes measures pod creates (server-side dry run) through kube-apiserver with
 // E2E_BENCH_SETS (1,000) SidecarSets stored, 5 of which select the "five" pod, in webhook mode and
-// in policy mode: p50/p99 latency added to a create without injection (a namespace both paths
-// exclude) for a pod 5 SidecarSets match and for a pod none matches, and creates per second with 8
-// clients. Opt in with E2E_BENCH=<creates per case> (make bench-e2e).
+// in policy mode: p50/p99 latency added to a create without injection (the same pod with a label
+// no SidecarSet selects, in a namespace both paths exclude) for a pod 5 SidecarSets match and for
+// a pod none matches, and creates per second with 8 clients. The pod 5 SidecarSets match is also
+// measured against its injected form created without injection, which separates what the policy
+// costs from what a pod with 5 more containers costs. Opt in with E2E_BENCH=<creates per case>
+// (make bench-e2e).
 func TestInjectionModes(t *testing.T) {
 	n := envInt("E2E_BENCH", 0)
 	if n == 0 {
@@ -37,14 +41,25 @@ func TestInjectionModes(t *testing.T) {
 	five, none := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"})
 
 	waitOwnedPolicies(t, 0)
-	waitInjected(t, five.withNamespace("bench"), "five-4")
-	report(t, "webhook", client, five, none, n)
+	injected := asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
+	report(t, "webhook", client, five, none, injected, n)
 
 	restartServer(t, "policy")
 	waitOwnedPolicies(t, sets)
 	waitWebhookLeavesLabels(t)
-	waitInjected(t, five.withNamespace("bench"), "five-4")
-	report(t, "policy", client, five, none, n)
+	injected = asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
+	report(t, "policy", client, five, none, injected, n)
+}
+
+// bareLabels select nothing: the baseline pods carry them instead of the measured pod's.
+var bareLabels = map[string]string{"bench-bare": "five"}
+
+// asBare returns the injected pod as a create nothing injects: it measures what the larger pod
+// costs kube-apiserver (defaulting, validation, encoding) without any injection.
+func asBare(pod *corev1.Pod) benchPodTemplate {
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: pod.GenerateName, Labels: bareLabels, Annotations: pod.Annotations},
+		Spec: *pod.Spec.DeepCopy()}
+	return benchPodTemplate{out}
 }
 
 type benchPodTemplate struct{ *corev1.Pod }
@@ -80,11 +95,13 @@ func unthrottled() kubernetes.Interface {
 }
 
 // report prints the figures of one mode, the cases interleaved so that load and caches affect all.
-func report(t *testing.T, mode string, client kubernetes.Interface, five, none benchPodTemplate, n int) {
+// injected is the pod five becomes, created bare: "5 matching" is also reported against it.
+func report(t *testing.T, mode string, client kubernetes.Interface, five, none, injected benchPodTemplate, n int) {
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
-	}{{"bare", five.withNamespace("kruise-system")}, {"five", five.withNamespace("bench")}, {"none", none.withNamespace("bench")}}
+	}{{"bare", benchPod(bareLabels).withNamespace("kruise-system")}, {"five", five.withNamespace("bench")}, {"none", none.withNamespace("bench")},
+		{"injected", injected.withNamespace("kruise-system")}}
 	lat := make([][]time.Duration, len(cases))
 	for _, c := range cases {
 		timeCreates(t, client, c.pod, 50) // warm
@@ -97,10 +114,41 @@ func report(t *testing.T, mode string, client kubernetes.Interface, five, none b
 	p50b, p99b := percentiles(lat[0])
 	p50f, p99f := percentiles(lat[1])
 	p50n, p99n := percentiles(lat[2])
-	bare, withFive := throughput(t, client, cases[0].pod, n), throughput(t, client, cases[1].pod, n)
+	p50i, p99i := percentiles(lat[3])
+	bare := throughput(t, client, cases[0].pod, n)
+	stopProfile := profileKubeAPIServer(t, mode)
+	withFive := throughput(t, client, cases[1].pod, n)
+	stopProfile()
+	bareInjected := throughput(t, client, cases[3].pod, n)
 	fmt.Printf("%s mode, %d creates per case: bare p50 %v p99 %v; 5 matching: added p50 %v p99 %v; none matching: added p50 %v p99 %v; "+
 		"8 clients: bare %.0f/s, 5 matching %.0f/s (%.0f%%)\n",
 		mode, len(lat[0]), p50b, p99b, p50f-p50b, p99f-p99b, p50n-p50b, p99n-p99b, bare, withFive, 100*withFive/bare)
+	fmt.Printf("%s mode, the injected pod created bare: p50 %v p99 %v (5 matching adds p50 %v p99 %v to it); 8 clients %.0f/s (5 matching: %.0f%% of it)\n",
+		mode, p50i, p99i, p50f-p50i, p99f-p99i, bareInjected, 100*withFive/bareInjected)
+}
+
+// profileKubeAPIServer records 5 s of kube-apiserver's CPU profile (the returned function waits for it),
+// into $E2E_BENCH_PROFILE-<mode>.pprof when E2E_BENCH_PROFILE is set (go tool pprof reads it).
+func profileKubeAPIServer(t *testing.T, mode string) func() {
+	prefix := os.Getenv("E2E_BENCH_PROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	done := make(chan []byte)
+	go func() {
+		data, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "5").DoRaw(context.Background())
+		if err != nil {
+			t.Errorf("profiling kube-apiserver: %v", err)
+		}
+		done <- data
+	}()
+	return func() {
+		if data := <-done; len(data) > 0 {
+			if err := os.WriteFile(prefix+"-"+mode+".pprof", data, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 }
 
 func timeCreates(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, n int) []time.Duration {
@@ -125,7 +173,7 @@ func wantContainers(pod *corev1.Pod) int {
 	if pod.Namespace == "bench" && pod.Labels["bench"] == "five" {
 		return 6
 	}
-	return 1
+	return len(pod.Spec.Containers)
 }
 
 // throughput returns creates per second of 8 clients creating n pods together.

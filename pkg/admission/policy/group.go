@@ -29,12 +29,14 @@ import (
 const maxExpressionSize = 80_000
 
 // groupVariables are the policy-wide named expressions: the pod's labels, containers and
-// annotations, and m, one boolean per member: the member applies to the pod.
-func groupVariables(members []*member) []admissionregistrationv1.Variable {
+// annotations, and m, one boolean per member: the member applies to the pod (which must be active
+// and outside the excluded namespaces).
+func groupVariables(members []*member, excluded []string) []admissionregistrationv1.Variable {
 	var vs []admissionregistrationv1.Variable
 	add := func(name, format string, args ...any) {
 		vs = append(vs, admissionregistrationv1.Variable{Name: name, Expression: fmt.Sprintf(format, args...)})
 	}
+	add("eligible", "%s", eligibleCEL(excluded))
 	add("labels", "object.metadata.?labels.orValue({})")
 	add("nsLabels", "namespaceObject.metadata.?labels.orValue({})")
 	add("ann", "object.metadata.?annotations.orValue({})")
@@ -68,7 +70,7 @@ func groupVariables(members []*member) []admissionregistrationv1.Variable {
 	}
 	// s: the member applies to the pod but for its namespaceSelector; m: it applies.
 	add("s", "[%s]", strings.Join(applies, ",\n"))
-	add("m", "[%s]", strings.Join(inNamespace, ", "))
+	add("m", "variables.eligible ? [%s] : %s", strings.Join(inNamespace, ", "), "["+strings.TrimSuffix(strings.Repeat("false, ", len(members)), ", ")+"]")
 	return vs
 }
 
@@ -86,10 +88,22 @@ func (m *member) appliesCEL() string {
 	return strings.Join(terms, " && ")
 }
 
-// groupMatchConditions: the pod is active, as the injector requires, and some member selects it
-// and has not injected it. Match conditions see no variables: l and injected are bound by
-// iterating over a one-element list.
-func groupMatchConditions(members []*member) []admissionregistrationv1.MatchCondition {
+// eligibleCEL: the pod is active, as the injector requires, and outside the excluded namespaces.
+func eligibleCEL(excluded []string) string {
+	active := "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"
+	if len(excluded) == 0 {
+		return active
+	}
+	return fmt.Sprintf("!(request.namespace in %s) && %s", stringList(excluded), active)
+}
+
+// groupMatchConditions turn away, before the pod is converted for the mutation, a pod no member
+// applies to: it is eligible, and some member selects it and has not injected it. Match
+// conditions see no variables: l and injected are bound by iterating over a one-element list.
+// They are left out when the objectSelector says it all (see exactSelector): kube-apiserver
+// converts the pod for CEL once more for them, and again when it reinvokes the policies; the
+// mutation alone is idempotent (variables.m).
+func groupMatchConditions(members []*member, excluded []string) []admissionregistrationv1.MatchCondition {
 	terms := make([]string, len(members))
 	for k, m := range members {
 		terms[k] = fmt.Sprintf("(%s && !(%s in injected))", m.selL, quote(m.name))
@@ -97,7 +111,7 @@ func groupMatchConditions(members []*member) []admissionregistrationv1.MatchCond
 	selects := fmt.Sprintf("[object.metadata.?labels.orValue({})].exists(l, [object.metadata.?annotations[?%s].orValue('').split(',')].exists(injected,\n%s))",
 		quote(sidecar.InjectedListAnnotation), strings.Join(terms, " ||\n"))
 	return []admissionregistrationv1.MatchCondition{
-		{Name: "active", Expression: "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"},
+		{Name: "eligible", Expression: eligibleCEL(excluded)},
 		{Name: "selects", Expression: selects},
 	}
 }
@@ -376,7 +390,12 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 		Labels:      map[string]string{ManagedByLabel: ManagedByValue},
 		Annotations: map[string]string{SidecarSetsAnnotation: string(recs)},
 	}
-	vars := groupVariables(g.members)
+	vars := groupVariables(g.members, excluded)
+	values := keyValues(g.key, g.sets)
+	var conditions []admissionregistrationv1.MatchCondition
+	if !exactSelector(g.key, values, g.sets) {
+		conditions = groupMatchConditions(g.members, excluded)
+	}
 	var mutations []admissionregistrationv1.Mutation
 	for _, ch := range chunks(g.members) {
 		vars = append(vars, ch.variables()...)
@@ -388,8 +407,8 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			MatchConstraints:   matchConstraints(g.key, keyValues(g.key, g.sets), excluded),
-			MatchConditions:    groupMatchConditions(g.members),
+			MatchConstraints:   matchConstraints(g.key, values),
+			MatchConditions:    conditions,
 			Variables:          vars,
 			Mutations:          mutations,
 			FailurePolicy:      &fail,

@@ -48,11 +48,11 @@ type Plan struct {
 	// Policies and Bindings are the objects to own, sorted by name.
 	Policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	// WebhookCondition is the CEL match condition of the injection webhook: true for the pods the
-	// webhook has work for (a webhook-path SidecarSet may select them, a policy leaves them to it,
-	// or a policy is still within its grace period), so that every other pod is admitted without
-	// leaving kube-apiserver.
-	WebhookCondition string
+	// WebhookMatches are the injection webhooks of each class of namespace (see webhooks.go):
+	// together they select the pods the webhook has work for (a webhook-path SidecarSet may select
+	// them, a policy leaves them to it, or a policy is still within its grace period), so that
+	// every other pod is admitted without leaving kube-apiserver.
+	WebhookMatches []WebhookMatch
 	// RecheckAfter, when positive, is when the next grace period ends: plan again then.
 	RecheckAfter time.Duration
 }
@@ -111,7 +111,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			}
 		}
 	}
-	p.WebhookCondition = webhookCondition(webhookSets, policySets)
+	p.WebhookMatches = webhookMatches(webhookSets, policySets)
 	return p, nil
 }
 
@@ -240,33 +240,20 @@ const maxConditionSize = 90_000
 // every pod it selects meets, grouped by label key, so that the condition stays small with
 // thousands of SidecarSets.
 func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
-	values := map[string]map[string]bool{} // key -> values one of which a selected pod has
-	exists := map[string]bool{}            // keys a selected pod has
+	reqs := map[string]*requirement{}
 	for _, ss := range webhookSets {
 		k, vs := representative(ss.Spec.Selector)
-		switch {
-		case k == "":
+		if k == "" {
 			return "true" // a selector no label is required for
-		case vs == nil:
-			exists[k] = true
-		default:
-			if values[k] == nil {
-				values[k] = map[string]bool{}
-			}
-			for _, v := range vs {
-				values[k][v] = true
-			}
 		}
+		if reqs[k] == nil {
+			reqs[k] = &requirement{}
+		}
+		reqs[k].add(vs)
 	}
-	const l = "object.metadata.?labels.orValue({})"
 	var terms []string
-	for _, k := range sortedKeys(exists) {
-		terms = append(terms, fmt.Sprintf("(%s in %s)", quote(k), l))
-	}
-	for _, k := range sortedKeys(values) {
-		if !exists[k] {
-			terms = append(terms, fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", quote(k), l, stringList(sortedKeys(values[k]))))
-		}
+	for _, k := range sortedKeys(reqs) {
+		terms = append(terms, reqs[k].cel(k))
 	}
 	terms = append(terms, declaredNames(policySets)...)
 	if len(terms) == 0 {

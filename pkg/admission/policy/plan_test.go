@@ -1,11 +1,11 @@
 package policy
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -52,10 +52,11 @@ spec:
 	if first.Results["hot"].Reason != ReasonHotUpgrade {
 		t.Errorf("hot: reason %q", first.Results["hot"].Reason)
 	}
+	web, front := labelled(map[string]string{"app": "web"}), labelled(map[string]string{"tier": "front"})
 	// Within its grace period the new policy's SidecarSet is also sent to the webhook.
-	for _, want := range []string{`"tier"`, `"app"`, `"log"`} {
-		if !strings.Contains(first.WebhookCondition, want) {
-			t.Errorf("webhook condition lacks %s:\n%s", want, first.WebhookCondition)
+	for _, pod := range []*corev1.Pod{web, front} {
+		if n := webhooksCalled(t, first.WebhookMatches, pod); n != 1 {
+			t.Errorf("pod %v: the webhook is called %d times, want once", pod.Labels, n)
 		}
 	}
 	if first.RecheckAfter != 10*time.Second {
@@ -66,8 +67,8 @@ spec:
 	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarsets-app-0": first.Policies[0]}
 	loaded := map[string]time.Time{"sidecarsets-app-0": now.Add(time.Second)}
 	inGrace, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(5 * time.Second), Grace: 10 * time.Second})
-	if err != nil || !strings.Contains(inGrace.WebhookCondition, `"app"`) || inGrace.RecheckAfter != 6*time.Second {
-		t.Errorf("4s after the policy appeared: recheck %v, condition:\n%s", inGrace.RecheckAfter, inGrace.WebhookCondition)
+	if err != nil || webhooksCalled(t, inGrace.WebhookMatches, web) != 1 || inGrace.RecheckAfter != 6*time.Second {
+		t.Errorf("4s after the policy appeared: recheck %v, webhooks %+v", inGrace.RecheckAfter, inGrace.WebhookMatches)
 	}
 	later, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(time.Hour), Grace: 10 * time.Second})
 	if err != nil {
@@ -76,8 +77,10 @@ spec:
 	if later.Policies[0].Spec.Mutations[0].JSONPatch.Expression != first.Policies[0].Spec.Mutations[0].JSONPatch.Expression {
 		t.Error("replanning an unchanged SidecarSet changed its policy")
 	}
-	if strings.Contains(later.WebhookCondition, `"app"`) || !strings.Contains(later.WebhookCondition, `"tier"`) || later.RecheckAfter != 0 {
-		t.Errorf("after the grace period the condition should select only the webhook-path SidecarSet's pods (and declared names):\n%s", later.WebhookCondition)
+	declaring := labelled(map[string]string{"app": "web"}, "log")
+	if webhooksCalled(t, later.WebhookMatches, web) != 0 || webhooksCalled(t, later.WebhookMatches, front) != 1 ||
+		webhooksCalled(t, later.WebhookMatches, declaring) != 1 || later.RecheckAfter != 0 {
+		t.Errorf("after the grace period the webhook should receive only the webhook-path SidecarSet's pods (and declared names): %+v", later.WebhookMatches)
 	}
 
 	// A changed spec is stamped anew and gets a new grace period.
@@ -97,14 +100,14 @@ spec:
 	if got := Replaced(compiled, later.Policies); len(got) != 0 {
 		t.Errorf("replaced after an unchanged plan: %v", got)
 	}
-	if !strings.Contains(again.WebhookCondition, `"app"`) {
-		t.Errorf("a policy to be changed must leave its pods to the webhook:\n%s", again.WebhookCondition)
+	if webhooksCalled(t, again.WebhookMatches, web) != 1 {
+		t.Errorf("a policy to be changed must leave its pods to the webhook: %+v", again.WebhookMatches)
 	}
 
 	// Nothing stored: the webhook receives no pod.
 	none, err := PlanPolicies(PlanInput{Now: now})
-	if err != nil || none.WebhookCondition != "false" {
-		t.Errorf("empty plan: condition %q, err %v", none.WebhookCondition, err)
+	if err != nil || webhooksCalled(t, none.WebhookMatches, web) != 0 || webhooksCalled(t, none.WebhookMatches, labelled(nil)) != 0 {
+		t.Errorf("empty plan: webhooks %+v, err %v", none.WebhookMatches, err)
 	}
 }
 

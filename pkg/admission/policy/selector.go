@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -18,9 +17,17 @@ import (
 // group policies, spread over buckets by a hash of their names so that a change rewrites one
 // bucket; the number of buckets follows the number of SidecarSets with that key (all stored ones,
 // whatever path serves them, so that it is known without compiling).
+//
+// kube-apiserver parses the objectSelector and namespaceSelector of every stored policy again on
+// every pod create, validating each key and value (1 to 2 µs each), so the policies are few and
+// their selectors small: that is what a pod nothing selects pays.
 
 // perBucket is the number of SidecarSets a bucket holds on average.
-const perBucket = 16
+const perBucket = 32
+
+// maxSelectorValues is the most values a group's objectSelector lists; a group whose members
+// require more values of the key selects pods that have the key at all.
+const maxSelectorValues = 8
 
 // groupKey is the label key every pod ss selects has, "" when its selector requires none.
 func groupKey(ss *v1alpha1.SidecarSet) string {
@@ -75,7 +82,8 @@ func keyPart(key string) string {
 }
 
 // keyValues returns the values of the group key one of sets requires, sorted and without
-// duplicates, or nil when one of them accepts any value of the key (or no key at all).
+// duplicates, or nil when one of them accepts any value of the key (or no key at all) or there are
+// more than maxSelectorValues.
 func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 	seen := map[string]bool{}
 	for _, ss := range sets {
@@ -87,15 +95,40 @@ func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 			seen[v] = true
 		}
 	}
+	if len(seen) > maxSelectorValues {
+		return nil
+	}
 	return sortedKeys(seen)
 }
 
+// exactSelector reports whether every pod the group's objectSelector (key, values) selects is one
+// a member's selector selects too, whatever its namespace: each member selects by that key alone,
+// with one of values (or any value, when values is nil and every member accepts any).
+func exactSelector(key string, values []string, sets []*v1alpha1.SidecarSet) bool {
+	for _, ss := range sets {
+		sel := ss.Spec.Selector
+		if sel == nil || ss.Spec.Namespace != "" || ss.Spec.NamespaceSelector != nil || len(sel.MatchLabels)+len(sel.MatchExpressions) != 1 {
+			return false
+		}
+		k, vs := representative(sel)
+		if k != key || (vs == nil) != (values == nil) {
+			return false
+		}
+		if vs == nil && sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+			return false
+		}
+	}
+	return true
+}
+
 // matchConstraints selects pod CREATEs that have the group's key, with one of values when given,
-// natively in kube-apiserver (a pod none of the members could select never reaches CEL), outside
-// the excluded namespaces; the members' selectors are CEL (variables.m).
+// natively in kube-apiserver (a pod none of the members could select never reaches CEL); the
+// excluded namespaces (a match condition) and the members' selectors (variables.m) are CEL. The
+// namespaceSelector is empty: a non-empty one costs every pod create its parsing, and the
+// namespace's labels.
 //
 // Every field kube-apiserver would default is set, so that a stored policy equals the compiled one.
-func matchConstraints(key string, values, excluded []string) *admissionregistrationv1.MatchResources {
+func matchConstraints(key string, values []string) *admissionregistrationv1.MatchResources {
 	equivalent := admissionregistrationv1.Equivalent
 	scope := admissionregistrationv1.AllScopes
 	objects := &metav1.LabelSelector{}
@@ -104,12 +137,6 @@ func matchConstraints(key string, values, excluded []string) *admissionregistrat
 		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}}
 	case key != "":
 		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}
-	}
-	namespaces := &metav1.LabelSelector{}
-	if len(excluded) > 0 {
-		namespaces.MatchExpressions = []metav1.LabelSelectorRequirement{{
-			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string(nil), excluded...),
-		}}
 	}
 	return &admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -124,7 +151,7 @@ func matchConstraints(key string, values, excluded []string) *admissionregistrat
 			},
 		}},
 		ObjectSelector:    objects,
-		NamespaceSelector: namespaces,
+		NamespaceSelector: &metav1.LabelSelector{},
 		MatchPolicy:       &equivalent,
 	}
 }

@@ -207,10 +207,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		c.addAfter(plan.RecheckAfter)
 	}
 	replaced := policy.Replaced(compiled, plan.Policies)
-	// The webhook's condition first: it includes every SidecarSet whose policy is not in the
+	// The webhooks first: they select the pods of every SidecarSet whose policy is not in the
 	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
 	// bindings: a binding never names a missing policy.
-	if err := c.applyWebhookCondition(ctx, plan.WebhookCondition); err != nil {
+	if err := c.applyWebhooks(ctx, plan.WebhookMatches); err != nil {
 		return err
 	}
 	if err := c.applyPolicies(ctx, plan.Policies, compiled); err != nil {
@@ -431,9 +431,9 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
-// applyWebhookCondition sets the match condition of every webhook of the injection webhooks'
-// configuration to expr ("" removes it).
-func (c *Controller) applyWebhookCondition(ctx context.Context, expr string) error {
+// applyWebhooks makes the webhooks of the injection webhooks' configuration those of matches (see
+// policy.ExpandWebhooks).
+func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.WebhookMatch) error {
 	if c.opts.WebhookConfiguration == "" {
 		return nil
 	}
@@ -444,25 +444,15 @@ func (c *Controller) applyWebhookCondition(ctx context.Context, expr string) err
 	if err != nil {
 		return err
 	}
-	var want []admissionregistrationv1.MatchCondition
-	if expr != "" {
-		want = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: expr}}
-	}
-	updated := cfg.DeepCopy()
-	changed := false
-	for i := range updated.Webhooks {
-		w := &updated.Webhooks[i]
-		if (len(w.MatchConditions) == 0 && len(want) == 0) || equality.Semantic.DeepEqual(w.MatchConditions, want) {
-			continue
-		}
-		w.MatchConditions, changed = want, true
-	}
-	if !changed {
+	want := policy.ExpandWebhooks(cfg.Webhooks, matches)
+	if equality.Semantic.DeepEqual(cfg.Webhooks, want) {
 		return nil
 	}
+	updated := cfg.DeepCopy()
+	updated.Webhooks = want
 	if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating the match conditions of %s: %w", c.opts.WebhookConfiguration, err)
+		return fmt.Errorf("updating the webhooks of %s: %w", c.opts.WebhookConfiguration, err)
 	}
-	klog.V(2).InfoS("updated the injection webhooks' match condition", "configuration", c.opts.WebhookConfiguration)
+	klog.V(2).InfoS("updated the injection webhooks", "configuration", c.opts.WebhookConfiguration, "webhooks", len(want))
 	return nil
 }

@@ -115,27 +115,35 @@ func (f *fixture) policies(t *testing.T) map[string]*admissionregistrationv1.Mut
 	return out
 }
 
-func (f *fixture) condition(t *testing.T) string {
+// webhooks describes the injection webhooks of the application namespaces, one line each:
+// "objectSelector | match condition". Every class of namespace has the same webhooks.
+func (f *fixture) webhooks(t *testing.T) string {
 	t.Helper()
 	cfg, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every webhook of the configuration (one per class of namespace) carries the same condition.
-	var exprs []string
+	classes := map[string][]string{}
 	for _, w := range cfg.Webhooks {
-		e := ""
+		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := sel.String() + " | "
 		if len(w.MatchConditions) == 1 {
-			e = w.MatchConditions[0].Expression
+			line += w.MatchConditions[0].Expression
 		}
-		exprs = append(exprs, e)
-	}
-	for _, e := range exprs[1:] {
-		if e != exprs[0] {
-			t.Fatalf("the webhooks' match conditions differ: %q", exprs)
+		class := w.Name
+		if _, template, ok := strings.Cut(w.Name, "."); ok && strings.Trim(w.Name[:len(w.Name)-len(template)-1], "0123456789") == "" {
+			class = template
 		}
+		classes[class] = append(classes[class], line)
 	}
-	return exprs[0]
+	app, system := strings.Join(classes["sidecarinjection.admission.kruise.io"], "\n"), strings.Join(classes["sidecarinjection-system.admission.kruise.io"], "\n")
+	if app != system || len(classes) != 2 {
+		t.Fatalf("the classes of namespace have different webhooks: %q", classes)
+	}
+	return app
 }
 
 func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
@@ -162,8 +170,9 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	if recs := got["sidecarsets-app-0"].Annotations[policy.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
 		t.Errorf("the group policy does not record its SidecarSets: %s", recs)
 	}
-	if c := f.condition(t); c == "" {
-		t.Error("no webhook match condition")
+	// Within the grace period the webhook serves the new policy's pods: by label alone.
+	if w := f.webhooks(t); w != "app in (a,b) | " {
+		t.Errorf("webhooks in the grace period: %q", w)
 	}
 
 	// A hand edit is put back; an unchanged SidecarSet keeps its stamp.
@@ -183,16 +192,16 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 		t.Errorf("stamps changed from %s to %s for unchanged SidecarSets", stamp, repaired.Annotations[policy.SidecarSetsAnnotation])
 	}
 	// While a policy is being repaired, and for the grace period after the controller first sees it
-	// as planned, the webhook serves its pods; afterwards the condition selects no pod by label,
-	// only pods that declare a sidecar's name.
-	if c := f.condition(t); !contains(c, `"a"`) {
-		t.Errorf("condition while repairing: %q", c)
+	// as planned, the webhook serves its pods; afterwards it receives, of the pods with the key,
+	// only those that declare a sidecar's name.
+	if w := f.webhooks(t); !strings.HasPrefix(w, "app in (a") {
+		t.Errorf("webhooks while repairing: %q", w)
 	}
 	f.reconcile(t) // sees the repaired policy: its grace period starts
 	f.clock.Step(time.Minute)
 	f.reconcile(t)
-	if c := f.condition(t); c == "" || contains(c, `"app"`) {
-		t.Errorf("condition after the grace period: %q", c)
+	if w := f.webhooks(t); !strings.HasPrefix(w, "app in (a,b) | object.spec.containers.exists(") || contains(w, "object.metadata") {
+		t.Errorf("webhooks after the grace period: %q", w)
 	}
 }
 
@@ -204,8 +213,8 @@ func TestReconcileWebhookOnly(t *testing.T) {
 	if got := f.policies(t); len(got) != 0 {
 		t.Errorf("webhook mode keeps %d policies", len(got))
 	}
-	if c := f.condition(t); !contains(c, `"app"`) {
-		t.Errorf("webhook mode condition should select the SidecarSet's pods: %q", c)
+	if w := f.webhooks(t); w != "app in (a) | " {
+		t.Errorf("webhook mode: the webhook should select the SidecarSet's pods by label: %q", w)
 	}
 }
 

@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// The injection webhooks select the pods they have work for: those a webhook-path SidecarSet may
+// select, those that declare a container named like a sidecar of a policy-path SidecarSet that
+// may select them (the policies leave those to the webhook), and, within a policy's grace period,
+// those its SidecarSets may select. kube-apiserver converts a pod for CEL (about 0.3 ms) before it
+// evaluates any match condition, but checks an objectSelector natively (parsed once per webhook),
+// so each class of namespace gets one webhook per label key the SidecarSets' selectors require:
+// the objectSelector asks for the key (and its values), and excludes the keys of the webhooks
+// before it, so that at most one webhook of a class calls the server for a pod; a match condition
+// is left only where the selector says more than the webhook needs. A pod that has none of the
+// keys never reaches CEL.
+
+// WebhookMatch is what one injection webhook selects: pods its ObjectSelector selects (nil: every
+// pod) for which Condition, a CEL match condition, is true ("": no condition).
+type WebhookMatch struct {
+	ObjectSelector *metav1.LabelSelector
+	Condition      string
+}
+
+// maxWebhookKeys is the most label keys that get a webhook each; with more, one webhook selects
+// pods with a match condition alone.
+const maxWebhookKeys = 16
+
+// unmatchableKey names the label of a selector that selects no pod (it must both exist and not).
+const unmatchableKey = "apps.kruise.io/no-injection-webhook"
+
+// noPods is the match of a webhook that has no pod to receive.
+func noPods() WebhookMatch {
+	return WebhookMatch{ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: unmatchableKey, Operator: metav1.LabelSelectorOpExists},
+		{Key: unmatchableKey, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}}
+}
+
+// requirement is what every pod some SidecarSets select has of one label key: the key, with one of
+// values unless exists (any value).
+type requirement struct {
+	exists bool
+	values map[string]bool
+}
+
+// add widens r to the pods a selector with representative values also selects (nil: any value).
+func (r *requirement) add(values []string) {
+	if values == nil {
+		r.exists = true
+		return
+	}
+	if r.values == nil {
+		r.values = map[string]bool{}
+	}
+	for _, v := range values {
+		r.values[v] = true
+	}
+}
+
+func (r *requirement) same(o *requirement) bool {
+	if r.exists || o.exists {
+		return r.exists == o.exists
+	}
+	if len(r.values) != len(o.values) {
+		return false
+	}
+	for v := range r.values {
+		if !o.values[v] {
+			return false
+		}
+	}
+	return true
+}
+
+// selects and excludes are r as a label selector requirement, and its negation (NotIn selects a
+// pod without the key, as the negation must).
+func (r *requirement) selects(key string) metav1.LabelSelectorRequirement {
+	if r.exists {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists}
+	}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: sortedKeys(r.values)}
+}
+
+func (r *requirement) excludes(key string) metav1.LabelSelectorRequirement {
+	if r.exists {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist}
+	}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(r.values)}
+}
+
+// cel is r as a CEL term over the pod's labels.
+func (r *requirement) cel(key string) string {
+	const l = "object.metadata.?labels.orValue({})"
+	if r.exists {
+		return fmt.Sprintf("(%s in %s)", quote(key), l)
+	}
+	return fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", quote(key), l, stringList(sortedKeys(r.values)))
+}
+
+// keyNeeds is, for one label key, what the webhooks must receive of the pods that have it.
+type keyNeeds struct {
+	all        requirement // pods any of the SidecarSets below may select
+	webhook    requirement // pods a webhook-path SidecarSet may select
+	hasWebhook bool
+	policySets []*v1alpha1.SidecarSet // policy-path SidecarSets: pods declaring their sidecars' names
+}
+
+// webhookMatches returns the webhooks each class of namespace needs, in order (see above).
+func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMatch {
+	needs := map[string]*keyNeeds{}
+	need := func(ss *v1alpha1.SidecarSet) (*keyNeeds, []string, bool) {
+		k, values := representative(ss.Spec.Selector)
+		if k == "" {
+			return nil, nil, false
+		}
+		if needs[k] == nil {
+			needs[k] = &keyNeeds{}
+		}
+		needs[k].all.add(values)
+		return needs[k], values, true
+	}
+	for _, ss := range webhookSets {
+		n, values, ok := need(ss)
+		if !ok {
+			return oneWebhook(webhookSets, policySets)
+		}
+		n.webhook.add(values)
+		n.hasWebhook = true
+	}
+	for _, ss := range policySets {
+		n, _, ok := need(ss)
+		if !ok {
+			return oneWebhook(webhookSets, policySets)
+		}
+		n.policySets = append(n.policySets, ss)
+	}
+	if len(needs) > maxWebhookKeys {
+		return oneWebhook(webhookSets, policySets)
+	}
+	keys := sortedKeys(needs)
+	var out []WebhookMatch
+	for i := range keys {
+		if m, ok := keyWebhook(keys[:i], keys[i:], needs); ok {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return []WebhookMatch{noPods()}
+	}
+	return out
+}
+
+// keyWebhook is the webhook of the first of keys: it selects pods that have that key and none of
+// the earlier keys (those are another webhook's), and must receive what the SidecarSets of every
+// key from this one on need of them. ok is false when they need nothing.
+func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds) (WebhookMatch, bool) {
+	own := needs[keys[0]]
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{own.all.selects(keys[0])}}
+	for _, e := range earlier {
+		sel.MatchExpressions = append(sel.MatchExpressions, needs[e].all.excludes(e))
+	}
+	m := WebhookMatch{ObjectSelector: sel}
+	if own.hasWebhook && own.webhook.same(&own.all) {
+		return m, true // every pod selected is one a webhook-path SidecarSet may select
+	}
+	var terms []string
+	var policySets []*v1alpha1.SidecarSet
+	for _, k := range keys {
+		if needs[k].hasWebhook {
+			terms = append(terms, needs[k].webhook.cel(k))
+		}
+		policySets = append(policySets, needs[k].policySets...)
+	}
+	terms = append(terms, declaredNames(policySets)...)
+	if len(terms) == 0 {
+		return WebhookMatch{}, false
+	}
+	if expr := strings.Join(terms, " ||\n"); len(expr) <= maxConditionSize {
+		m.Condition = expr
+	}
+	return m, true
+}
+
+// oneWebhook is the single webhook of a class when the SidecarSets need more than label keys can
+// say: every pod, with the match condition of webhookCondition.
+func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMatch {
+	switch c := webhookCondition(webhookSets, policySets); c {
+	case "false":
+		return []WebhookMatch{noPods()}
+	case "true":
+		return []WebhookMatch{{}}
+	default:
+		return []WebhookMatch{{Condition: c}}
+	}
+}
+
+// ExpandWebhooks returns the webhooks of the injection configuration for matches: each webhook
+// the configuration was deployed with (a template: one per class of namespace) becomes one per
+// match, named as the template for the first and "<n>.<template>" for the others, with the match's
+// objectSelector and condition; the rest of each is the template's. Webhooks named "<n>.<name>"
+// after a template are the ones this made before and are replaced.
+func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches []WebhookMatch) []admissionregistrationv1.MutatingWebhook {
+	templates := map[string]bool{}
+	for i := range webhooks {
+		templates[webhooks[i].Name] = true
+	}
+	var out []admissionregistrationv1.MutatingWebhook
+	for i := range webhooks {
+		t := &webhooks[i]
+		if n, name, ok := strings.Cut(t.Name, "."); ok && isNumber(n) && templates[name] {
+			continue // made from template name
+		}
+		for j, m := range matches {
+			w := *t.DeepCopy()
+			if j > 0 {
+				w.Name = fmt.Sprintf("%d.%s", j, t.Name)
+			}
+			w.ObjectSelector = &metav1.LabelSelector{}
+			if m.ObjectSelector != nil {
+				w.ObjectSelector = m.ObjectSelector.DeepCopy()
+			}
+			w.MatchConditions = nil
+			if m.Condition != "" {
+				w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: m.Condition}}
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func isNumber(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
