@@ -85,8 +85,10 @@ func compileIn(p *admissionregistrationv1.MutatingAdmissionPolicy, mode environm
 			errs = append(errs, r.Error)
 		}
 	}
-	cp := &compiledPolicy{policy: p, compiler: compiler,
-		matcher: matchconditions.NewMatcher(condEval, p.Spec.FailurePolicy, "policy", "mutate", p.Name)}
+	cp := &compiledPolicy{policy: p, compiler: compiler}
+	if len(conds) > 0 { // as kube-apiserver: no matcher, no conversion of the pod for it
+		cp.matcher = matchconditions.NewMatcher(condEval, p.Spec.FailurePolicy, "policy", "mutate", p.Name)
+	}
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
 	for _, m := range p.Spec.Mutations {
@@ -125,10 +127,12 @@ func (cp *compiledPolicy) run(ctx context.Context, pod *corev1.Pod, ns *corev1.N
 	ctx = cp.compiler.CreateContext(ctx)
 	attrs := admission.NewAttributesRecord(pod, nil, podGVK, pod.Namespace, pod.Name, podGVR, "", admission.Create, &metav1.CreateOptions{}, false, nil)
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: podGVK, VersionedObject: pod}
-	if r := cp.matcher.Match(ctx, va, nil, nil); r.Error != nil {
-		return nil, fmt.Errorf("match conditions: %w", r.Error)
-	} else if !r.Matches {
-		return pod, nil
+	if cp.matcher != nil {
+		if r := cp.matcher.Match(ctx, va, nil, nil); r.Error != nil {
+			return nil, fmt.Errorf("match conditions: %w", r.Error)
+		} else if !r.Matches {
+			return pod, nil
+		}
 	}
 	out := runtime.Object(pod)
 	for _, p := range cp.patchers {

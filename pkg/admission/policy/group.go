@@ -44,12 +44,14 @@ func groupVariables(members []*member, excluded []string) []admissionregistratio
 	add("names", "object.spec.containers.map(c, c.name)")
 	add("injected", "object.spec.containers.map(c, %s)", isInjected("c"))
 	add("declared", "object.spec.containers.filter(c, !(%s)).map(c, c.name)", isInjected("c"))
+	add("anyInjected", "variables.injected.exists(b, b)")
 	add("apps", "lists.range(size(variables.names)).filter(i, !variables.injected[i])")
 	add("lastApp", "size(variables.apps) == 0 ? -1 : variables.apps[size(variables.apps) - 1]")
 	add("inits", "object.spec.?initContainers.orValue([])")
 	add("initNames", "variables.inits.map(c, c.name)")
 	add("initInjected", "variables.inits.map(c, %s)", isInjected("c"))
 	add("declaredInit", "variables.inits.filter(c, !(%s)).map(c, c.name)", isInjected("c"))
+	add("anyInitInjected", "variables.initInjected.exists(b, b)")
 	add("initOwn", "lists.range(size(variables.initNames)).filter(i, !variables.initInjected[i])")
 	add("lastOwnInit", "size(variables.initOwn) == 0 ? -1 : variables.initOwn[size(variables.initOwn) - 1]")
 	add("volNames", "object.spec.?volumes.orValue([]).map(v, v.name)")
@@ -299,11 +301,13 @@ func (ch *chunk) containerOps() []string {
 	var before, after []string
 	for k, m := range ch.members {
 		if m.nBefore > 0 {
-			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && variables.names[i] in %s))", stringList(m.earlierBefore)), "size(variables.names)")
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && variables.names[i] in %s))", stringList(m.earlierBefore)), "size(variables.names)",
+				"variables.anyInjected", "0")
 			before = append(before, ch.insert(k, "/spec/containers/", m.containers[:m.nBefore], at+" + "+ch.prefix("bc", k)))
 		}
 		if len(m.containers) > m.nBefore {
-			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && variables.names[i] in %s)", stringList(m.laterAfter)), "size(variables.names)")
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && variables.names[i] in %s)", stringList(m.laterAfter)), "size(variables.names)",
+				"variables.anyInjected", "size(variables.names)")
 			after = append(after, ch.insert(k, "/spec/containers/", m.containers[m.nBefore:], at+" + "+ch.v("bc")+".sum() + "+ch.prefix("ac", k)))
 		}
 	}
@@ -327,12 +331,14 @@ func (ch *chunk) initContainerOps() []string {
 	out := []string{fmt.Sprintf("size(variables.inits) == 0 && %s.sum() + %s.sum() > 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []", ch.v("ib"), ch.v("ia"))}
 	for i, it := range before {
 		bi := stringList(ch.members[it.k].beforeInit)
-		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && variables.initNames[i] in %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)")
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && variables.initNames[i] in %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)",
+			"variables.anyInitInjected", "0")
 		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.prefix("ib", i)))
 	}
 	for i, it := range after {
 		bi := stringList(ch.members[it.k].beforeInit)
-		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(variables.initNames[i] in %s) && variables.initNames[i] > %s)", bi, quote(it.name)), "size(variables.initNames)")
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(variables.initNames[i] in %s) && variables.initNames[i] > %s)", bi, quote(it.name)), "size(variables.initNames)",
+			"variables.anyInitInjected", "size(variables.initNames)")
 		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.v("ib")+".sum() + "+ch.prefix("ia", i)))
 	}
 	return out

@@ -293,9 +293,11 @@ func isInjected(c string) string {
 	return fmt.Sprintf("%s.?env.orValue([]).exists(e, e.name == %s && e.?value.orValue('') == 'true')", c, quote(sidecar.InjectedEnv))
 }
 
-// firstOr is the first element of list expression list, or def when it is empty.
-func firstOr(list, def string) string {
-	return fmt.Sprintf("(size(%[1]s) == 0 ? %[2]s : %[1]s[0])", list, def)
+// firstOr is the first element of list expression list, or def when it is empty; when the
+// boolean expression any is false (the pod has no injected container: list is known) it is fresh,
+// without evaluating list.
+func firstOr(list, def, any, fresh string) string {
+	return fmt.Sprintf("(!%s ? %s : %s[?0].orValue(%s))", any, fresh, list, def)
 }
 
 func names(es []entry) []string {
