@@ -90,7 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"the webhook serves the rest and receives only their pods; falls back to webhook where the cluster does not serve admissionregistration.k8s.io/v1 "+
 			"MutatingAdmissionPolicy) or webhook (the webhook injects every SidecarSet).")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", o.WebhookConfiguration,
-		"MutatingWebhookConfiguration of the injection webhooks; the server keeps the match condition of each of its webhooks current (empty: leave it alone).")
+		"MutatingWebhookConfiguration of the injection webhooks; the server makes each of its webhooks one per label key the SidecarSets require, with objectSelectors and match conditions (empty: leave it alone).")
 	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,
 		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhooks' namespaceSelectors; kube-system is injected, as by OpenKruise).")
 	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,
