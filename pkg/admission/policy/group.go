@@ -172,23 +172,17 @@ func (ch *chunk) variables() []admissionregistrationv1.Variable {
 	add("ia", "%s", ch.itemFlags(after))
 	add("volAdd", "%s", ch.addFlags(ch.keyed(func(m *member) []entry { return m.volumes }), "variables.volNames"))
 	add("secretAdd", "%s", ch.addFlags(ch.keyed(func(m *member) []entry { return m.secrets }), "variables.secretNames"))
-	// The values the applying members add are built as strings ("<sep>value" each; a CEL list per
-	// member, flattened, costs several times more): with nothing recorded on the pod before, as on
-	// most creates, they are the annotation as it is (members sort by name, and so do their
-	// entries, "name":{...}: names hold no character sorting before '"'); else they are merged.
-	add("injectedNew", "%s", ch.joined(false, ",", func(m *member) string { return m.name }))
-	add("injectedList", "variables.injectedNames == [''] ? %[1]s : (variables.injectedNames + %[1]s.split(',')).filter(n, n != '').distinct().sort().join(',')",
-		tail(ch.v("injectedNew")))
+	add("injectedList", "(variables.injectedNames + %s).filter(n, n != '').distinct().sort().join(',')", ch.pick(false, func(m *member) string { return m.name }))
 	for _, h := range []struct{ name, old string }{{"hash", "hashOld"}, {"hashWithoutImage", "hashWithoutImageOld"}} {
 		entryOf := func(m *member) string { return m.hashEntry }
 		if h.name == "hashWithoutImage" {
 			entryOf = func(m *member) string { return m.hashEntryWithoutImage }
 		}
 		key := func(m *member) string { return `"` + m.name + `":{` }
-		add(h.name+"New", "%s", ch.joined(true, "\n", entryOf))
+		add(h.name+"New", "%s", ch.pick(true, entryOf))
 		add(h.name+"Keys", "%s", ch.pick(true, key))
-		add(h.name, "size(variables.%[1]s) == 0 ? '{' + %[3]s.replace('\\n', ',') + '}' : '{' + (variables.%[1]s.filter(s, !%[2]s.exists(k, s.startsWith(k))) + %[3]s.split('\\n')).sort().join(',') + '}'",
-			h.old, ch.v(h.name+"Keys"), tail(ch.v(h.name+"New")))
+		add(h.name, "'{' + (variables.%s.filter(s, !%s.exists(k, s.startsWith(k))) + %s).sort().join(',') + '}'",
+			h.old, ch.v(h.name+"Keys"), ch.v(h.name+"New"))
 	}
 	return vs
 }
@@ -206,27 +200,6 @@ func (ch *chunk) pick(hashed bool, value func(*member) string) string {
 		return "[]"
 	}
 	return "[" + strings.Join(terms, ", ") + "].flatten()"
-}
-
-// joined is the CEL string of sep+value(m) for each member that applies (and injects containers,
-// when hashed), in member order.
-func (ch *chunk) joined(hashed bool, sep string, value func(*member) string) string {
-	var terms []string
-	for k, m := range ch.members {
-		if !hashed || m.hashEntry != "" {
-			terms = append(terms, fmt.Sprintf("(%s ? %s : '')", ch.applies(k), quote(sep+value(m))))
-		}
-	}
-	if len(terms) == 0 {
-		return "''"
-	}
-	return strings.Join(terms, " + ")
-}
-
-// tail is string expression s without its first character ("" when empty): a joined list
-// without its leading separator.
-func tail(s string) string {
-	return fmt.Sprintf("(size(%[1]s) == 0 ? '' : %[1]s.substring(1))", s)
 }
 
 // initItem is one init container of a member.
