@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -214,7 +215,7 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 	var out []admissionregistrationv1.MutatingWebhook
 	for i := range webhooks {
 		t := &webhooks[i]
-		if n, name, ok := strings.Cut(t.Name, "."); ok && isNumber(n) && templates[name] {
+		if n, name, ok := strings.Cut(t.Name, "."); ok && templates[name] && isIndex(n) {
 			continue // made from template name
 		}
 		for j, m := range matches {
@@ -236,11 +237,8 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 	return out
 }
 
-func isNumber(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
+// isIndex reports whether s is the decimal index ExpandWebhooks puts in front of a template's name.
+func isIndex(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 0)
+	return err == nil
 }
