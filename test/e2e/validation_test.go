@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/test/conformance"
@@ -155,9 +159,24 @@ func waitSettled(t *testing.T, name string) *v1alpha1.SidecarSet {
 			return err == nil && ss.Status.ObservedGeneration == ss.Generation, nil
 		})
 	if err != nil {
-		t.Fatalf("SidecarSet %s not settled: %v", name, err)
+		t.Fatalf("SidecarSet %s not settled: %v\n%s", name, err, settleDiagnostics(ss))
 	}
 	return ss
+}
+
+// settleDiagnostics describes, for a SidecarSet that did not settle, its generation and status and
+// the end of the server's log.
+func settleDiagnostics(ss *v1alpha1.SidecarSet) string {
+	var b strings.Builder
+	if ss != nil {
+		status, _ := yaml.Marshal(ss.Status)
+		fmt.Fprintf(&b, "generation %d, status:\n%s", ss.Generation, status)
+	}
+	if log, err := os.ReadFile(filepath.Join(root, "_output/local/logs/sidecarset-apiserver.log")); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		fmt.Fprintf(&b, "the server's log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+	return b.String()
 }
 
 func deleteAllSidecarSets(t *testing.T) {

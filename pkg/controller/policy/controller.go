@@ -242,6 +242,9 @@ func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string)
 	for _, name := range replaced {
 		c.settling[name] = now.Add(c.opts.Grace)
 	}
+	if len(replaced) > 0 {
+		klog.V(2).InfoS("previous policies replaced: their SidecarSets settle after the grace period", "sidecarsets", replaced, "grace", c.opts.Grace)
+	}
 }
 
 // Ready reports whether the injection objects for ss's generation are applied and in effect: pods
