@@ -11,11 +11,14 @@ import (
 )
 
 // literal renders v, a Kubernetes API value (a struct of k8s.io/api), as the CEL literal of a
-// MutatingAdmissionPolicy JSONPatch value whose JSON is v's JSON: structs become typed object
-// literals named by their field path (Object.spec.containers{...}, Object.spec.containers.env{...}),
-// maps become CEL maps, lists CEL lists, and values with their own JSON form (quantities,
-// int-or-strings, times) the scalar they marshal to. typeName is the object type of v, such as
-// "Object.spec.containers".
+// MutatingAdmissionPolicy JSONPatch value whose JSON is v's JSON: structs and maps become CEL maps
+// keyed by their JSON field names, lists CEL lists, and values with their own JSON form
+// (quantities, int-or-strings, times) the scalar they marshal to. Every map value is wrapped in
+// dyn(), which keeps the literal homogeneous for kube-apiserver's type checker: the whole literal
+// is then made of constants, which kube-apiserver's CEL planner folds into one value when it
+// compiles the policy, where a typed object literal (Object.spec.containers{...}) would be built
+// and type-checked again for every pod. typeName is the object type of v, such as
+// "Object.spec.containers", for errors.
 func literal(v any, typeName string) (string, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -102,7 +105,6 @@ func writeObject(b *strings.Builder, fields map[string]any, t reflect.Type, type
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	b.WriteString(typeName)
 	b.WriteByte('{')
 	for i, k := range names {
 		ft, ok := types[k]
@@ -112,13 +114,22 @@ func writeObject(b *strings.Builder, fields map[string]any, t reflect.Type, type
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(k)
-		b.WriteString(": ")
-		if err := writeLiteral(b, fields[k], ft, typeName+"."+k); err != nil {
+		if err := writeEntry(b, k, fields[k], ft, typeName+"."+k); err != nil {
 			return err
 		}
 	}
 	b.WriteByte('}')
+	return nil
+}
+
+// writeEntry writes one entry of a map literal, its value wrapped in dyn().
+func writeEntry(b *strings.Builder, key string, value any, t reflect.Type, typeName string) error {
+	b.WriteString(quote(key))
+	b.WriteString(": dyn(")
+	if err := writeLiteral(b, value, t, typeName); err != nil {
+		return err
+	}
+	b.WriteByte(')')
 	return nil
 }
 
@@ -137,9 +148,7 @@ func writeMap(b *strings.Builder, entries map[string]any, t reflect.Type) error 
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quote(k))
-		b.WriteString(": ")
-		if err := writeLiteral(b, entries[k], elem, ""); err != nil {
+		if err := writeEntry(b, k, entries[k], elem, ""); err != nil {
 			return err
 		}
 	}
