@@ -284,11 +284,17 @@ func leadsByLog(t *testing.T, replica int) bool {
 
 func serverLog(t *testing.T, replica int) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "_output/local/logs", serverProcess(replica)+".log"))
+	log, err := readServerLog(replica)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data)
+	return log
+}
+
+// readServerLog returns the log of server replica n's current process.
+func readServerLog(replica int) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "_output/local/logs", serverProcess(replica)+".log"))
+	return string(data), err
 }
 
 func waitLog(t *testing.T, replica int, line string, timeout time.Duration) {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,8 +171,8 @@ func settleDiagnostics(ss *v1alpha1.SidecarSet) string {
 		status, _ := yaml.Marshal(ss.Status)
 		fmt.Fprintf(&b, "generation %d, status:\n%s", ss.Generation, status)
 	}
-	if log, err := os.ReadFile(filepath.Join(root, "_output/local/logs/sidecarset-apiserver.log")); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if log, err := readServerLog(1); err == nil {
+		lines := strings.Split(strings.TrimSpace(log), "\n")
 		fmt.Fprintf(&b, "the server's log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}
 	return b.String()

@@ -76,24 +76,23 @@ func TestLiteral(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := json.Marshal(native)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := json.Marshal(tc.value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var g, w any
-			if err := json.Unmarshal(got, &g); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(want, &w); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(w, g); diff != "" {
+			if diff := cmp.Diff(asJSON(t, tc.value), asJSON(t, native)); diff != "" {
 				t.Errorf("the JSONPatch value differs from the value's JSON (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// asJSON returns v's JSON decoded into plain values, for comparing JSON documents.
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
