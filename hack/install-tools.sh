@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries from the Go module proxy into _output/tools/<version>/bin,
-# once: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (hack/tools module)
+# once: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet (hack/tools module)
 # and kwok (the separate module hack/tools/kwok, so that kwok's dependency versions never fight
 # with k8s.io/kubernetes) into _output/tools/kwok-<version>/bin.
 # Output: the kwok binary on the line before last, the k8s bin dir on the last line
@@ -15,7 +15,7 @@ KWOK="${ROOT}/_output/tools/kwok-${KWOK_VERSION}/bin/kwok"
 mkdir -p "${BIN}" "$(dirname "${KWOK}")"
 
 missing=()
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
   [[ -x "${BIN}/${b}" ]] || missing+=("k8s.io/kubernetes/cmd/${b}")
 done
 
