@@ -54,7 +54,7 @@ func BenchmarkGroupPolicy(b *testing.B) {
 	}
 	var cp *compiledPolicy
 	for _, p := range plan.Policies {
-		if p.Name == "sidecarsets-bench-0" {
+		if p.Name == "sidecarsets-bench-v0" {
 			cp = compilePolicy(b, p)
 		}
 	}

@@ -59,6 +59,7 @@ const (
 	ReasonNoSelector          = "NoSelector"
 	ReasonCompiled            = "Compiled"
 	ReasonWebhookMode         = "WebhookMode"
+	ReasonSelectorBudget      = "SelectorBudget"
 )
 
 // Input is what Compile needs.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p := Plan{Results: make(map[string]Result, len(sets))}
 	prev := compiledRecords(in.Compiled)
-	counts := keyCounts(sets)
+	groupOf := assign(sets)
 	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
 	near := allNeighbours(sets)
@@ -78,8 +79,11 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if in.WebhookOnly && r.Path == PathPolicy {
 			r, m = webhookMode(), nil
 		}
+		if m != nil && groupOf.over[ss.Name] {
+			r, m = selectorBudget(ss), nil
+		}
 		if m != nil {
-			r.PolicyName = policyName(ss, counts)
+			r.PolicyName = groupOf.policyFor(ss)
 			r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
 			g := groups[r.PolicyName]
 			if g == nil {
@@ -113,6 +117,14 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	}
 	p.WebhookMatches = webhookMatches(webhookSets, policySets)
 	return p, nil
+}
+
+// selectorBudget is the result of a SidecarSet whose value is beyond maxNativeValues.
+func selectorBudget(ss *v1alpha1.SidecarSet) Result {
+	k, vs := representative(ss.Spec.Selector)
+	return Result{Path: PathWebhook, Reason: ReasonSelectorBudget, Message: fmt.Sprintf(
+		"the group policies already list %d label values, which kube-apiserver checks on every request; label %s=%s is served by the injection webhook, cheaper for its pods",
+		maxNativeValues, k, slices.Min(vs))}
 }
 
 func webhookMode() Result {
@@ -337,9 +349,13 @@ func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, webhookOnly b
 	if webhookOnly && r.Path == PathPolicy {
 		r, m = webhookMode(), nil
 	}
+	groupOf := assign(withSelf)
+	if m != nil && groupOf.over[ss.Name] {
+		r, m = selectorBudget(ss), nil
+	}
 	out := &v1alpha1.RolloutInjection{Path: string(r.Path), Reason: r.Reason, Message: r.Message}
 	if m != nil {
-		out.Policy = policyName(ss, keyCounts(withSelf))
+		out.Policy = groupOf.policyFor(ss)
 		out.Message = "injected by MutatingAdmissionPolicy " + out.Policy
 	}
 	return out

@@ -38,10 +38,10 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(first.Policies); got != 1 || first.Policies[0].Name != "sidecarsets-app-0" {
-		t.Fatalf("policies: %d, want only sidecarsets-app-0", got)
+	if got := len(first.Policies); got != 1 || first.Policies[0].Name != "sidecarsets-app-v0" {
+		t.Fatalf("policies: %d, want only sidecarsets-app-v0", got)
 	}
-	if r := first.Results["plain"]; r.PolicyName != "sidecarsets-app-0" {
+	if r := first.Results["plain"]; r.PolicyName != "sidecarsets-app-v0" {
 		t.Errorf("plain: policy %q", r.PolicyName)
 	}
 	for name, want := range map[string]Path{"plain": PathPolicy, "hot": PathWebhook, "paused": PathNone} {
@@ -64,8 +64,8 @@ spec:
 	}
 
 	// Later, with the policy in place: same stamp (no rewrite), grace over.
-	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarsets-app-0": first.Policies[0]}
-	loaded := map[string]time.Time{"sidecarsets-app-0": now.Add(time.Second)}
+	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{"sidecarsets-app-v0": first.Policies[0]}
+	loaded := map[string]time.Time{"sidecarsets-app-v0": now.Add(time.Second)}
 	inGrace, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Compiled: compiled, Loaded: loaded, Now: now.Add(5 * time.Second), Grace: 10 * time.Second})
 	if err != nil || webhooksCalled(t, inGrace.WebhookMatches, web) != 1 || inGrace.RecheckAfter != 6*time.Second {
 		t.Errorf("4s after the policy appeared: recheck %v, webhooks %+v", inGrace.RecheckAfter, inGrace.WebhookMatches)
@@ -133,7 +133,7 @@ spec:
 		webhookOnly bool
 		want        v1alpha1.RolloutInjection
 	}{
-		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: ReasonCompiled, Policy: "sidecarsets-app-0"}},
+		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: ReasonCompiled, Policy: "sidecarsets-app-v0"}},
 		{plain, true, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonWebhookMode}},
 		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonTransferEnv}},
 	}

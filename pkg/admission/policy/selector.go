@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -14,20 +16,37 @@ import (
 )
 
 // Grouping: the SidecarSets whose selectors require the same label key (see representative) share
-// group policies, spread over buckets by a hash of their names so that a change rewrites one
-// bucket; the number of buckets follows the number of SidecarSets with that key (all stored ones,
-// whatever path serves them, so that it is known without compiling).
+// group policies. kube-apiserver parses the objectSelector and namespaceSelector of every stored
+// policy again on every admission request, validating each key and value (about 0.3 µs a value,
+// 1.5 µs a policy), and converts the pod for CEL once for every policy whose objectSelector
+// selects it (about 0.2 ms). So a pod should meet as few policies as the SidecarSets that select it
+// need, and the stored selectors must stay small whatever the number of SidecarSets:
 //
-// kube-apiserver parses the objectSelector and namespaceSelector of every stored policy again on
-// every pod create, validating each key and value (1 to 2 µs each), so the policies are few and
-// their selectors small: that is what a pod nothing selects pays.
+//   - a SidecarSet whose selector names the values of its key (matchLabels, In) joins a value
+//     group: the SidecarSets of its first value share a bucket, buckets hold about valuesPerBucket
+//     values, by a hash of the value, and the policy's objectSelector lists the values its members
+//     select, so a pod meets only the policy of its own value;
+//   - kube-apiserver pays for every listed value on every request, so at most maxNativeValues
+//     values are listed in all: the values most SidecarSets select first (then by key and value).
+//     The SidecarSets of the other values are served by the injection webhook, whose selectors
+//     kube-apiserver parses once (reason ReasonSelectorBudget): for them a policy would cost every
+//     request in the cluster more than the webhook costs their pods;
+//   - a SidecarSet that accepts any value of its key (Exists, NotIn) joins a key group, spread over
+//     buckets of about perBucket SidecarSets by a hash of its name, whose objectSelector asks for
+//     the key alone.
+//
+// The assignment reads only the stored SidecarSets' selectors (whatever path serves each), so it
+// is known without compiling, and a change rewrites one bucket unless the number of buckets of its
+// key changes.
 
-// perBucket is the number of SidecarSets a bucket holds on average.
+// perBucket is the number of SidecarSets a key group's bucket holds on average.
 const perBucket = 32
 
-// maxSelectorValues is the most values a group's objectSelector lists; a group whose members
-// require more values of the key selects pods that have the key at all.
-const maxSelectorValues = 8
+// valuesPerBucket is the number of values a value group's bucket lists on average.
+const valuesPerBucket = 16
+
+// maxNativeValues is the most label values the objectSelectors of all group policies list together.
+const maxNativeValues = 128
 
 // groupKey is the label key every pod ss selects has, "" when its selector requires none.
 func groupKey(ss *v1alpha1.SidecarSet) string {
@@ -35,30 +54,95 @@ func groupKey(ss *v1alpha1.SidecarSet) string {
 	return k
 }
 
-// keyCounts counts the SidecarSets of each group key.
-func keyCounts(sets []*v1alpha1.SidecarSet) map[string]int {
-	out := map[string]int{}
-	for _, ss := range sets {
-		out[groupKey(ss)]++
-	}
-	return out
+// assignment is the group policy of each stored SidecarSet, as decided by assign.
+type assignment struct {
+	policy map[string]string // SidecarSet name -> policy name
+	over   map[string]bool   // SidecarSets whose value is beyond maxNativeValues
 }
 
-// buckets is the number of buckets for n SidecarSets: a power of two, about perBucket each.
-func buckets(n int) int {
+// policyFor returns the group policy of ss, or "" when its value is beyond the budget.
+func (a *assignment) policyFor(ss *v1alpha1.SidecarSet) string { return a.policy[ss.Name] }
+
+// valueGroup is the SidecarSets of one key that select a value first.
+type valueGroup struct {
+	key, value string
+	sets       []*v1alpha1.SidecarSet
+	values     map[string]bool // every value the sets select
+}
+
+// assign decides the group policy of every SidecarSet among sets (all stored ones).
+func assign(sets []*v1alpha1.SidecarSet) *assignment {
+	a := &assignment{policy: map[string]string{}, over: map[string]bool{}}
+	anyCounts := map[string]int{}
+	groups := map[[2]string]*valueGroup{}
+	for _, ss := range sets {
+		k, vs := representative(ss.Spec.Selector)
+		if vs == nil {
+			anyCounts[k]++
+			continue
+		}
+		first := slices.Min(vs)
+		g := groups[[2]string{k, first}]
+		if g == nil {
+			g = &valueGroup{key: k, value: first, values: map[string]bool{}}
+			groups[[2]string{k, first}] = g
+		}
+		g.sets = append(g.sets, ss)
+		for _, v := range vs {
+			g.values[v] = true
+		}
+	}
+	for _, ss := range sets {
+		if k, vs := representative(ss.Spec.Selector); vs == nil {
+			a.policy[ss.Name] = fmt.Sprintf("%s%s-%d", NamePrefix, keyPart(k), hashOf(ss.Name)%buckets(anyCounts[k], perBucket))
+		}
+	}
+	ranked := make([]*valueGroup, 0, len(groups))
+	for _, g := range groups {
+		ranked = append(ranked, g)
+	}
+	sort.Slice(ranked, func(i, j int) bool {
+		x, y := ranked[i], ranked[j]
+		if len(x.sets) != len(y.sets) {
+			return len(x.sets) > len(y.sets)
+		}
+		return x.key < y.key || (x.key == y.key && x.value < y.value)
+	})
+	listed, native := 0, map[string]int{}
+	var admitted []*valueGroup
+	for _, g := range ranked {
+		if listed+len(g.values) > maxNativeValues {
+			for _, ss := range g.sets {
+				a.over[ss.Name] = true
+			}
+			continue
+		}
+		listed += len(g.values)
+		native[g.key]++
+		admitted = append(admitted, g)
+	}
+	for _, g := range admitted {
+		name := fmt.Sprintf("%s%s-v%d", NamePrefix, keyPart(g.key), hashOf(g.value)%buckets(native[g.key], valuesPerBucket))
+		for _, ss := range g.sets {
+			a.policy[ss.Name] = name
+		}
+	}
+	return a
+}
+
+func hashOf(s string) int {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return int(h.Sum32())
+}
+
+// buckets is the number of buckets for n items: a power of two, about per each.
+func buckets(n, per int) int {
 	b := 1
-	for b*perBucket < n {
+	for b*per < n {
 		b *= 2
 	}
 	return b
-}
-
-// policyName is the name of the group policy (and binding) of SidecarSet name among counts.
-func policyName(ss *v1alpha1.SidecarSet, counts map[string]int) string {
-	key := groupKey(ss)
-	h := fnv.New32a()
-	h.Write([]byte(ss.Name))
-	return fmt.Sprintf("%s%s-%d", NamePrefix, keyPart(key), int(h.Sum32())%buckets(counts[key]))
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-z0-9.-]+`)
@@ -82,8 +166,8 @@ func keyPart(key string) string {
 }
 
 // keyValues returns the values of the group key one of sets requires, sorted and without
-// duplicates, or nil when one of them accepts any value of the key (or no key at all) or there are
-// more than maxSelectorValues.
+// duplicates, or nil when one of them accepts any value of the key (or no key at all). A value
+// group lists at most maxNativeValues (see assign).
 func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 	seen := map[string]bool{}
 	for _, ss := range sets {
@@ -94,9 +178,6 @@ func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 		for _, v := range values {
 			seen[v] = true
 		}
-	}
-	if len(seen) > maxSelectorValues {
-		return nil
 	}
 	return sortedKeys(seen)
 }

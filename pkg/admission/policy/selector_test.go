@@ -34,9 +34,7 @@ func TestKeyValues(t *testing.T) {
 		{"match labels", []*v1alpha1.SidecarSet{labels("b"), labels("a"), labels("b")}, []string{"a", "b"}},
 		{"match labels and In", []*v1alpha1.SidecarSet{labels("a"), in("c", "b")}, []string{"a", "b", "c"}},
 		{"one Exists", []*v1alpha1.SidecarSet{labels("a"), exists}, nil},
-		{"at most maxSelectorValues", []*v1alpha1.SidecarSet{in("1", "2", "3", "4", "5", "6", "7"), labels("8")}, []string{"1", "2", "3", "4", "5", "6", "7", "8"}},
-		// kube-apiserver validates each value of every stored policy's selector on every pod create.
-		{"more values: the key alone", []*v1alpha1.SidecarSet{in("1", "2", "3", "4", "5", "6", "7"), labels("8"), labels("9")}, nil},
+		{"many values", []*v1alpha1.SidecarSet{in("1", "2", "3", "4", "5", "6", "7"), labels("8"), labels("9")}, []string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, keyValues("app", tc.sets)); diff != "" {
@@ -87,9 +85,9 @@ func TestExactSelector(t *testing.T) {
 		{"match labels", []string{"{matchLabels: {app: a}}", "{matchLabels: {app: b}}"}, true},
 		{"In", []string{"{matchExpressions: [{key: app, operator: In, values: [a, b]}]}"}, true},
 		{"Exists", []string{"{matchExpressions: [{key: app, operator: Exists}]}"}, true},
-		{"Exists beside values", []string{"{matchExpressions: [{key: app, operator: Exists}]}", "{matchLabels: {app: b}}"}, false},
 		{"two labels", []string{"{matchLabels: {app: a, tier: b}}"}, false},
-		{"more values than the selector lists", []string{"{matchExpressions: [{key: app, operator: In, values: [a, b, c, d, e, f, g, h, i]}]}"}, false},
+		{"In, more values", []string{"{matchExpressions: [{key: app, operator: In, values: [a, b, c, d, e, f, g, h, i]}]}"}, true},
+		{"In and another expression", []string{"{matchExpressions: [{key: app, operator: In, values: [a]}, {key: tier, operator: Exists}]}"}, false},
 		{"a namespace", []string{"{matchLabels: {app: a}}\n  namespace: team"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,4 +104,105 @@ func TestExactSelector(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAssign: SidecarSets selecting values of a key share the bucket of their first value and
+// list those values natively; the values most SidecarSets select take the budget of
+// maxNativeValues first, the others go to the webhook; SidecarSets accepting any value of a key
+// share name buckets with the key alone; a name chosen to collide does not move a SidecarSet into
+// another value's bucket.
+func TestAssign(t *testing.T) {
+	sel := func(name string, s *metav1.LabelSelector) *v1alpha1.SidecarSet {
+		ss := &v1alpha1.SidecarSet{}
+		ss.Name = name
+		ss.Spec.Selector = s
+		return ss
+	}
+	app := func(name, value string) *v1alpha1.SidecarSet {
+		return sel(name, &metav1.LabelSelector{MatchLabels: map[string]string{"app": value}})
+	}
+	exists := func(name, key string) *v1alpha1.SidecarSet {
+		return sel(name, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}})
+	}
+	oneKey := func(n int) []*v1alpha1.SidecarSet {
+		var out []*v1alpha1.SidecarSet
+		for i := 0; i < 5; i++ {
+			out = append(out, app(fmt.Sprintf("five-%d", i), "bench"))
+		}
+		for i := 0; i < n; i++ {
+			out = append(out, app(fmt.Sprintf("other-%04d", i), fmt.Sprintf("other-%d", i)))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		sets     []*v1alpha1.SidecarSet
+		same     [][]string // SidecarSets that share a policy
+		differ   [][2]string
+		over     []string // served by the webhook
+		policies int      // distinct policies at most
+	}{
+		{name: "one value, one bucket", sets: oneKey(0), same: [][]string{{"five-0", "five-4"}}, policies: 1},
+		{name: "the manual's pattern at scale: the busiest value first", sets: oneKey(995),
+			same: [][]string{{"five-0", "five-1", "five-2", "five-3", "five-4"}}, over: []string{"other-0994"}, policies: 8},
+		{name: "any value of a key", sets: []*v1alpha1.SidecarSet{exists("e1", "app"), exists("e2", "app"), app("v", "web")},
+			same: [][]string{{"e1", "e2"}}, differ: [][2]string{{"e1", "v"}}, policies: 2},
+		{name: "In joins the bucket of its first value", sets: []*v1alpha1.SidecarSet{
+			sel("in", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"b", "a"}}}}),
+			app("a", "a")}, same: [][]string{{"in", "a"}}, policies: 1},
+		{name: "a huge In goes to the webhook", sets: []*v1alpha1.SidecarSet{
+			sel("huge", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: manyValues(20000)}}}),
+			app("a", "a")}, over: []string{"huge"}, policies: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := assign(tc.sets)
+			for _, names := range tc.same {
+				for _, n := range names[1:] {
+					if a.policy[n] == "" || a.policy[n] != a.policy[names[0]] {
+						t.Errorf("%s in %q, %s in %q: want the same policy", names[0], a.policy[names[0]], n, a.policy[n])
+					}
+				}
+			}
+			for _, d := range tc.differ {
+				if a.policy[d[0]] == a.policy[d[1]] {
+					t.Errorf("%s and %s share %q", d[0], d[1], a.policy[d[0]])
+				}
+			}
+			for _, n := range tc.over {
+				if !a.over[n] || a.policy[n] != "" {
+					t.Errorf("%s: over %v, policy %q; want the webhook", n, a.over[n], a.policy[n])
+				}
+			}
+			distinct := map[string]bool{}
+			listed := 0
+			for _, ss := range tc.sets {
+				if p := a.policy[ss.Name]; p != "" {
+					distinct[p] = true
+				}
+			}
+			groups := map[string][]*v1alpha1.SidecarSet{}
+			for _, ss := range tc.sets {
+				if p := a.policy[ss.Name]; p != "" {
+					groups[p] = append(groups[p], ss)
+				}
+			}
+			for _, g := range groups {
+				listed += len(keyValues(groupKey(g[0]), g))
+			}
+			if len(distinct) > tc.policies {
+				t.Errorf("%d policies, want at most %d", len(distinct), tc.policies)
+			}
+			if listed > maxNativeValues {
+				t.Errorf("the objectSelectors list %d values, more than %d", listed, maxNativeValues)
+			}
+		})
+	}
+}
+
+func manyValues(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("v%d", i)
+	}
+	return out
 }

@@ -155,7 +155,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 
 	got := f.policies(t)
 	// a and b select by the same label key: one group policy injects both.
-	for _, name := range []string{"sidecarsets-app-0", "someone-elses"} {
+	for _, name := range []string{"sidecarsets-app-v0", "someone-elses"} {
 		if got[name] == nil {
 			t.Errorf("policy %s missing", name)
 		}
@@ -167,7 +167,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	if len(bindings.Items) != 1 {
 		t.Errorf("%d bindings, want 1", len(bindings.Items))
 	}
-	if recs := got["sidecarsets-app-0"].Annotations[policy.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
+	if recs := got["sidecarsets-app-v0"].Annotations[policy.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
 		t.Errorf("the group policy does not record its SidecarSets: %s", recs)
 	}
 	// Within the grace period the webhook serves the new policy's pods: by label alone.
@@ -176,7 +176,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	}
 
 	// A hand edit is put back; an unchanged SidecarSet keeps its stamp.
-	edited := got["sidecarsets-app-0"].DeepCopy()
+	edited := got["sidecarsets-app-v0"].DeepCopy()
 	stamp := edited.Annotations[policy.SidecarSetsAnnotation]
 	edited.Spec.Mutations[0].JSONPatch.Expression = "[]"
 	if _, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Update(context.Background(), edited, metav1.UpdateOptions{}); err != nil {
@@ -184,7 +184,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	}
 	f.clock.Step(time.Hour)
 	f.reconcile(t)
-	repaired := f.policies(t)["sidecarsets-app-0"]
+	repaired := f.policies(t)["sidecarsets-app-v0"]
 	if repaired.Spec.Mutations[0].JSONPatch.Expression == "[]" {
 		t.Error("the edited policy was not repaired")
 	}
