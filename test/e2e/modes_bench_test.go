@@ -4,51 +4,168 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
-// TestInjectionModes measures pod creates (server-side dry run) through kube-apiserver with
-// E2E_BENCH_SETS (1,000) SidecarSets stored, 5 of which select the "five" pod, in webhook mode and
-// in policy mode: p50/p99 latency added to a create without injection (the same pod with a label
-// no SidecarSet selects, in a namespace both paths exclude) for a pod 5 SidecarSets match and for
-// a pod none matches, and creates per second with 8 clients. The pod 5 SidecarSets match is also
-// measured against its injected form created without injection, which separates what the policy
-// costs from what a pod with 5 more containers costs. Opt in with E2E_BENCH=<creates per case>
-// (make bench-e2e).
+// TestInjectionModes measures, for every shape of policytest.Shapes (E2E_BENCH_SHAPES, comma
+// separated, narrows them), with E2E_BENCH_SETS (1,000) SidecarSets stored, 5 of which select the
+// "five" pod, in webhook mode and in policy mode:
+//   - SidecarSet writes: `kubectl apply` of all of them, then 20 more creates one by one (p50 of
+//     the create call, and kube-apiserver's CPU per create until the 20 have settled);
+//   - pod creates (server-side dry run) through kube-apiserver: p50/p99 latency added to a create
+//     without injection (the same pod with a label no SidecarSet selects, in a namespace both
+//     paths exclude) for a pod 5 SidecarSets match, a pod with the key but a value none selects,
+//     and a pod without the key, and creates per second with 8 clients. The pod 5 SidecarSets
+//     match is also measured against its injected form created without injection, which
+//     separates what the injection costs from what a pod with 5 more containers costs.
+//
+// Opt in with E2E_BENCH=<creates per case> (make bench-e2e).
 func TestInjectionModes(t *testing.T) {
 	n := envInt("E2E_BENCH", 0)
 	if n == 0 {
 		t.Skip("set E2E_BENCH=<creates> to measure the injection modes")
 	}
 	sets := envInt("E2E_BENCH_SETS", 1000)
-	deleteAllSidecarSets(t)
+	shapes := policytest.Shapes
+	if s := os.Getenv("E2E_BENCH_SHAPES"); s != "" {
+		shapes = strings.Split(s, ",")
+	}
 	ensureNamespace(t, "bench")
 	defer restartServer(t, "policy")
-	restartServer(t, "webhook")
-	storeBenchSidecarSets(t, sets)
 	defer deleteAllSidecarSets(t)
-	client := unthrottled()
-	five, none := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"})
+	for _, shape := range shapes {
+		for _, mode := range []string{"webhook", "policy"} {
+			benchShape(t, shape, mode, sets, n)
+		}
+	}
+}
 
+// benchShape measures one shape in one mode, from no SidecarSet stored.
+func benchShape(t *testing.T, shape, mode string, sets, n int) {
+	deleteAllSidecarSets(t)
+	restartServer(t, mode)
 	waitOwnedPolicies(t, 0)
+	label := fmt.Sprintf("%s, %s mode", shape, mode)
+	list := policytest.BenchSidecarSets(shape, sets)
+	applied := applyAll(t, list)
+	settleAll(t, 10*time.Minute)
+	fmt.Printf("%s: kubectl apply of %d SidecarSets %v (settled %v)\n", label, sets, applied.apply.Round(time.Millisecond), applied.settle.Round(time.Millisecond))
+	p50, cpu := timeSidecarSetCreates(t, shape, 20)
+	fmt.Printf("%s: SidecarSet create with %d stored: p50 %v; kube-apiserver CPU %v per create (until settled)\n",
+		label, sets, p50.Round(100*time.Microsecond), cpu.Round(time.Millisecond))
+	client := unthrottled()
+	five, none, nokey := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"}), benchPod(map[string]string{"bench-nokey": "x"})
 	injected := asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
-	report(t, "webhook", client, five, none, injected, n)
+	report(t, label, client, five, none, nokey, injected, n)
+}
 
-	restartServer(t, "policy")
-	waitOwnedPolicies(t, sets)
-	waitWebhookLeavesLabels(t)
-	injected = asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
-	report(t, "policy", client, five, none, injected, n)
+type appliedTimes struct{ apply, settle time.Duration }
+
+// applyAll writes the SidecarSets to a file and applies it with kubectl, as a GitOps sync would.
+func applyAll(t *testing.T, list []*v1alpha1.SidecarSet) appliedTimes {
+	t.Helper()
+	var b strings.Builder
+	for _, ss := range list {
+		ss.APIVersion, ss.Kind = "apps.kruise.io/v1alpha1", "SidecarSet"
+		data, err := yaml.Marshal(ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	file := filepath.Join(t.TempDir(), "sidecarsets.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", file).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, lastLines(string(out), 20))
+	}
+	apply := time.Since(start)
+	settleAll(t, 10*time.Minute)
+	return appliedTimes{apply: apply, settle: time.Since(start)}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// settleAll waits until the controller observed the generation of every stored SidecarSet.
+func settleAll(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for i := range list.Items {
+			if list.Items[i].Status.ObservedGeneration != list.Items[i].Generation {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("SidecarSets not settled: %v", err)
+	}
+}
+
+// timeSidecarSetCreates creates n more SidecarSets one by one (each selecting a value of its own
+// of the shape's key) and returns the p50 of the create calls and kube-apiserver's CPU time per
+// create, counted until every SidecarSet has settled.
+func timeSidecarSetCreates(t *testing.T, shape string, n int) (time.Duration, time.Duration) {
+	t.Helper()
+	extra := policytest.BenchSidecarSets(shape, 5000+n)[5000:]
+	before := kubeAPIServerCPU(t)
+	var lat []time.Duration
+	for i, ss := range extra {
+		ss.Name = fmt.Sprintf("bench-write-%02d", i)
+		start := time.Now()
+		if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(context.Background(), ss, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	settleAll(t, 5*time.Minute)
+	cpu := kubeAPIServerCPU(t) - before
+	p50, _ := percentiles(lat)
+	return p50, cpu / time.Duration(n)
+}
+
+// kubeAPIServerCPU is the CPU time (user and system) kube-apiserver has used so far.
+func kubeAPIServerCPU(t *testing.T) time.Duration {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run/kube-apiserver.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
 
 // bareLabels select nothing: the baseline pods carry them instead of the measured pod's.
@@ -78,16 +195,6 @@ func (p benchPodTemplate) withNamespace(ns string) *corev1.Pod {
 	return pod
 }
 
-// storeBenchSidecarSets stores the n SidecarSets of policytest.BenchSidecarSets.
-func storeBenchSidecarSets(t *testing.T, n int) {
-	list := policytest.BenchSidecarSets(n)
-	client := sidecars.AppsV1alpha1().SidecarSets()
-	parallel(t, len(list), func(i int) error {
-		_, err := client.Create(context.Background(), list[i], metav1.CreateOptions{})
-		return err
-	})
-}
-
 func unthrottled() kubernetes.Interface {
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: it would dominate the figures
@@ -96,12 +203,12 @@ func unthrottled() kubernetes.Interface {
 
 // report prints the figures of one mode, the cases interleaved so that load and caches affect all.
 // injected is the pod five becomes, created bare: "5 matching" is also reported against it.
-func report(t *testing.T, mode string, client kubernetes.Interface, five, none, injected benchPodTemplate, n int) {
+func report(t *testing.T, mode string, client kubernetes.Interface, five, none, nokey, injected benchPodTemplate, n int) {
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
 	}{{"bare", benchPod(bareLabels).withNamespace("kruise-system")}, {"five", five.withNamespace("bench")}, {"none", none.withNamespace("bench")},
-		{"injected", injected.withNamespace("kruise-system")}}
+		{"injected", injected.withNamespace("kruise-system")}, {"nokey", nokey.withNamespace("bench")}}
 	lat := make([][]time.Duration, len(cases))
 	for _, c := range cases {
 		timeCreates(t, client, c.pod, 50) // warm
@@ -115,15 +222,16 @@ func report(t *testing.T, mode string, client kubernetes.Interface, five, none, 
 	p50f, p99f := percentiles(lat[1])
 	p50n, p99n := percentiles(lat[2])
 	p50i, p99i := percentiles(lat[3])
+	p50k, p99k := percentiles(lat[4])
 	bare := throughput(t, client, cases[0].pod, n)
 	stopProfile := profileKubeAPIServer(t, mode)
 	withFive := throughput(t, client, cases[1].pod, n)
 	stopProfile()
 	bareInjected := throughput(t, client, cases[3].pod, n)
-	fmt.Printf("%s mode, %d creates per case: bare p50 %v p99 %v; 5 matching: added p50 %v p99 %v; none matching: added p50 %v p99 %v; "+
-		"8 clients: bare %.0f/s, 5 matching %.0f/s (%.0f%%)\n",
-		mode, len(lat[0]), p50b, p99b, p50f-p50b, p99f-p99b, p50n-p50b, p99n-p99b, bare, withFive, 100*withFive/bare)
-	fmt.Printf("%s mode, the injected pod created bare: p50 %v p99 %v (5 matching adds p50 %v p99 %v to it); 8 clients %.0f/s (5 matching: %.0f%% of it)\n",
+	fmt.Printf("%s, %d creates per case: bare p50 %v p99 %v; 5 matching: added p50 %v p99 %v; the key, no value matching: added p50 %v p99 %v; "+
+		"without the key: added p50 %v p99 %v; 8 clients: bare %.0f/s, 5 matching %.0f/s (%.0f%%)\n",
+		mode, len(lat[0]), p50b, p99b, p50f-p50b, p99f-p99b, p50n-p50b, p99n-p99b, p50k-p50b, p99k-p99b, bare, withFive, 100*withFive/bare)
+	fmt.Printf("%s, the injected pod created bare: p50 %v p99 %v (5 matching adds p50 %v p99 %v to it); 8 clients %.0f/s (5 matching: %.0f%% of it)\n",
 		mode, p50i, p99i, p50f-p50i, p99f-p99i, bareInjected, 100*withFive/bareInjected)
 }
 

@@ -27,16 +27,28 @@ func benchSets(b *testing.B, n int) []*v1alpha1.SidecarSet {
 	return out
 }
 
-// BenchmarkPlanPolicies1000 plans 1,000 stored SidecarSets, as the controller does on every change.
+// BenchmarkPlanPolicies1000 plans 1,000 stored SidecarSets, as the controller does on every
+// change: benchSets ("fifty": 50 values of app, each with another label) and every shape of the
+// injection benchmarks.
 func BenchmarkPlanPolicies1000(b *testing.B) {
-	sets := benchSets(b, 1000)
-	now := time.Now()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now}); err != nil {
-			b.Fatal(err)
+	shapes := map[string][]*v1alpha1.SidecarSet{"fifty": benchSets(b, 1000)}
+	for _, shape := range policytest.Shapes {
+		sets := policytest.BenchSidecarSets(shape, 1000)
+		for _, ss := range sets {
+			prepare(b, ss)
 		}
+		shapes[shape] = sets
+	}
+	now := time.Now()
+	for _, name := range sortedKeys(shapes) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := PlanPolicies(PlanInput{SidecarSets: shapes[name], Now: now}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -44,7 +56,7 @@ func BenchmarkPlanPolicies1000(b *testing.B) {
 // 1,000 stored SidecarSets into a pod ("five"), and the same policy on a pod none of its members
 // selects ("none": its match conditions turn it away).
 func BenchmarkGroupPolicy(b *testing.B) {
-	sets := policytest.BenchSidecarSets(1000)
+	sets := policytest.BenchSidecarSets(policytest.ShapeKeys, 1000)
 	for _, ss := range sets {
 		prepare(b, ss)
 	}
