@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -31,6 +33,7 @@ import (
 // injects a SidecarSet in this server's mode.
 type injectionPaths struct {
 	sets        listers.SidecarSetLister
+	policies    admissionlisters.MutatingAdmissionPolicyLister // owned ones; nil without policies
 	webhookOnly bool
 	// unserved is set, before the server starts, when the cluster serves no v1
 	// MutatingAdmissionPolicy.
@@ -46,7 +49,14 @@ func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInje
 		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "PoliciesNotServed",
 			Message: "the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"}
 	}
-	return policy.Describe(ss, all, p.webhookOnly)
+	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
+	if p.policies != nil {
+		owned, _ := p.policies.List(labels.Everything())
+		for _, o := range owned {
+			compiled[o.Name] = o
+		}
+	}
+	return policy.Describe(ss, all, compiled, p.webhookOnly)
 }
 
 // addControllerHook registers the hook that starts the server's informers and its controllers
@@ -145,6 +155,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	webhooks := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.ExtraConfig.WebhookConfiguration).String()
 	}))
+	paths.policies = owned.Admissionregistration().V1().MutatingAdmissionPolicies().Lister()
 	ctrl, err := policyctrl.New(policyctrl.Options{
 		Kube:                 kube,
 		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),

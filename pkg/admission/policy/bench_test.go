@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -91,6 +92,34 @@ func BenchmarkGroupPolicy(b *testing.B) {
 				}
 				if len(out.Spec.Containers) != tc.containers {
 					b.Fatalf("%d containers, want %d", len(out.Spec.Containers), tc.containers)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlanAfterCreate plans 1,000 stored SidecarSets of each benchmark shape with the memo
+// of the previous plan after one more SidecarSet was created, as the controller does on a write.
+func BenchmarkPlanAfterCreate(b *testing.B) {
+	for _, shape := range policytest.Shapes {
+		b.Run(shape, func(b *testing.B) {
+			sets := policytest.BenchSidecarSets(shape, 1002)
+			for i, ss := range sets {
+				ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+				prepare(b, ss)
+			}
+			now := time.Now()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				memo := &Memo{}
+				if _, err := PlanPolicies(PlanInput{SidecarSets: sets[:1000], Now: now, Memo: memo}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := PlanPolicies(PlanInput{SidecarSets: sets[:1001], Now: now, Memo: memo}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

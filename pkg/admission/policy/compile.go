@@ -60,7 +60,14 @@ const (
 	ReasonCompiled            = "Compiled"
 	ReasonWebhookMode         = "WebhookMode"
 	ReasonSelectorBudget      = "SelectorBudget"
+	ReasonManyNeighbours      = "ManyNeighbours"
 )
+
+// maxNeighbours is the most SidecarSets that may share pods with a policy-path SidecarSet: its
+// CEL names their sidecars (to place its own among them and to leave pods that declare one to the
+// webhook), so its size, what kube-apiserver compiles, and what a write of any of them rewrites grow
+// with them. The webhook places sidecars among any number at no such cost.
+const maxNeighbours = 32
 
 // Input is what Compile needs.
 type Input struct {
@@ -72,6 +79,9 @@ type Input struct {
 	// Neighbours, when not nil, are the SidecarSets among Others that may select the same pods
 	// (see Neighbours), computed once by a caller compiling many SidecarSets.
 	Neighbours []*v1alpha1.SidecarSet
+	// Bases, when not nil, are the names of the SidecarSets a canary among Others names as its
+	// base, computed once by a caller compiling many SidecarSets (Others is then not read).
+	Bases map[string]bool
 	// ExcludedNamespaces are never injected (the namespaces the webhook configuration excludes).
 	ExcludedNamespaces []string
 	// Stamp is the updateTimestamp the policy writes into the pod's hash annotation entries: a
@@ -129,7 +139,7 @@ func classify(in *Input) (Result, bool) {
 		return Result{Path: PathNone, Reason: ReasonNoSelector, Message: "spec.selector selects no pod"}, false
 	case in.SortSidecarContainersByName:
 		return webhook(ReasonSortedContainers, "the server sorts sidecar containers by name")
-	case isCanaryOrBase(ss, in.Others):
+	case isCanaryOrBase(ss, in.Others) || in.Bases[ss.Name]:
 		return webhook(ReasonCanary, "canary SidecarSets and their bases choose between each other per pod")
 	case ss.Spec.InjectionStrategy.Revision != nil:
 		return webhook(ReasonInjectionRevision, "spec.injectionStrategy.revision chooses a recorded revision per pod")
@@ -138,6 +148,9 @@ func classify(in *Input) (Result, bool) {
 	}
 	if reason, field := containerFeature(ss); reason != "" {
 		return webhook(reason, "%s is computed from the pod at admission", field)
+	}
+	if len(in.Neighbours) > maxNeighbours {
+		return webhook(ReasonManyNeighbours, "it may select the same pods as %d other SidecarSets (a policy places sidecars among at most %d)", len(in.Neighbours), maxNeighbours)
 	}
 	if name := ambiguousName(ss, in.Neighbours); name != "" {
 		return webhook(ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)

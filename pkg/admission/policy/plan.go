@@ -34,6 +34,8 @@ type PlanInput struct {
 	// WebhookOnly serves every SidecarSet by the webhook (--injection=webhook): no policies, and
 	// the webhook's condition selects the pods any SidecarSet may select.
 	WebhookOnly bool
+	// Memo, when set, keeps what this plan computes for the next one (see Memo).
+	Memo *Memo
 	// Grace is how long a policy stays in the webhook's match condition as well once it is in the
 	// cluster as planned: kube-apiserver loads new and changed policies asynchronously, and until it
 	// has, the webhook injects the SidecarSet (a pod the policy injected first reaches the webhook
@@ -64,15 +66,18 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p := Plan{Results: make(map[string]Result, len(sets))}
 	prev := compiledRecords(in.Compiled)
-	groupOf := assign(sets)
+	groupOf := assign(sets, incumbents(prev))
 	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
-	near := allNeighbours(sets)
+	memo := in.Memo
+	if memo == nil {
+		memo = &Memo{}
+	}
+	near, isBase := memo.neighbours(sets), bases(sets)
 	for i, ss := range sets {
-		others := append(append([]*v1alpha1.SidecarSet(nil), sets[:i]...), sets[i+1:]...)
 		stamp := stampFor(ss, prev[ss.Name], in.Now)
-		r, m, err := compileMember(Input{SidecarSet: ss, Others: others, Neighbours: near[i], ExcludedNamespaces: in.ExcludedNamespaces,
-			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName})
+		r, m, err := memo.compile(Input{SidecarSet: ss, Neighbours: near[i], Bases: isBase, ExcludedNamespaces: in.ExcludedNamespaces,
+			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName}, isBase[ss.Name])
 		if err != nil {
 			return Plan{}, err
 		}
@@ -101,7 +106,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	}
 	for _, name := range sortedKeys(groups) {
 		g := groups[name]
-		policy, binding, err := g.objects(in.ExcludedNamespaces)
+		policy, binding, err := memo.objects(g, in.ExcludedNamespaces)
 		if err != nil {
 			return Plan{}, err
 		}
@@ -116,6 +121,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		}
 	}
 	p.WebhookMatches = webhookMatches(webhookSets, policySets)
+	memo.forget(sets, p.Policies)
 	return p, nil
 }
 
@@ -146,6 +152,15 @@ func records(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]reco
 	}
 	if err := json.Unmarshal([]byte(p.Annotations[SidecarSetsAnnotation]), &out); err != nil {
 		return map[string]record{}
+	}
+	return out
+}
+
+// incumbents are the SidecarSets the owned policies inject (records by SidecarSet name).
+func incumbents(prev map[string]record) map[string]bool {
+	out := make(map[string]bool, len(prev))
+	for name := range prev {
+		out[name] = true
 	}
 	return out
 }
@@ -332,8 +347,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // Describe says which path injects ss among the stored SidecarSets all (ss may be among them),
-// as PlanPolicies decides, for the /rollout view.
-func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, webhookOnly bool) *v1alpha1.RolloutInjection {
+// as PlanPolicies decides with the owned policies compiled, for the /rollout view.
+func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, compiled map[string]*admissionregistrationv1.MutatingAdmissionPolicy, webhookOnly bool) *v1alpha1.RolloutInjection {
 	others := make([]*v1alpha1.SidecarSet, 0, len(all))
 	withSelf := append(make([]*v1alpha1.SidecarSet, 0, len(all)+1), ss)
 	for _, o := range all {
@@ -349,7 +364,7 @@ func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, webhookOnly b
 	if webhookOnly && r.Path == PathPolicy {
 		r, m = webhookMode(), nil
 	}
-	groupOf := assign(withSelf)
+	groupOf := assign(withSelf, incumbents(compiledRecords(compiled)))
 	if m != nil && groupOf.over[ss.Name] {
 		r, m = selectorBudget(ss), nil
 	}

@@ -138,7 +138,7 @@ spec:
 		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonTransferEnv}},
 	}
 	for _, tc := range cases {
-		got := Describe(tc.ss, all, tc.webhookOnly)
+		got := Describe(tc.ss, all, nil, tc.webhookOnly)
 		got.Message = ""
 		if *got != tc.want {
 			t.Errorf("%s (webhookOnly %v): got %+v, want %+v", tc.ss.Name, tc.webhookOnly, *got, tc.want)

@@ -27,7 +27,8 @@ import (
 //     values, by a hash of the value, and the policy's objectSelector lists the values its members
 //     select, so a pod meets only the policy of its own value;
 //   - kube-apiserver pays for every listed value on every request, so at most maxNativeValues
-//     values are listed in all: the values most SidecarSets select first (then by key and value).
+//     values are listed in all: the values most SidecarSets select first, then those a policy
+//     already injects (so that a new SidecarSet does not move others), then by key and value.
 //     The SidecarSets of the other values are served by the injection webhook, whose selectors
 //     kube-apiserver parses once (reason ReasonSelectorBudget): for them a policy would cost every
 //     request in the cluster more than the webhook costs their pods;
@@ -68,10 +69,12 @@ type valueGroup struct {
 	key, value string
 	sets       []*v1alpha1.SidecarSet
 	values     map[string]bool // every value the sets select
+	incumbent  bool            // a policy injects one of the sets now
 }
 
-// assign decides the group policy of every SidecarSet among sets (all stored ones).
-func assign(sets []*v1alpha1.SidecarSet) *assignment {
+// assign decides the group policy of every SidecarSet among sets (all stored ones); incumbent
+// are the SidecarSets a policy injects now.
+func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment {
 	a := &assignment{policy: map[string]string{}, over: map[string]bool{}}
 	anyCounts := map[string]int{}
 	groups := map[[2]string]*valueGroup{}
@@ -88,6 +91,7 @@ func assign(sets []*v1alpha1.SidecarSet) *assignment {
 			groups[[2]string{k, first}] = g
 		}
 		g.sets = append(g.sets, ss)
+		g.incumbent = g.incumbent || incumbent[ss.Name]
 		for _, v := range vs {
 			g.values[v] = true
 		}
@@ -105,6 +109,9 @@ func assign(sets []*v1alpha1.SidecarSet) *assignment {
 		x, y := ranked[i], ranked[j]
 		if len(x.sets) != len(y.sets) {
 			return len(x.sets) > len(y.sets)
+		}
+		if x.incumbent != y.incumbent {
+			return x.incumbent
 		}
 		return x.key < y.key || (x.key == y.key && x.value < y.value)
 	})

@@ -90,6 +90,8 @@ type Controller struct {
 
 	queueMu sync.Mutex
 	queue   workqueue.TypedRateLimitingInterface[string] // the current term's; nil between terms
+
+	memo policy.Memo // what the last plan compiled, for the next (Reconcile runs one at a time)
 }
 
 // seen is when the controller first saw a policy at a resourceVersion.
@@ -199,7 +201,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Loaded: c.loaded(owned), ExcludedNamespaces: c.opts.ExcludedNamespaces,
 		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace,
-		WebhookOnly: c.opts.WebhookOnly})
+		WebhookOnly: c.opts.WebhookOnly, Memo: &c.memo})
 	if err != nil {
 		return err
 	}

@@ -18,15 +18,25 @@ import (
 // injectionPoll is how often a SidecarSet whose injection is not ready yet is looked at again.
 const injectionPoll = 100 * time.Millisecond
 
-// sync runs a round and looks again soon while the SidecarSet's injection is not ready.
+// sync runs a round and looks again soon while the SidecarSet's injection is not ready, or was
+// not when the round began: injection may become ready during the round, after its status was
+// decided without the generation observed, and no event would bring it back.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	readyBefore := c.ready(name)
 	after, err := c.round(ctx, name)
-	if err == nil && (after == 0 || after > injectionPoll) && c.injectionReady != nil {
-		if cached, getErr := c.sets.Get(name); getErr == nil && !c.injectionReady(cached) {
-			after = injectionPoll
-		}
+	if err == nil && (after == 0 || after > injectionPoll) && (!readyBefore || !c.ready(name)) {
+		after = injectionPoll
 	}
 	return after, err
+}
+
+// ready reports whether the SidecarSet's injection is ready (or it is gone, or nothing gates it).
+func (c *Controller) ready(name string) bool {
+	if c.injectionReady == nil {
+		return true
+	}
+	cached, err := c.sets.Get(name)
+	return err != nil || c.injectionReady(cached)
 }
 
 // round gathers the SidecarSet, its revisions and its pods, records its revision, plans the

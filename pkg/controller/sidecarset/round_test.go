@@ -272,6 +272,32 @@ func TestSyncPollsUntilInjectionReady(t *testing.T) {
 	}
 }
 
+// TestSyncInjectionReadyDuringRound: injection that becomes ready during a round, after the round
+// decided the status without the generation, brings the SidecarSet back: nothing else would.
+func TestSyncInjectionReadyDuringRound(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	ready := false
+	h.c.injectionReady = func(*v1alpha1.SidecarSet) bool { return ready }
+	h.own.PrependReactor("update", "sidecarsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			ready = true // the policy controller applies the injection objects meanwhile
+		}
+		return false, nil, nil
+	})
+	after, err := h.round()
+	if err != nil || after != injectionPoll {
+		t.Fatalf("ready during the round: after %v, %v; want %v", after, err, injectionPoll)
+	}
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.stored().Status.ObservedGeneration; got != 2 {
+		t.Errorf("observedGeneration %d once injection is ready, want 2", got)
+	}
+}
+
 // TestRoundStorageUnavailable: a status write that fails because the SidecarSet storage does not
 // answer does not stop the rollout: the round still upgrades pods, records no event and asks to
 // look again soon, as a successful round would, instead of failing into the growing backoff.

@@ -1,0 +1,258 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// Memo keeps, between plans, what PlanPolicies computed from SidecarSets that have not changed
+// since: the neighbours of each SidecarSet (pairs of selectors tested again only for the
+// SidecarSets a write changed), each member's compiled part, and each group's objects. With it a
+// plan after one write of 1,000 stored SidecarSets compiles only what that write touches; the plan
+// is the same with or without it. A Memo is not safe for concurrent use; the zero value is empty.
+type Memo struct {
+	versions map[string]versionEntry // by SidecarSet name
+	near     map[string]nearEntry
+	members map[string]memberEntry // by SidecarSet name
+	groups  map[string]groupEntry  // by policy name
+}
+
+type versionEntry struct {
+	resourceVersion string
+	version         string // see version
+	digest          string // of version
+}
+
+// versionOf is version(ss) and its digest, computed again only when ss's resourceVersion changes.
+func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
+	if e, ok := mm.versions[ss.Name]; ok && ss.ResourceVersion != "" && e.resourceVersion == ss.ResourceVersion {
+		return e
+	}
+	e := versionEntry{resourceVersion: ss.ResourceVersion, version: version(ss)}
+	if e.version != "" {
+		sum := sha256.Sum256([]byte(e.version))
+		e.digest = string(sum[:16])
+	}
+	if mm.versions == nil {
+		mm.versions = map[string]versionEntry{}
+	}
+	mm.versions[ss.Name] = e
+	return e
+}
+
+type nearEntry struct {
+	version string
+	ss      *v1alpha1.SidecarSet
+	names   map[string]bool
+	list    []*v1alpha1.SidecarSet // names' SidecarSets sorted by name; nil when names changed since
+}
+
+type memberEntry struct {
+	key    string
+	result Result
+	member *member
+}
+
+type groupEntry struct {
+	key     string
+	policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// version identifies what compiling ss reads of it, "" when unknown (an object never stored: not
+// memoized). A stored spec change bumps the generation; the hashes, the canary annotations and the
+// latest revision are read too.
+func version(ss *v1alpha1.SidecarSet) string {
+	if ss.ResourceVersion == "" || ss.UID == "" {
+		return ""
+	}
+	a := ss.Annotations
+	return strings.Join([]string{string(ss.UID), strconv.FormatInt(ss.Generation, 10), ss.Status.LatestRevision,
+		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[canaryAnnotation], a[baseAnnotation]}, "\x00")
+}
+
+// neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
+// testing again only the pairs with a SidecarSet that changed since the last call.
+func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
+	current := make(map[string]string, len(sets))
+	var changed []*v1alpha1.SidecarSet
+	for _, ss := range sets {
+		v := mm.versionOf(ss).version
+		current[ss.Name] = v
+		if e, ok := mm.near[ss.Name]; !ok || v == "" || e.version != v {
+			changed = append(changed, ss)
+		}
+	}
+	if mm.near == nil || len(changed) > len(sets)/4 {
+		return mm.rebuild(sets)
+	}
+	for name, e := range mm.near {
+		if v, ok := current[name]; !ok || v == "" || v != e.version {
+			for n := range e.names {
+				if o, ok := mm.near[n]; ok {
+					delete(o.names, name)
+					o.list = nil
+					mm.near[n] = o
+				}
+			}
+			delete(mm.near, name)
+		}
+	}
+	for _, ss := range changed {
+		e := nearEntry{version: current[ss.Name], ss: ss, names: map[string]bool{}}
+		for _, o := range sets {
+			if o.Name != ss.Name && mayShare(ss, o) {
+				e.names[o.Name] = true
+				if oe, ok := mm.near[o.Name]; ok {
+					oe.names[ss.Name] = true
+					oe.list = nil
+					mm.near[o.Name] = oe
+				}
+			}
+		}
+		mm.near[ss.Name] = e
+	}
+	return mm.lists(sets)
+}
+
+// rebuild tests every pair.
+func (mm *Memo) rebuild(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
+	near := allNeighbours(sets)
+	mm.near = make(map[string]nearEntry, len(sets))
+	for i, ss := range sets {
+		e := nearEntry{version: mm.versionOf(ss).version, ss: ss, names: make(map[string]bool, len(near[i])), list: near[i]}
+		for _, o := range near[i] {
+			e.names[o.Name] = true
+		}
+		mm.near[ss.Name] = e
+	}
+	return near
+}
+
+func (mm *Memo) lists(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
+	out := make([][]*v1alpha1.SidecarSet, len(sets))
+	for i, ss := range sets {
+		e := mm.near[ss.Name]
+		if e.list == nil {
+			names := sortedKeys(e.names)
+			e.list = make([]*v1alpha1.SidecarSet, 0, len(names))
+			for _, n := range names {
+				e.list = append(e.list, mm.near[n].ss)
+			}
+			mm.near[ss.Name] = e
+		}
+		out[i] = e.list
+	}
+	return out
+}
+
+// memberKey identifies a compilation: a digest of the SidecarSet, its neighbours and the inputs
+// of the plan that reach a member; "" when one of them is not memoizable.
+func (mm *Memo) memberKey(in *Input, base bool) string {
+	v := mm.versionOf(in.SidecarSet).digest
+	if v == "" {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(v + "\x01" + in.Stamp.UTC().String() + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName)))
+	for _, o := range in.Neighbours {
+		ov := mm.versionOf(o).digest
+		if ov == "" {
+			return ""
+		}
+		h.Write([]byte(ov))
+	}
+	return string(h.Sum(nil))
+}
+
+// compile is compileMember, memoized.
+func (mm *Memo) compile(in Input, base bool) (Result, *member, error) {
+	key := mm.memberKey(&in, base)
+	if e, ok := mm.members[in.SidecarSet.Name]; ok && key != "" && e.key == key {
+		return e.result, e.member, nil
+	}
+	r, m, err := compileMember(in)
+	if err != nil || key == "" {
+		return r, m, err
+	}
+	if mm.members == nil {
+		mm.members = map[string]memberEntry{}
+	}
+	mm.members[in.SidecarSet.Name] = memberEntry{key: key, result: r, member: m}
+	return r, m, nil
+}
+
+// objects is group.objects, memoized by the members' keys and records.
+func (mm *Memo) objects(g *group, excluded []string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+	h := sha256.New()
+	h.Write([]byte(g.key + "\x02" + strings.Join(excluded, "\x00")))
+	key := ""
+	for _, ss := range g.sets {
+		e, ok := mm.members[ss.Name]
+		if !ok || e.key == "" || e.member == nil {
+			h = nil
+			break
+		}
+		r := g.records[ss.Name]
+		h.Write([]byte("\x02" + e.key + "\x00" + r.Hash + "\x00" + r.CompiledAt + "\x00" + r.Digest))
+	}
+	if h != nil {
+		key = string(h.Sum(nil))
+	}
+	if e, ok := mm.groups[g.name]; ok && key != "" && e.key == key {
+		return e.policy.DeepCopy(), e.binding.DeepCopy(), nil
+	}
+	policy, binding, err := g.objects(excluded)
+	if err != nil || key == "" {
+		return policy, binding, err
+	}
+	if mm.groups == nil {
+		mm.groups = map[string]groupEntry{}
+	}
+	mm.groups[g.name] = groupEntry{key: key, policy: policy.DeepCopy(), binding: binding.DeepCopy()}
+	return policy, binding, nil
+}
+
+// forget drops the entries of SidecarSets and policies no longer planned.
+func (mm *Memo) forget(sets []*v1alpha1.SidecarSet, policies []*admissionregistrationv1.MutatingAdmissionPolicy) {
+	keep := make(map[string]bool, len(sets))
+	for _, ss := range sets {
+		keep[ss.Name] = true
+	}
+	for name := range mm.members {
+		if !keep[name] {
+			delete(mm.members, name)
+		}
+	}
+	for name := range mm.versions {
+		if !keep[name] {
+			delete(mm.versions, name)
+		}
+	}
+	kept := make(map[string]bool, len(policies))
+	for _, p := range policies {
+		kept[p.Name] = true
+	}
+	for name := range mm.groups {
+		if !kept[name] {
+			delete(mm.groups, name)
+		}
+	}
+}
+
+// bases returns the names of the SidecarSets a canary among sets names as its base.
+func bases(sets []*v1alpha1.SidecarSet) map[string]bool {
+	out := map[string]bool{}
+	for _, ss := range sets {
+		if ss.Annotations[canaryAnnotation] == "true" && ss.Annotations[baseAnnotation] != "" {
+			out[ss.Annotations[baseAnnotation]] = true
+		}
+	}
+	return out
+}
