@@ -19,8 +19,8 @@ import (
 type Memo struct {
 	versions map[string]versionEntry // by SidecarSet name
 	near     map[string]nearEntry
-	members map[string]memberEntry // by SidecarSet name
-	groups  map[string]groupEntry  // by policy name
+	members  map[string]memberEntry // by SidecarSet name
+	groups   map[string]groupEntry  // by policy name
 }
 
 type versionEntry struct {
