@@ -507,7 +507,9 @@ up() {
   start_kwok
   start_server
   register
-  if [[ "${REAL_NODE:-}" == 1 ]]; then node_up; fi
+  if [[ "${REAL_NODE:-}" == 1 ]]; then
+    if [[ "$(id -u)" == 0 ]]; then node_up; else log "REAL_NODE=1 but not root: no real node"; fi
+  fi
   log "ready"
   echo "export KUBECONFIG=${KUBECONFIG_FILE}"
   echo "kubectl: ${KUBECTL}"
