@@ -389,7 +389,8 @@ JSON
 
 # node_images builds the static programs of hack/testimage (the pause image and the test image at
 # each version of TEST_IMAGE_VERSIONS, the version linked in, so each version has its own digest),
-# writes their OCI archives with hack/image and imports them into containerd's k8s.io namespace.
+# writes their OCI archives with hack/image and imports them into containerd's k8s.io namespace,
+# and tags v1's image alias-v1 too.
 node_images() {
   local dir="${NODE}/images" v
   mkdir -p "${dir}"
@@ -405,6 +406,9 @@ node_images() {
   for v in ${TEST_IMAGE_VERSIONS}; do
     build_image "test-${v}" "${TEST_IMAGE}:${v}" /testimage ./hack/testimage "-X main.version=${v}"
   done
+  # A second tag of v1's image: containerd reports a container's image as the first tag of its
+  # digest (alias-v1 sorts first), whatever tag the spec names.
+  ctr_ images tag --force "${TEST_IMAGE}:v1" "${TEST_IMAGE}:alias-v1" >/dev/null
 }
 
 # node_kubelet writes the kubelet's certificate (system:node:NODE_NAME in system:nodes, for the

@@ -23,8 +23,9 @@ import (
 // Tests on the real node of hack/local-up.sh (REAL_NODE=1: containerd, runc and a kubelet beside
 // the kwok nodes; node-up). Its pods run hack/testimage, whose images sidecarset.dev/test:v1..v3
 // are imported into containerd (no registry): each prints its version, its environment and the
-// files of LIST_DIRS to its log. Every test skips when the node is not Ready. make test runs
-// TestRealNodeInjection and TestRealNodeUpgrade; make e2e-node (E2E_REAL_NODE_ALL=1) runs them all.
+// files of LIST_DIRS to its log (alias-v1 is a second tag of v1). Every test skips when the node
+// is not Ready. make test runs TestRealNodeInjection, TestRealNodeUpgrade and
+// TestRealNodeSharedDigestUpgrade; make e2e-node (E2E_REAL_NODE_ALL=1) runs them all.
 
 const (
 	realNodeNamespace = "sidecarset-realnode"
@@ -164,7 +165,13 @@ func hasLine(log, line string) bool {
 func runsNew(p *corev1.Pod, container string, before *corev1.ContainerStatus, image string) bool {
 	st := sidecar.ContainerStatus(p, container)
 	return st != nil && st.State.Running != nil && st.Ready && st.ContainerID != "" && st.ContainerID != before.ContainerID &&
-		st.Image == image
+		reportsImage(st, image)
+}
+
+// reportsImage reports whether the status names image as containerd does: by the first tag of
+// its digest, so v1's containers show alias-v1 (hack/local-up.sh tags v1's image so).
+func reportsImage(st *corev1.ContainerStatus, image string) bool {
+	return st.Image == image || (image == testImage+":v1" && st.Image == testImage+":alias-v1")
 }
 
 // TestRealNodeInjection: the manual's first example on a real kubelet. A SidecarSet selecting
@@ -198,7 +205,7 @@ func TestRealNodeInjection(t *testing.T) {
 		t.Fatalf("containers %s, want sidecar1,app", names)
 	}
 	st := sidecar.ContainerStatus(got, "sidecar1")
-	if st.State.Running == nil || !st.Ready || st.Image != testImage+":v1" || !strings.HasPrefix(st.ContainerID, "containerd://") {
+	if st.State.Running == nil || !st.Ready || !reportsImage(st, testImage+":v1") || !strings.HasPrefix(st.ContainerID, "containerd://") {
 		t.Fatalf("sidecar1 status %+v", st)
 	}
 	waitContainerLog(t, pod.Name, "sidecar1", "version=v1", "file /var/log/app.txt: from-app", "file /var/log/sidecar.txt: from-sidecar1")
@@ -226,12 +233,17 @@ func TestRealNodeUpgrade(t *testing.T) {
 
 // upgradeInPlace patches the SidecarSet to image v2 of container and checks the in-place restart
 // of pod before, sampling the SidecarSet's status and then the pod every 50 ms: whenever the
-// status (at the new generation) counts the pod updated and ready, the pod read after it must
+// status (of the new revision) counts the pod updated and ready, the pod read after it must
 // already run the new container, ready.
 func upgradeInPlace(t *testing.T, name string, before *corev1.Pod, container, patch string) {
 	t.Helper()
+	upgradeInPlaceTo(t, name, before, container, testImage+":v2", "v2", patch)
+}
+
+// upgradeInPlaceTo is upgradeInPlace to image, whose program prints version.
+func upgradeInPlaceTo(t *testing.T, name string, before *corev1.Pod, container, image, version, patch string) {
+	t.Helper()
 	ctx := context.Background()
-	image := testImage + ":v2"
 	b := sidecar.ContainerStatus(before, container).DeepCopy()
 	bApp := sidecar.ContainerStatus(before, "app").DeepCopy()
 	current, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
@@ -251,9 +263,12 @@ func upgradeInPlace(t *testing.T, name string, before *corev1.Pod, container, pa
 		if err != nil {
 			return false, nil
 		}
-		newGen := ss.Generation > current.Generation && ss.Status.ObservedGeneration == ss.Generation
+		// The counters are for the new spec once its revision is recorded (observedGeneration may
+		// come later: in policy mode the server lets kube-apiserver drop the old policy first).
+		newRev := ss.Status.LatestRevision != current.Status.LatestRevision
+		newGen := newRev && ss.Status.ObservedGeneration == ss.Generation
 		done := runsNew(p, container, b, image) && podIsReady(p)
-		if newGen && ss.Status.UpdatedReadyPods == 1 && !done {
+		if newRev && ss.Status.UpdatedReadyPods == 1 && !done {
 			st := sidecar.ContainerStatus(p, container)
 			premature = append(premature, fmt.Sprintf("%v after the patch: updatedReadyPods 1, pod observedGeneration %d/%d, %s %+v",
 				time.Since(patched).Round(10*time.Millisecond), p.Status.ObservedGeneration, p.Generation, container, st))
@@ -270,7 +285,7 @@ func upgradeInPlace(t *testing.T, name string, before *corev1.Pod, container, pa
 	a := sidecar.ContainerStatus(after, container)
 	t.Logf("patch to new %s running and ready, as sampled: %v (container started %v after the patch)", container,
 		time.Since(patched).Round(10*time.Millisecond), a.State.Running.StartedAt.Sub(patched).Round(100*time.Millisecond))
-	if a.RestartCount != b.RestartCount+1 || a.ImageID == b.ImageID || a.ContainerID == b.ContainerID {
+	if a.RestartCount != b.RestartCount+1 || a.ContainerID == b.ContainerID || (version != "v1" && a.ImageID == b.ImageID) {
 		t.Errorf("%s not restarted with the new image: %+v -> %+v", container, b, a)
 	}
 	if app := sidecar.ContainerStatus(after, "app"); app.RestartCount != 0 || app.ContainerID != bApp.ContainerID {
@@ -279,11 +294,36 @@ func upgradeInPlace(t *testing.T, name string, before *corev1.Pod, container, pa
 	if after.UID != before.UID {
 		t.Error("the pod was recreated")
 	}
-	waitContainerLog(t, after.Name, container, "version=v2")
+	waitContainerLog(t, after.Name, container, "version="+version)
 	if prev, err := kube.CoreV1().Pods(realNodeNamespace).GetLogs(after.Name, &corev1.PodLogOptions{Container: container, Previous: true}).DoRaw(ctx); err != nil ||
 		!hasLine(string(prev), "version=v1") || !strings.Contains(string(prev), "version=v1 stopping on terminated") {
 		t.Errorf("previous log of %s (the v1 container, stopped by SIGTERM): %v\n%s", container, err, prev)
 	}
+}
+
+// TestRealNodeSharedDigestUpgrade: sidecar1 v1 -> alias-v1, a second tag of the same image.
+// containerd reports a container's image as the first tag of its digest, so the status names
+// alias-v1 for the v1 container already, before any restart: the SidecarSet must still wait for
+// the kubelet to replace the container (a spec change restarts it) before counting the pod
+// updated and ready.
+func TestRealNodeSharedDigestUpgrade(t *testing.T) {
+	requireRealNode(t, false)
+	ss := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "rn-alias"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rn-alias"}},
+			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{Type: v1alpha1.RollingUpdateSidecarSetStrategyType, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+			Containers:     []v1alpha1.SidecarContainer{realSidecar("sidecar1", "v1", 8081)},
+		},
+	}
+	before := setupRealNode(t, ss, realPod("rn-alias-0", "rn-alias"))[0]
+	alias := testImage + ":alias-v1"
+	b := sidecar.ContainerStatus(before, "sidecar1").DeepCopy()
+	if b.Image != alias {
+		t.Skipf("the runtime reports the v1 container's image as %s, not %s: nothing to check", b.Image, alias)
+	}
+	upgradeInPlaceTo(t, "rn-alias", before, "sidecar1", alias, "v1",
+		`{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:alias-v1"}]}}`)
 }
 
 // TestRealNodeNativeSidecarUpgrade: a native sidecar (an init container with restartPolicy
@@ -374,7 +414,7 @@ func TestRealNodeBadImageRollback(t *testing.T) {
 	waitStatus(t, "rn-stall", v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 3, ReadyPods: 3, UpdatedReadyPods: 3})
 	for _, p := range listRealPods(t, "rn-stall") {
 		st := sidecar.ContainerStatus(p, "sidecar1")
-		if st == nil || st.Image != testImage+":v1" || st.State.Running == nil || !st.Ready {
+		if st == nil || !reportsImage(st, testImage+":v1") || st.State.Running == nil || !st.Ready {
 			t.Errorf("pod %s sidecar1 after the rollback: %+v", p.Name, st)
 		}
 	}
@@ -462,13 +502,13 @@ func TestRealNodeBudget(t *testing.T) {
 		}
 	}()
 
-	gen := waitSettled(t, "rn-budget").Generation
+	rev := waitSettled(t, "rn-budget").Status.LatestRevision
 	patchImage(t, "rn-budget", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:v2"}]}}`)
 	start := time.Now()
 	var premature []string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
 		cur, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "rn-budget", metav1.GetOptions{})
-		if err != nil || cur.Generation == gen || cur.Status.ObservedGeneration != cur.Generation {
+		if err != nil || cur.Status.LatestRevision == rev { // the counters are still the old spec's
 			return false, nil
 		}
 		ps := listRealPods(t, "rn-budget")
@@ -482,7 +522,8 @@ func TestRealNodeBudget(t *testing.T) {
 			premature = append(premature, fmt.Sprintf("%v: updatedReadyPods %d, %d pods run their new sidecar1",
 				time.Since(start).Round(10*time.Millisecond), cur.Status.UpdatedReadyPods, k))
 		}
-		return k == n && cur.Status.UpdatedReadyPods == n && cur.Status.UpdatedPods == n && cur.Status.ReadyPods == n, nil
+		return k == n && cur.Status.ObservedGeneration == cur.Generation &&
+			cur.Status.UpdatedReadyPods == n && cur.Status.UpdatedPods == n && cur.Status.ReadyPods == n, nil
 	})
 	if err != nil {
 		t.Fatalf("rollout not finished: %v", err)
