@@ -433,7 +433,7 @@ func listRealPods(t *testing.T, app string) []*corev1.Pod {
 	return out
 }
 
-// TestRealNodeBudget: a rollout over 4 real pods at maxUnavailable 1. Every pod event (a watch,
+// TestRealNodeBudget: a rollout over 4 real pods at maxUnavailable 1, to alias-v1. Every pod event (a watch,
 // so every state the pods went through, in order) is checked: never are two pods' sidecars being
 // replaced at once (spec image new, the new container not yet running and ready). And whenever the
 // SidecarSet's status (sampled every 50 ms, then the pods read) counts k pods updated and ready, at
@@ -458,7 +458,9 @@ func TestRealNodeBudget(t *testing.T) {
 	for _, p := range setupRealNode(t, ss, pods...) {
 		before[p.Name] = sidecar.ContainerStatus(p, "sidecar1").DeepCopy()
 	}
-	image := testImage + ":v2"
+	// alias-v1 shares v1's digest: containerd already names the old containers alias-v1, so only
+	// their restarts tell the rollout's progress.
+	image := testImage + ":alias-v1"
 	done := func(p *corev1.Pod) bool { return runsNew(p, "sidecar1", before[p.Name], image) && podIsReady(p) }
 	replacing := func(p *corev1.Pod) bool {
 		return sidecar.FindPodContainer(p, "sidecar1").Image == image && !done(p)
@@ -503,7 +505,7 @@ func TestRealNodeBudget(t *testing.T) {
 	}()
 
 	rev := waitSettled(t, "rn-budget").Status.LatestRevision
-	patchImage(t, "rn-budget", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:v2"}]}}`)
+	patchImage(t, "rn-budget", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:alias-v1"}]}}`)
 	start := time.Now()
 	var premature []string
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
