@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify lint verify-fresh e2e fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit verify lint verify-fresh e2e e2e-node fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -49,8 +49,15 @@ unit:
 	$(GO) test -count=1 ./...
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
 
+# REAL_NODE=1: the cluster also gets the real node (containerd and a kubelet; hack/local-up.sh
+# node-up, root only), on which TestRealNodeInjection and TestRealNodeUpgrade run.
 e2e:
-	E2E=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
+	E2E=1 REAL_NODE=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
+
+# Every test on the real node (in-place upgrades of containers and native sidecars, transferEnv and
+# shareVolumePolicy, an unpullable image and its rollback, the maxUnavailable budget).
+e2e-node:
+	E2E=1 REAL_NODE=1 E2E_REAL_NODE_ALL=1 $(GO) test -count=1 -timeout 30m -run 'TestRealNode' -v ./test/e2e/
 
 # Every fuzz target for FUZZTIME each (default 30s), with the executions per target and in total.
 # Their seed corpora already run as ordinary tests in `make unit`.

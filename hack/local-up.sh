@@ -27,12 +27,25 @@
 #   hack/local-up.sh restart-kube-apiserver
 #                                 stop kube-apiserver (SIGTERM) and start it again, until ready
 #   hack/local-up.sh env          print the export line
+#   hack/local-up.sh node-up | node-down
+#                                 a real node beside the kwok ones (needs root): containerd, runc
+#                                 and the CNI plugins (installed with apt-get when missing),
+#                                 containerd with its own root, state and socket under
+#                                 _output/local/node, the test images of hack/testimage imported,
+#                                 and a kubelet registering node NODE_NAME (default real-node-0,
+#                                 label and NoSchedule taint sidecarset.dev/real-kubelet=true);
+#                                 waits until it is Ready. node-down stops kubelet and containerd,
+#                                 unmounts what they mounted and removes their state (pods bound to
+#                                 the node are started again by the next node-up). down runs it too.
 #
 # SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
 # SERVER_POLICY_GRACE (default 3s): its --policy-grace (a local kube-apiserver loads policies fast).
 # SERVER_V (default 2): its log verbosity (2 logs every write of policies and webhooks).
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
+# REAL_NODE=1: up starts the real node too (node-up). NODE_NAME, NODE_IP (default the host's first
+# address of `hostname -I`), NODE_POD_CIDR (default 10.222.0.0/24), KUBELET_PORT (default 10250) and
+# KUBELET_HEALTHZ_PORT (default 10248) configure it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -48,6 +61,16 @@ SERVER_PORT=${SERVER_PORT:-38443}
 SERVER_REPLICA_PORT=${SERVER_REPLICA_PORT:-$((SERVER_PORT + 1))}
 KWOK_IMAGE_CHANGE_DELAY_MS=${KWOK_IMAGE_CHANGE_DELAY_MS:-1000}
 NAMESPACE=kruise-system
+NODE="${STATE}/node"
+NODE_NAME=${NODE_NAME:-real-node-0}
+NODE_POD_CIDR=${NODE_POD_CIDR:-10.222.0.0/24}
+KUBELET_PORT=${KUBELET_PORT:-10250}
+KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT:-10248}
+CONTAINERD_SOCK="${NODE}/containerd/containerd.sock"
+# The real node's images (hack/testimage), built here and imported into containerd: no registry.
+PAUSE_IMAGE=sidecarset.dev/pause:local
+TEST_IMAGE=sidecarset.dev/test
+TEST_IMAGE_VERSIONS="v1 v2 v3"
 
 log() { echo "local-up: $*" >&2; }
 
@@ -157,7 +180,9 @@ start_kube_apiserver() {
     --requestheader-client-ca-file="${CERTS}/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" --proxy-client-key-file="${CERTS}/front-proxy-client.key"
+    --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
+    --kubelet-client-certificate="${CERTS}/admin.crt" --kubelet-client-key="${CERTS}/admin.key" \
+    --kubelet-preferred-address-types=InternalIP
   wait_for kube-apiserver "${LOGS}/kube-apiserver.log" kc get --raw /readyz
 }
 
@@ -282,6 +307,202 @@ register() {
   wait_for "default ServiceAccount" "${LOGS}/kube-controller-manager.log" kc -n default get serviceaccount default
 }
 
+# ---- the real node (node-up, node-down) ----
+
+ctr_() { ctr --address "${CONTAINERD_SOCK}" --namespace k8s.io "$@"; }
+
+# node_packages installs containerd, runc and the CNI plugins with apt-get when one is missing.
+node_packages() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] || missing+=(containernetworking-plugins)
+  ((${#missing[@]})) || return 0
+  log "installing ${missing[*]} with apt-get (log: ${LOGS}/apt-get.log)"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! apt-get install -y --no-install-recommends "${missing[@]}" >"${LOGS}/apt-get.log" 2>&1; then
+    apt-get update >>"${LOGS}/apt-get.log" 2>&1 &&
+      apt-get install -y --no-install-recommends "${missing[@]}" >>"${LOGS}/apt-get.log" 2>&1 ||
+      { log "apt-get failed; last lines of ${LOGS}/apt-get.log:"; tail -n 20 "${LOGS}/apt-get.log" >&2; return 1; }
+  fi
+}
+
+# node_containerd writes containerd's configuration (root, state, sockets, CNI configuration and
+# runc's state under _output/local/node; nothing system-wide) and starts it.
+node_containerd() {
+  local d="${NODE}/containerd"
+  mkdir -p "${d}/root" "${d}/state" "${d}/opt" "${d}/runc" "${NODE}/cni/net.d" "${NODE}/cni/ipam"
+  cat >"${d}/config.toml" <<TOML
+version = 2
+root = "${d}/root"
+state = "${d}/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+[grpc]
+  address = "${CONTAINERD_SOCK}"
+[ttrpc]
+  address = "${CONTAINERD_SOCK}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "${d}/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  # No CAP_SYS_RESOURCE where this runs (e.g. in a container): runc may not lower oom_score_adj.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "${d}/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "${NODE}/cni/net.d"
+TOML
+  # The pods' network: a bridge with host-local addresses; the host reaches pod IPs through it.
+  cat >"${NODE}/cni/net.d/10-sidecarset.conflist" <<JSON
+{
+  "cniVersion": "0.4.0",
+  "name": "sidecarset-local",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "sidecarset0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "${NODE_POD_CIDR}"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "${NODE}/cni/ipam"
+      }
+    }
+  ]
+}
+JSON
+  start containerd containerd --config "${d}/config.toml"
+  wait_for containerd "${LOGS}/containerd.log" ctr_ version
+}
+
+# node_images builds the static programs of hack/testimage (the pause image and the test image at
+# each version of TEST_IMAGE_VERSIONS, the version linked in, so each version has its own digest),
+# writes their OCI archives with hack/image and imports them into containerd's k8s.io namespace,
+# and tags v1's image alias-v1 too.
+node_images() {
+  local dir="${NODE}/images" v
+  mkdir -p "${dir}"
+  (cd "${ROOT}" && go build -o "${ROOT}/_output/bin/image" ./hack/image)
+  build_image() { # build_image NAME REF ENTRYPOINT PKG [LDFLAGS]
+    local name=$1 ref=$2 entrypoint=$3 pkg=$4 ldflags=${5:-}
+    (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags}" -o "${dir}/${name}" "${pkg}")
+    "${ROOT}/_output/bin/image" -binary "${dir}/${name}" -ref "${ref}" -entrypoint "${entrypoint}" -user 0:0 \
+      -layout "${dir}/${name}.oci" -archive "${dir}/${name}.tar" >/dev/null
+    ctr_ images import "${dir}/${name}.tar" >/dev/null
+  }
+  build_image pause "${PAUSE_IMAGE}" /pause ./hack/testimage/pause
+  for v in ${TEST_IMAGE_VERSIONS}; do
+    build_image "test-${v}" "${TEST_IMAGE}:${v}" /testimage ./hack/testimage "-X main.version=${v}"
+  done
+  # A second tag of v1's image: containerd reports a container's image as the first tag of its
+  # digest (alias-v1 sorts first), whatever tag the spec names.
+  ctr_ images tag --force "${TEST_IMAGE}:v1" "${TEST_IMAGE}:alias-v1" >/dev/null
+}
+
+# node_kubelet writes the kubelet's certificate (system:node:NODE_NAME in system:nodes, for the
+# Node authorizer), kubeconfig and KubeletConfiguration, starts it and waits until the node is Ready.
+node_kubelet() {
+  local d="${NODE}/kubelet" ip
+  ip=${NODE_IP:-$(hostname -I | awk '{print $1}')}
+  [[ -n "${ip}" ]] || { log "no host address for the node: set NODE_IP"; return 1; }
+  mkdir -p "${d}/root" "${NODE}/pod-logs"
+  cert "node-${NODE_NAME}" "system:node:${NODE_NAME}" system:nodes cluster-ca
+  cat >"${d}/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "https://127.0.0.1:${KUBE_PORT}", certificate-authority: "${CERTS}/cluster-ca.crt"}
+users:
+- name: ${NODE_NAME}
+  user: {client-certificate: "${CERTS}/node-${NODE_NAME}.crt", client-key: "${CERTS}/node-${NODE_NAME}.key"}
+contexts:
+- name: local
+  context: {cluster: local, user: ${NODE_NAME}}
+current-context: local
+KC
+  cat >"${d}/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: ${ip}
+port: ${KUBELET_PORT}
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: ${KUBELET_HEALTHZ_PORT}
+# kube-apiserver calls it (logs, exec) with the admin certificate of the cluster CA.
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: "${CERTS}/cluster-ca.crt"}
+authorization: {mode: AlwaysAllow}
+containerRuntimeEndpoint: unix://${CONTAINERD_SOCK}
+imageServiceEndpoint: unix://${CONTAINERD_SOCK}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+podLogsDir: "${NODE}/pod-logs"
+resolvConf: /etc/resolv.conf
+registerWithTaints:
+- {key: sidecarset.dev/real-kubelet, value: "true", effect: NoSchedule}
+# The images are imported, not pulled: never collect them, and no eviction on a full build disk.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
+serializeImagePulls: false
+YAML
+  start kubelet "${BIN}/kubelet" --config="${d}/config.yaml" --kubeconfig="${d}/kubeconfig" \
+    --root-dir="${d}/root" --cert-dir="${d}/pki" --hostname-override="${NODE_NAME}" --node-ip="${ip}" \
+    --node-labels=sidecarset.dev/real-kubelet=true --v=2
+  wait_for "node ${NODE_NAME} Ready" "${LOGS}/kubelet.log" kc wait --for=condition=Ready --timeout=1s "node/${NODE_NAME}"
+}
+
+node_up() {
+  [[ "$(id -u)" == 0 ]] || { log "the real node needs root (containerd, runc, the kubelet)"; exit 1; }
+  [[ -f "${RUN}/kube-apiserver.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
+  mkdir -p "${RUN}" "${LOGS}" "${NODE}"
+  local t0=${SECONDS}
+  node_packages
+  node_containerd
+  node_images
+  node_kubelet
+  log "node ${NODE_NAME} Ready ($((SECONDS - t0)) s)"
+}
+
+# node_down stops the kubelet, every container, then containerd, unmounts what they mounted under
+# _output/local/node and removes their state, so that the next node-up starts clean.
+node_down() {
+  stop kubelet
+  if [[ -f "${RUN}/containerd.pid" ]] && alive "$(cat "${RUN}/containerd.pid")"; then
+    local id
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -a -s SIGKILL "${id}" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do
+      for _ in $(seq 50); do ctr_ tasks rm -f "${id}" >/dev/null 2>&1 && break; sleep 0.1; done
+    done
+    for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "${id}" >/dev/null 2>&1 || true; done
+  fi
+  stop containerd
+  [[ -d "${NODE}" ]] || return 0
+  local m
+  # Deepest first; lazily if still busy.
+  awk -v p="${NODE}/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
+    umount "${m}" 2>/dev/null || umount -l "${m}" 2>/dev/null || log "cannot unmount ${m}"
+  done
+  rm -rf "${NODE}/containerd/root" "${NODE}/containerd/state" "${NODE}/containerd/runc" "${NODE}/cni/ipam" "${NODE}/kubelet/root" \
+    2>/dev/null || log "could not remove all of ${NODE}"
+}
+
 up() {
   tools
   mkdir -p "${RUN}" "${LOGS}"
@@ -290,12 +511,16 @@ up() {
   start_kwok
   start_server
   register
+  if [[ "${REAL_NODE:-}" == 1 ]]; then
+    if [[ "$(id -u)" == 0 ]]; then node_up; else log "REAL_NODE=1 but not root: no real node"; fi
+  fi
   log "ready"
   echo "export KUBECONFIG=${KUBECONFIG_FILE}"
   echo "kubectl: ${KUBECTL}"
 }
 
 down() {
+  node_down
   for p in sidecarset-apiserver-2 sidecarset-apiserver server-etcd kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
     stop "$p"
   done
@@ -326,5 +551,7 @@ case "${1:-run}" in
   start-replica) tools; start_replica ;;
   stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|start-replica|stop-replica|env]" >&2; exit 2 ;;
+  node-up) tools; node_up ;;
+  node-down) node_down ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|start-replica|stop-replica|node-up|node-down|env]" >&2; exit 2 ;;
 esac

@@ -90,6 +90,17 @@ type ImageConfig struct {
 // tagged ref (the index's org.opencontainers.image.ref.name). It returns them by path relative to
 // the layout's root.
 func Layout(binary []byte, arch, ref string) (map[string][]byte, error) {
+	return LayoutOf(binary, arch, ref, BinaryPath, User)
+}
+
+// LayoutOf is Layout with the binary at entrypoint (an absolute path, also the image's entrypoint)
+// run as user ("uid:gid"). A ref that names a repository (it holds a "/" or a ":" before its tag,
+// e.g. sidecarset.dev/test:v1) is also recorded as io.containerd.image.name, the name
+// `ctr images import` gives the image.
+func LayoutOf(binary []byte, arch, ref, entrypoint, user string) (map[string][]byte, error) {
+	if !strings.HasPrefix(entrypoint, "/") || strings.HasSuffix(entrypoint, "/") || strings.Count(entrypoint, "/") != 1 {
+		return nil, fmt.Errorf("entrypoint %q: want a file at the image's root, e.g. /app", entrypoint)
+	}
 	if len(binary) == 0 {
 		return nil, fmt.Errorf("empty binary")
 	}
@@ -108,7 +119,7 @@ func Layout(binary []byte, arch, ref string) (map[string][]byte, error) {
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		{name: strings.TrimPrefix(BinaryPath, "/"), mode: 0o755, data: binary},
+		{name: strings.TrimPrefix(entrypoint, "/"), mode: 0o755, data: binary},
 	})
 	if err != nil {
 		return nil, err
@@ -130,8 +141,8 @@ func Layout(binary []byte, arch, ref string) (map[string][]byte, error) {
 
 	var cfg ImageConfig
 	cfg.Architecture, cfg.OS = arch, "linux"
-	cfg.Config.User = User
-	cfg.Config.Entrypoint = []string{BinaryPath}
+	cfg.Config.User = user
+	cfg.Config.Entrypoint = []string{entrypoint}
 	cfg.Config.WorkingDir = "/"
 	cfg.RootFS.Type = "layers"
 	cfg.RootFS.DiffIDs = []string{"sha256:" + hex.EncodeToString(diffID[:])}
@@ -149,6 +160,9 @@ func Layout(binary []byte, arch, ref string) (map[string][]byte, error) {
 	m.Platform = &platform{Architecture: arch, OS: "linux"}
 	if ref != "" {
 		m.Annotations = map[string]string{"org.opencontainers.image.ref.name": ref}
+		if strings.Contains(ref, "/") {
+			m.Annotations["io.containerd.image.name"] = ref
+		}
 	}
 	if files["index.json"], err = json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeIndex, Manifests: []descriptor{m}}); err != nil {
 		return nil, err
@@ -246,14 +260,16 @@ func main() {
 	ref := flag.String("ref", "latest", "the tag recorded in index.json (org.opencontainers.image.ref.name)")
 	layout := flag.String("layout", "", "the OCI image layout directory to write (replaced)")
 	archive := flag.String("archive", "", "the tar of the layout to write (optional)")
+	entrypoint := flag.String("entrypoint", BinaryPath, "where the binary lives in the image, and its entrypoint")
+	user := flag.String("user", User, "the image's user, uid:gid")
 	flag.Parse()
-	if err := run(*binary, *arch, *ref, *layout, *archive); err != nil {
+	if err := run(*binary, *arch, *ref, *layout, *archive, *entrypoint, *user); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binaryPath, arch, ref, layout, archive string) error {
+func run(binaryPath, arch, ref, layout, archive, entrypoint, user string) error {
 	if binaryPath == "" || layout == "" {
 		return fmt.Errorf("-binary and -layout are required")
 	}
@@ -261,7 +277,7 @@ func run(binaryPath, arch, ref, layout, archive string) error {
 	if err != nil {
 		return err
 	}
-	files, err := Layout(binary, arch, ref)
+	files, err := LayoutOf(binary, arch, ref, entrypoint, user)
 	if err != nil {
 		return err
 	}

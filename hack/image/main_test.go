@@ -161,6 +161,50 @@ func TestLayoutReproducible(t *testing.T) {
 	}
 }
 
+// TestLayoutOf: a test image (hack/testimage) with its own entrypoint and user, named for
+// `ctr images import`.
+func TestLayoutOf(t *testing.T) {
+	files, err := LayoutOf([]byte("test binary"), "amd64", "sidecarset.dev/test:v1", "/testimage", "0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx index
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	md := idx.Manifests[0]
+	if md.Annotations["io.containerd.image.name"] != "sidecarset.dev/test:v1" || md.Annotations["org.opencontainers.image.ref.name"] != "sidecarset.dev/test:v1" {
+		t.Errorf("annotations %v", md.Annotations)
+	}
+	var m manifest
+	if err := json.Unmarshal(blobOf(t, files, md), &m); err != nil {
+		t.Fatal(err)
+	}
+	var cfg ImageConfig
+	if err := json.Unmarshal(blobOf(t, files, m.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "0:0" || !reflect.DeepEqual(cfg.Config.Entrypoint, []string{"/testimage"}) {
+		t.Errorf("config = %+v", cfg.Config)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(blobOf(t, files, m.Layers[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := readTar(t, layer); !reflect.DeepEqual(names, []string{"etc/", "etc/group", "etc/passwd", "testimage"}) {
+		t.Errorf("layer entries %v", names)
+	}
+	for _, bad := range []string{"testimage", "/bin/testimage", "/", ""} {
+		if _, err := LayoutOf([]byte("x"), "amd64", "", bad, "0:0"); err == nil {
+			t.Errorf("entrypoint %q: no error", bad)
+		}
+	}
+}
+
 func TestLayoutErrors(t *testing.T) {
 	if _, err := Layout(nil, "amd64", ""); err == nil {
 		t.Error("no error for an empty binary")
@@ -184,7 +228,7 @@ func TestRunWritesLayoutAndArchive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(layout, "blobs/sha256/stale"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(bin, "amd64", "latest", layout, archive); err != nil {
+	if err := run(bin, "amd64", "latest", layout, archive, BinaryPath, User); err != nil {
 		t.Fatal(err)
 	}
 	want, err := Layout([]byte("server binary"), "amd64", "latest")

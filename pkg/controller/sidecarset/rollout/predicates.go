@@ -11,7 +11,7 @@ import (
 
 // This file holds the per-pod predicates of a rollout (OpenKruise §5.2, §5.5, §5.6), with one
 // deliberate difference: whether a container finished an in-place upgrade is decided by its
-// restart and the pod's observedGeneration, not only by an imageID change.
+// restart and the pod's observedGeneration, not by an imageID change or a status image.
 
 // MissedInjection reports whether pod, which the SidecarSet's selectors select, runs without the
 // SidecarSet: it is active, the SidecarSet's injection is not paused, and the pod's injected-list
@@ -69,15 +69,20 @@ func (p *Pod) statusesComplete() bool {
 
 // ContainerUpgraded reports whether pod container c runs what its spec says after the in-place
 // upgrades of SidecarSet sidecarSetName:
-//   - its status reports the spec image (up to registry defaults), or the spec pins a digest the
-//     status imageID carries: done;
-//   - else, with a recorded pre-upgrade state: done once the container restarted (containerID or
-//     restartCount changed; for a record holding only an imageID, as OpenKruise writes, once the
-//     imageID changed) and the pod's status.observedGeneration, when reported, is past the
-//     generation recorded before the upgrade;
+//   - with a recorded pre-upgrade state (our record): done once the container restarted
+//     (containerID or restartCount changed) and the pod's status.observedGeneration, when
+//     reported, is past the generation recorded before the upgrade. The status image is no
+//     evidence either way: containerd names a container's image by the first tag of its digest,
+//     so the old container already shows the new tag when both tags share a digest, and runtimes
+//     behind a mirror show a digest reference for the new one; and a kubelet reports the new
+//     observedGeneration as soon as it sees the spec, before it replaces the container. Only the
+//     restart tells that the new spec's container runs;
+//   - with an OpenKruise record (an imageID only): done once the status reports the spec image
+//     or the imageID changed (OpenKruise's rule);
 //   - without a record: done (nothing of ours is pending; OpenKruise's rule).
 //
-// A container without a status is not done, nor one of a pod whose record does not decode.
+// A container without a status is not done. A pod whose record does not decode is done only when
+// the status reports the spec image.
 func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 	ct := pod.Container(c)
 	if ct == nil {
@@ -86,15 +91,16 @@ func ContainerUpgraded(pod *Pod, sidecarSetName, c string) bool {
 	if !ct.HasStatus {
 		return false
 	}
-	if SameImage(ct.Image(), ct.StatusImage()) || digestMatches(ct.Image(), ct.ImageID()) {
-		return true
-	}
+	specImage := SameImage(ct.Image(), ct.StatusImage()) || digestMatches(ct.Image(), ct.ImageID())
 	if pod.RecordsMalformed {
-		return false // OpenKruise: an unparsable record is inconsistent
+		return specImage // OpenKruise: an unparsable record is inconsistent
 	}
 	rec, ok := pod.Record(sidecarSetName, c)
-	if !ok {
+	switch {
+	case !ok:
 		return true
+	case rec.ImageIDOnly:
+		return specImage || restarted(rec, ct)
 	}
 	return restarted(rec, ct) && generationCovers(pod, rec)
 }

@@ -275,15 +275,86 @@ func TestContainerUpgraded(t *testing.T) {
 			want: true,
 		},
 		{
-			name: "digest-pinned spec image whose digest the imageID carries",
+			name: "digest-pinned spec image whose digest the imageID carries, restarted",
 			pod: func(*testing.T) *corev1.Pod {
 				return newPod("p", newSidecarSet("sidecar:v1", "h1", "nh1"), func(p *corev1.Pod) {
 					p.Spec.Containers[1].Image = "sidecar@sha256:" + digestOf("sidecar:v2")
+					p.Generation, p.Status.ObservedGeneration = 2, 2
+					st := statusOf(p, "sidecar")
+					st.Image, st.ImageID = "docker.io/library/sidecar:v2", "docker-pullable://sidecar@sha256:"+digestOf("sidecar:v2")
+					st.ContainerID, st.RestartCount = "containerd://p-sidecar-1", 1
+					p.Annotations[sidecar.InPlaceUpdateStateAnnotation] = `{"ss":{"revision":"h2","updateTimestamp":"2026-03-01T12:00:00Z",` +
+						`"lastContainerStatuses":{"sidecar":{"containerID":"containerd://p-sidecar-0","podGeneration":1}}}}`
+				})
+			},
+			want: true,
+		},
+		{
+			name: "digest-pinned spec image whose digest the imageID carries, the recorded container still runs (tag -> digest of the same image)",
+			pod: func(*testing.T) *corev1.Pod {
+				return newPod("p", newSidecarSet("sidecar:v1", "h1", "nh1"), func(p *corev1.Pod) {
+					p.Spec.Containers[1].Image = "sidecar@sha256:" + digestOf("sidecar:v2")
+					p.Generation, p.Status.ObservedGeneration = 2, 2
 					st := statusOf(p, "sidecar")
 					st.Image, st.ImageID = "docker.io/library/sidecar:v2", "docker-pullable://sidecar@sha256:"+digestOf("sidecar:v2")
 					p.Annotations[sidecar.InPlaceUpdateStateAnnotation] = `{"ss":{"revision":"h2","updateTimestamp":"2026-03-01T12:00:00Z",` +
 						`"lastContainerStatuses":{"sidecar":{"containerID":"containerd://p-sidecar-0","podGeneration":1}}}}`
 				})
+			},
+			want: false,
+		},
+		// A real kubelet with containerd: the status of a container names the first tag of its
+		// image's digest, and observedGeneration follows the spec before the container is replaced.
+		{
+			name: "status already names the spec image (a tag sharing the old image's digest), not restarted, generation observed",
+			pod: func(t *testing.T) *corev1.Pod {
+				p := upgradedPod(t)
+				statusOf(p, "sidecar").Image = "docker.io/library/sidecar:v2"
+				observe(p)
+				return p
+			},
+			want: false,
+		},
+		{
+			name: "status already names the spec image, not restarted, generation not observed",
+			pod: func(t *testing.T) *corev1.Pod {
+				p := upgradedPod(t)
+				statusOf(p, "sidecar").Image = "sidecar:v2"
+				return p
+			},
+			want: false,
+		},
+		{
+			name: "status names the spec image, restarted, generation not observed yet (a crash of the old container)",
+			pod: func(t *testing.T) *corev1.Pod {
+				p := upgradedPod(t)
+				newContainer(p)
+				statusOf(p, "sidecar").Image = "sidecar:v2"
+				return p
+			},
+			want: false,
+		},
+		{
+			name: "restarted, generation observed, the status names a mirror's digest reference (not the spec's string)",
+			pod: func(t *testing.T) *corev1.Pod {
+				p := upgradedPod(t)
+				newContainer(p)
+				st := statusOf(p, "sidecar")
+				st.Image, st.ImageID = "mirror.invalid/sidecar@sha256:"+digestOf("sidecar:v2"), imageIDOf("sidecar:v2")
+				observe(p)
+				return p
+			},
+			want: true,
+		},
+		{
+			name: "restarted, generation observed, new imageID and the spec image",
+			pod: func(t *testing.T) *corev1.Pod {
+				p := upgradedPod(t)
+				newContainer(p)
+				st := statusOf(p, "sidecar")
+				st.Image, st.ImageID = "sidecar:v2", imageIDOf("sidecar:v2")
+				observe(p)
+				return p
 			},
 			want: true,
 		},
