@@ -8,6 +8,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -22,6 +23,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
 
@@ -161,6 +163,16 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	s, err := c.install(reviewer, viewer)
 	if err != nil {
+		return nil, err
+	}
+	// Ready once injection can answer: a replica joins the Service only after its first sync
+	// (etcd is left out afterwards: the webhook answers from the caches).
+	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("sidecarset-injection", func(*http.Request) error {
+		if !reviewer.HasSynced() {
+			return errors.New("the SidecarSets injection needs are not loaded yet")
+		}
+		return nil
+	})); err != nil {
 		return nil, err
 	}
 	if err := c.addControllerHook(s, set, paths); err != nil {

@@ -144,30 +144,34 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
-	if !servesMutatingAdmissionPolicies(kube) {
-		paths.unserved = true
-		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
-		return nil, nil, nil
-	}
-	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
-	}))
 	webhooks := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.ExtraConfig.WebhookConfiguration).String()
 	}))
-	paths.policies = owned.Admissionregistration().V1().MutatingAdmissionPolicies().Lister()
-	ctrl, err := policyctrl.New(policyctrl.Options{
+	opts := policyctrl.Options{
 		Kube:                 kube,
 		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),
-		Policies:             owned.Admissionregistration().V1().MutatingAdmissionPolicies(),
-		Bindings:             owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
 		Webhooks:             webhooks.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		WebhookConfiguration: c.ExtraConfig.WebhookConfiguration,
 		ExcludedNamespaces:   c.ExtraConfig.excludedNamespaces(),
 		Resync:               5 * time.Minute,
 		Grace:                c.ExtraConfig.PolicyGrace,
 		WebhookOnly:          paths.webhookOnly,
-	})
+	}
+	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
+	}))
+	if servesMutatingAdmissionPolicies(kube) {
+		opts.Policies = owned.Admissionregistration().V1().MutatingAdmissionPolicies()
+		opts.Bindings = owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings()
+		paths.policies = opts.Policies.Lister()
+	} else {
+		// The webhook injects every SidecarSet; the controller still writes its selection (the
+		// shipped webhooks select no pod until it does).
+		paths.unserved = true
+		opts.WebhookOnly = true
+		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
+	}
+	ctrl, err := policyctrl.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}

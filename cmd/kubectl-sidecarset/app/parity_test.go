@@ -156,8 +156,11 @@ func serverInject(t *testing.T, pod *corev1.Pod, ns string, nsLabels map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := r.Review(context.Background(), &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: ns,
+	resp, err := r.Review(context.Background(), &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: ns,
 		Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Object: runtime.RawExtension{Raw: raw}})
+	if err != nil {
+		return nil, err
+	}
 	if !resp.Allowed {
 		return nil, fmt.Errorf("denied: %s", resp.Result.Message)
 	}

@@ -22,6 +22,10 @@ type PlanInput struct {
 	SidecarSets []*v1alpha1.SidecarSet
 	// Compiled are the policies this server owns now, by name (to keep their stamps).
 	Compiled map[string]*admissionregistrationv1.MutatingAdmissionPolicy
+	// Bound says, by policy name, whether its binding is in the cluster as planned; nil means
+	// every policy is. A policy without its binding injects nothing: the webhook serves its
+	// SidecarSets as within a grace period.
+	Bound map[string]bool
 	// Loaded says, by policy name, since when the policy has been in the cluster as it is now (its
 	// current resourceVersion); unknown means just now.
 	Loaded map[string]time.Time
@@ -219,7 +223,7 @@ func graceLeft(want *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInp
 		return 0
 	}
 	have := in.Compiled[want.Name]
-	if have == nil || !SameSpec(have, want) {
+	if have == nil || !SameSpec(have, want) || (in.Bound != nil && !in.Bound[want.Name]) {
 		return in.Grace
 	}
 	since, ok := in.Loaded[want.Name]

@@ -42,41 +42,46 @@ type Reviewer struct {
 	Rand func() float64
 	// Options tune the injection.
 	Options injection.Options
-	// HasSynced reports whether the index and listers are filled; until then pods are refused
-	// rather than created without their sidecars.
+	// HasSynced reports whether the index and listers are filled; until then the call fails (see
+	// Review).
 	HasSynced func() bool
 }
 
-// Review answers one admission request: pod CREATEs are injected, everything else is allowed as is.
-func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// Review answers one admission request: pod CREATEs are injected, everything else is allowed as
+// is. A pod a SidecarSet cannot be injected into is denied, with the SidecarSet and field at fault.
+// When the server cannot give the right answer (its caches not synced yet, an internal error, a
+// request it cannot read), Review returns an error instead of a denial: the call then fails, and
+// kube-apiserver applies the webhook's failurePolicy (Fail in application namespaces, Ignore in
+// kube-system), which it never applies to a denial.
+func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
 	if req.Operation != admissionv1.Create || req.Resource != podResource || req.SubResource != "" {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	if !r.HasSynced() {
-		return deny(http.StatusServiceUnavailable, errors.New("sidecar injection is not ready: SidecarSets are still loading"))
+		return nil, apierrors.NewServiceUnavailable("sidecar injection is not ready: SidecarSets are still loading")
 	}
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return deny(http.StatusBadRequest, fmt.Errorf("decoding pod: %w", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding pod: %v", err))
 	}
 	res, err := r.inject(pod, req.Namespace)
 	if err != nil {
 		var injErr *injection.Error
 		if errors.As(err, &injErr) {
-			return deny(http.StatusUnprocessableEntity, err)
+			return deny(http.StatusUnprocessableEntity, err), nil
 		}
-		return deny(http.StatusInternalServerError, err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	if len(res.Patch) == 0 {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	patch, err := json.Marshal(res.Patch)
 	if err != nil {
-		return deny(http.StatusInternalServerError, err)
+		return nil, apierrors.NewInternalError(err)
 	}
 	klog.V(4).InfoS("injected pod", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "decisions", res.Decisions)
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt, Warnings: warnings(res.Warnings)}
+	return &admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt, Warnings: warnings(res.Warnings)}, nil
 }
 
 // warnings renders the injector's warnings as admission warnings (nil when there are none).

@@ -49,7 +49,8 @@ type Options struct {
 	Kube kubernetes.Interface
 	// SidecarSets are the server's SidecarSets.
 	SidecarSets appsinformers.SidecarSetInformer
-	// Policies and Bindings watch the main cluster's objects labelled as owned by this server.
+	// Policies and Bindings watch the main cluster's objects labelled as owned by this server;
+	// nil, with WebhookOnly, where the cluster serves no MutatingAdmissionPolicy.
 	Policies admissioninformers.MutatingAdmissionPolicyInformer
 	Bindings admissioninformers.MutatingAdmissionPolicyBindingInformer
 	// Webhooks watches the main cluster's MutatingWebhookConfigurations (only WebhookConfiguration
@@ -105,14 +106,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	registerMetrics()
 	c := &Controller{
 		opts:     opts,
 		seen:     map[string]seen{},
 		applied:  map[string]int64{},
 		settling: map[string]time.Time{},
 		sets:     opts.SidecarSets.Lister(),
-		policies: opts.Policies.Lister(),
-		bindings: opts.Bindings.Lister(),
+		policies: noPolicies{},
+		bindings: noBindings{},
 		webhooks: opts.Webhooks.Lister(),
 	}
 	enqueue := cache.ResourceEventHandlerFuncs{
@@ -120,7 +122,14 @@ func New(opts Options) (*Controller, error) {
 		UpdateFunc: func(any, any) { c.addAfter(0) },
 		DeleteFunc: func(any) { c.addAfter(0) },
 	}
-	for _, inf := range []cache.SharedIndexInformer{opts.SidecarSets.Informer(), opts.Policies.Informer(), opts.Bindings.Informer(), opts.Webhooks.Informer()} {
+	informers := []cache.SharedIndexInformer{opts.SidecarSets.Informer(), opts.Webhooks.Informer()}
+	if opts.Policies != nil && opts.Bindings != nil {
+		c.policies, c.bindings = opts.Policies.Lister(), opts.Bindings.Lister()
+		informers = append(informers, opts.Policies.Informer(), opts.Bindings.Informer())
+	} else if !opts.WebhookOnly {
+		return nil, errors.New("policy injection needs the policy and binding informers")
+	}
+	for _, inf := range informers {
 		if _, err := inf.AddEventHandler(enqueue); err != nil {
 			return nil, err
 		}
@@ -199,7 +208,17 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	for _, p := range owned {
 		compiled[p.Name] = p
 	}
-	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Loaded: c.loaded(owned), ExcludedNamespaces: c.opts.ExcludedNamespaces,
+	ownedBindings, err := c.bindings.List(ownedSelector)
+	if err != nil {
+		return err
+	}
+	bindings := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(ownedBindings))
+	bound := make(map[string]bool, len(ownedBindings))
+	for _, b := range ownedBindings {
+		bindings[b.Name] = b
+		bound[b.Spec.PolicyName] = b.Name == b.Spec.PolicyName && b.Spec.MatchResources == nil
+	}
+	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Bound: bound, Loaded: c.loaded(owned, ownedBindings), ExcludedNamespaces: c.opts.ExcludedNamespaces,
 		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace,
 		WebhookOnly: c.opts.WebhookOnly, Memo: &c.memo})
 	if err != nil {
@@ -211,30 +230,55 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	replaced := policy.Replaced(compiled, plan.Policies)
 	// The webhooks first: they select the pods of every SidecarSet whose policy is not in the
 	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
-	// bindings: a binding never names a missing policy.
-	if err := c.applyWebhooks(ctx, plan.WebhookMatches); err != nil {
-		return err
+	// bindings: a binding never names a missing policy. Each object is written on its own: one
+	// that kube-apiserver refuses holds back only the SidecarSets it serves, whose pods the webhook
+	// keeps injecting (their policy or binding is not in place as planned, see PlanInput.Grace).
+	errWebhooks := c.applyWebhooks(ctx, plan.WebhookMatches)
+	failedPolicies, errPolicies := c.applyPolicies(ctx, plan.Policies, compiled)
+	var wantBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range plan.Bindings {
+		if _, exists := compiled[b.Spec.PolicyName]; exists || failedPolicies[b.Spec.PolicyName] == nil {
+			wantBindings = append(wantBindings, b)
+		}
 	}
-	if err := c.applyPolicies(ctx, plan.Policies, compiled); err != nil {
-		return err
+	failedBindings, errBindings := c.applyBindings(ctx, wantBindings, bindings)
+	held := map[string]bool{}
+	for name, r := range plan.Results {
+		if errWebhooks != nil || (r.PolicyName != "" && (failedPolicies[r.PolicyName] != nil || failedBindings[r.PolicyName] != nil)) {
+			held[name] = true
+		}
 	}
-	if err := c.applyBindings(ctx, plan.Bindings); err != nil {
-		return err
+	c.markApplied(sets, replaced, held)
+	for _, kind := range []struct {
+		name   string
+		failed map[string]error
+	}{{"MutatingAdmissionPolicy", failedPolicies}, {"MutatingAdmissionPolicyBinding", failedBindings}} {
+		for name, err := range kind.failed {
+			writeErrors.WithLabelValues(kind.name).Inc()
+			klog.ErrorS(err, "an injection object was not written; the webhook injects its SidecarSets meanwhile", "kind", kind.name, "name", name)
+		}
 	}
-	c.markApplied(sets, replaced)
-	return nil
+	if errWebhooks != nil {
+		writeErrors.WithLabelValues("MutatingWebhookConfiguration").Inc()
+	}
+	return errors.Join(errWebhooks, errPolicies, errBindings)
 }
 
-// markApplied records the generations of sets as applied, and that the sets whose previous policy
-// was replaced are settled only after the grace period.
-func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string) {
+// markApplied records the generations of sets as applied, but for those held (an object serving
+// them was not written: they keep the generation applied before), and that the sets whose
+// previous policy was replaced are settled only after the grace period.
+func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string, held map[string]bool) {
 	now := c.opts.Clock.Now()
 	applied := make(map[string]int64, len(sets))
-	for _, ss := range sets {
-		applied[ss.Name] = ss.Generation
-	}
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
+	for _, ss := range sets {
+		if !held[ss.Name] {
+			applied[ss.Name] = ss.Generation
+		} else if g, ok := c.applied[ss.Name]; ok {
+			applied[ss.Name] = g
+		}
+	}
 	c.applied = applied
 	for name, until := range c.settling {
 		if !now.Before(until) {
@@ -260,22 +304,51 @@ func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	return ok && g >= ss.Generation && (!settling || !c.opts.Clock.Now().Before(until))
 }
 
-// loaded returns, by name, since when each owned policy has been at its current
-// resourceVersion, as far as this controller has seen.
-func (c *Controller) loaded(owned []*admissionregistrationv1.MutatingAdmissionPolicy) map[string]time.Time {
+// loaded returns, by policy name, since when each owned policy and its binding have been at their
+// current resourceVersions, as far as this controller has seen (kube-apiserver loads both
+// asynchronously).
+func (c *Controller) loaded(owned []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) map[string]time.Time {
 	now := c.opts.Clock.Now()
 	out := make(map[string]time.Time, len(owned))
-	current := make(map[string]seen, len(owned))
-	for _, p := range owned {
-		s, ok := c.seen[p.Name]
-		if !ok || s.resourceVersion != p.ResourceVersion {
-			s = seen{resourceVersion: p.ResourceVersion, at: now}
+	current := make(map[string]seen, len(owned)+len(bindings))
+	since := func(key, resourceVersion string) time.Time {
+		s, ok := c.seen[key]
+		if !ok || s.resourceVersion != resourceVersion {
+			s = seen{resourceVersion: resourceVersion, at: now}
 		}
-		current[p.Name] = s
-		out[p.Name] = s.at
+		current[key] = s
+		return s.at
+	}
+	for _, p := range owned {
+		out[p.Name] = since(p.Name, p.ResourceVersion)
+	}
+	for _, b := range bindings {
+		if at := since("binding/"+b.Name, b.ResourceVersion); at.After(out[b.Spec.PolicyName]) {
+			if _, ok := out[b.Spec.PolicyName]; ok {
+				out[b.Spec.PolicyName] = at
+			}
+		}
 	}
 	c.seen = current
 	return out
+}
+
+// noPolicies and noBindings list nothing: a cluster that serves no MutatingAdmissionPolicy has
+// none, and the controller keeps only the webhooks current.
+type noPolicies struct {
+	admissionlisters.MutatingAdmissionPolicyLister
+}
+
+func (noPolicies) List(labels.Selector) ([]*admissionregistrationv1.MutatingAdmissionPolicy, error) {
+	return nil, nil
+}
+
+type noBindings struct {
+	admissionlisters.MutatingAdmissionPolicyBindingLister
+}
+
+func (noBindings) List(labels.Selector) ([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
+	return nil, nil
 }
 
 var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})
@@ -296,62 +369,71 @@ const writers = 8
 
 // apply creates the wanted objects that are missing, updates those that differ and deletes the
 // owned ones nobody wants, writers at a time.
-func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[string]T) error {
-	var writes []func(context.Context) error
+func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[string]T) (map[string]error, error) {
+	var writes []write
 	wanted := map[string]bool{}
 	for _, w := range want {
 		wanted[w.GetName()] = true
 		old, ok := have[w.GetName()]
 		switch {
 		case !ok:
-			writes = append(writes, func(ctx context.Context) error {
+			writes = append(writes, write{w.GetName(), func(ctx context.Context) error {
 				if err := k.create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
 					return fmt.Errorf("creating %s %s: %w", k.name, w.GetName(), err)
 				}
 				klog.V(2).InfoS("created", "kind", k.name, "name", w.GetName())
 				return nil
-			})
+			}})
 		case !sameObject(old, w, k.spec(old), k.spec(w)):
 			update := k.copyWith(w, old.GetResourceVersion())
-			writes = append(writes, func(ctx context.Context) error {
+			writes = append(writes, write{w.GetName(), func(ctx context.Context) error {
 				if err := k.update(ctx, update); err != nil {
 					return fmt.Errorf("updating %s %s: %w", k.name, w.GetName(), err)
 				}
 				klog.V(2).InfoS("updated", "kind", k.name, "name", w.GetName())
 				return nil
-			})
+			}})
 		}
 	}
 	for name := range have {
 		if !wanted[name] {
-			writes = append(writes, func(ctx context.Context) error {
+			writes = append(writes, write{name, func(ctx context.Context) error {
 				if err := k.delete(ctx, name); err != nil && !apierrors.IsNotFound(err) {
 					return fmt.Errorf("deleting %s %s: %w", k.name, name, err)
 				}
 				klog.V(2).InfoS("deleted", "kind", k.name, "name", name)
 				return nil
-			})
+			}})
 		}
 	}
 	return run(ctx, writes)
 }
 
-// run runs the writes, writers at a time, and returns their errors joined.
-func run(ctx context.Context, writes []func(context.Context) error) error {
+// write is one object's write.
+type write struct {
+	name string
+	do   func(context.Context) error
+}
+
+// run runs the writes, writers at a time, each on its own: one that fails holds back no other. It
+// returns the errors by object name, and joined.
+func run(ctx context.Context, writes []write) (map[string]error, error) {
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		next = make(chan func(context.Context) error)
+		mu     sync.Mutex
+		errs   []error
+		failed = map[string]error{}
+		wg     sync.WaitGroup
+		next   = make(chan write)
 	)
 	for i := 0; i < writers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for w := range next {
-				if err := w(ctx); err != nil {
+				if err := w.do(ctx); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
+					failed[w.name] = err
 					mu.Unlock()
 				}
 			}
@@ -362,10 +444,10 @@ func run(ctx context.Context, writes []func(context.Context) error) error {
 	}
 	close(next)
 	wg.Wait()
-	return errors.Join(errs...)
+	return failed, errors.Join(errs...)
 }
 
-func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) error {
+func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicy, have map[string]*admissionregistrationv1.MutatingAdmissionPolicy) (map[string]error, error) {
 	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicies()
 	return apply(ctx, kind[*admissionregistrationv1.MutatingAdmissionPolicy]{
 		name: "MutatingAdmissionPolicy",
@@ -387,15 +469,7 @@ func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistr
 	}, want, have)
 }
 
-func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicyBinding) error {
-	owned, err := c.bindings.List(ownedSelector)
-	if err != nil {
-		return err
-	}
-	have := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(owned))
-	for _, b := range owned {
-		have[b.Name] = b
-	}
+func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistrationv1.MutatingAdmissionPolicyBinding, have map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding) (map[string]error, error) {
 	client := c.opts.Kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
 	return apply(ctx, kind[*admissionregistrationv1.MutatingAdmissionPolicyBinding]{
 		name: "MutatingAdmissionPolicyBinding",

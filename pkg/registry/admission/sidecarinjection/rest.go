@@ -19,7 +19,9 @@ import (
 
 // Reviewer answers an admission request.
 type Reviewer interface {
-	Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
+	// Review answers req, or fails when the right answer cannot be given (the error is the
+	// response: kube-apiserver then applies the webhook's failurePolicy).
+	Review(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error)
 }
 
 // REST is the storage of sidecarinjections.
@@ -60,7 +62,10 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, _ rest.ValidateOb
 	if !ok || review.Request == nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an AdmissionReview with a request, got %T", obj))
 	}
-	resp := r.reviewer.Review(ctx, review.Request)
+	resp, err := r.reviewer.Review(ctx, review.Request)
+	if err != nil {
+		return nil, err
+	}
 	resp.UID = review.Request.UID
 	return &admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}, nil
 }

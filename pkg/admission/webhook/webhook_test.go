@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// failingNamespaces is a namespace lister whose reads fail (an internal error).
+type failingNamespaces struct{ corelisters.NamespaceLister }
+
+func (failingNamespaces) Get(string) (*corev1.Namespace, error) {
+	return nil, errors.New("cache broken")
+}
+func (failingNamespaces) List(labels.Selector) ([]*corev1.Namespace, error) {
+	return nil, errors.New("cache broken")
+}
+
+// TestReview: a pod a SidecarSet cannot be injected into is denied with the SidecarSet named; a
+// pod nothing selects is allowed; whenever the server cannot give the right answer (not synced, an
+// internal error, an unreadable request) the call fails instead, so that kube-apiserver applies
+// the webhook's failurePolicy, which it never applies to a denial.
+func TestReview(t *testing.T) {
+	selecting := func(name, app string, revision bool) *v1alpha1.SidecarSet {
+		ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			sidecar.HashAnnotation: "h-" + name, sidecar.HashWithoutImageAnnotation: "w-" + name}},
+			Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name, Image: "busybox"},
+					PodInjectPolicy: v1alpha1.AfterAppContainerType, UpgradeStrategy: v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade}}}}}
+		if revision {
+			missing := "missing-revision"
+			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &missing, Policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy}
+		}
+		return ss
+	}
+	index := injection.NewIndex()
+	index.Add(selecting("log", "web", false))
+	index.Add(selecting("pinned", "db", true))
+	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	revisions := listers.NewSidecarSetRevisionLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	reviewer := func(synced bool, namespaces corelisters.NamespaceLister) *Reviewer {
+		return &Reviewer{Index: index, Namespaces: namespaces, Revisions: revisions,
+			Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0)), Rand: func() float64 { return 0 },
+			HasSynced: func() bool { return synced }}
+	}
+	podRequest := func(app string) *admissionv1.AdmissionRequest {
+		raw, _ := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}})
+		return &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+			Resource: podResource, Object: runtime.RawExtension{Raw: raw}}
+	}
+	good := corelisters.NewNamespaceLister(nsIndexer)
+	for _, tc := range []struct {
+		name       string
+		r          *Reviewer
+		req        *admissionv1.AdmissionRequest
+		allowed    bool
+		patched    bool
+		denied     string // a denial naming this
+		failStatus int32  // the call fails with this code
+	}{
+		{name: "injected", r: reviewer(true, good), req: podRequest("web"), allowed: true, patched: true},
+		{name: "selected by none", r: reviewer(true, good), req: podRequest("other"), allowed: true},
+		{name: "a SidecarSet that cannot inject denies only its pods", r: reviewer(true, good), req: podRequest("db"), denied: `SidecarSet "pinned"`},
+		{name: "not synced", r: reviewer(false, good), req: podRequest("web"), failStatus: http.StatusServiceUnavailable},
+		{name: "not synced, other resources pass", r: reviewer(false, good),
+			req: &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, allowed: true},
+		{name: "internal error", r: reviewer(true, failingNamespaces{}), req: podRequest("web"), failStatus: http.StatusInternalServerError},
+		{name: "unreadable pod", r: reviewer(true, good), req: &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+			Resource: podResource, Object: runtime.RawExtension{Raw: []byte("{")}}, failStatus: http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := tc.r.Review(context.Background(), tc.req)
+			if tc.failStatus != 0 {
+				var status apierrors.APIStatus
+				if !errors.As(err, &status) || status.Status().Code != tc.failStatus || resp != nil {
+					t.Fatalf("got response %v, error %v; want the call to fail with %d", resp, err, tc.failStatus)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the call failed: %v", err)
+			}
+			if resp.Allowed != tc.allowed || (len(resp.Patch) > 0) != tc.patched {
+				t.Fatalf("allowed %v, patch %s; want allowed %v, patched %v", resp.Allowed, resp.Patch, tc.allowed, tc.patched)
+			}
+			if tc.denied != "" && (resp.Result == nil || !strings.Contains(resp.Result.Message, tc.denied)) {
+				t.Errorf("denial %v does not name %s", resp.Result, tc.denied)
+			}
+		})
+	}
+}
