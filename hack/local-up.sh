@@ -15,6 +15,9 @@
 #   hack/local-up.sh restart-server | restart-server-etcd
 #   hack/local-up.sh stop-server | start-server
 #                                 stop this server and its etcd (an outage), start them again
+#   hack/local-up.sh start-server-alone
+#                                 start this server without its etcd (after stop-server): it
+#                                 cannot load its SidecarSets, so it is never ready
 #   hack/local-up.sh stop-server-etcd | start-server-etcd
 #                                 stop the server's etcd alone (the server keeps running), start it
 #   hack/local-up.sh start-replica | stop-replica
@@ -272,6 +275,12 @@ server_flags() {
 
 start_server() {
   start_server_etcd
+  start_server_process
+}
+
+# start_server_process starts this server without its etcd (start-server-alone: a server that
+# cannot load its SidecarSets).
+start_server_process() {
   server_kubeconfig
   (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
   # shellcheck disable=SC2046 # the flags hold no spaces
@@ -546,6 +555,7 @@ case "${1:-run}" in
   stop-server-etcd) stop server-etcd ;;
   start-server-etcd) tools; start_server_etcd ;;
   start-server) tools; start_server; register ;;
+  start-server-alone) tools; start_server_process ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
   restart-kube-apiserver) tools; stop kube-apiserver; start_kube_apiserver ;;
   start-replica) tools; start_replica ;;

@@ -194,3 +194,48 @@ func TestKubeSystemFailsOpen(t *testing.T) {
 		t.Errorf("the rollout view does not list pod %s as NotInjected/%s: %+v", created.Name, rollout.ReasonAdmittedWithout, view.Status.Pods)
 	}
 }
+
+// TestNotLoadedFailsSafe restarts this server while its etcd is down, so that it cannot load its
+// SidecarSets: it is not ready, and its injection calls fail rather than deny, so each class of
+// namespace gets its failurePolicy. A kube-system pod is created without its sidecars (Ignore),
+// an application pod a SidecarSet selects is refused with a message that says why (Fail), and a
+// pod nothing selects is never refused: the webhooks the server wrote before do not send it.
+func TestNotLoadedFailsSafe(t *testing.T) {
+	restartServer(t, "webhook")
+	defer restartServer(t, "policy")
+	applyManualExample(t)
+	ctx := context.Background()
+	if _, err := localUp("stop-server"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = localUp("start-server") }()
+	if _, err := localUp("start-server-alone"); err != nil {
+		t.Fatal(err)
+	}
+	direct := kubernetes.NewForConfigOrDie(serverConfig(1))
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := direct.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err != nil && strings.Contains(err.Error(), "sidecarset-injection"), nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz does not report that the SidecarSets are not loaded: %v", err)
+	}
+	// The aggregation layer reaches the server (discovery needs no etcd): the calls are answered.
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, nginxPod("default", "refused"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil ||
+		!strings.Contains(err.Error(), "not ready") {
+		t.Errorf("a pod a SidecarSet selects was not refused with the reason: %v", err)
+	}
+	other := nginxPod("default", "selected-by-none")
+	other.Labels = map[string]string{"app": "selected-by-none"}
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, other, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("a pod nothing selects was refused: %v", err)
+	}
+	created, err := kube.CoreV1().Pods("kube-system").Create(ctx, nginxPod("kube-system", fmt.Sprintf("not-loaded-%d", time.Now().UnixNano())),
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatalf("a kube-system pod was refused while the server cannot load its SidecarSets: %v", err)
+	}
+	if hasContainer(created, "sidecar1") {
+		t.Error("the kube-system pod was injected although the server has no SidecarSets loaded")
+	}
+}
