@@ -362,6 +362,9 @@ type kind[T metav1.Object] struct {
 	// copyWith returns a copy of the wanted object carrying the existing one's resourceVersion.
 	copyWith func(want T, resourceVersion string) T
 	spec     func(T) any
+	// get reads the object of that name (to tell our own object, not in the cache yet, from
+	// another's that holds the name).
+	get func(context.Context, string) (metav1.Object, error)
 }
 
 // writers is how many writes apply sends at once (a plan may create a thousand policies).
@@ -378,7 +381,11 @@ func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[s
 		switch {
 		case !ok:
 			writes = append(writes, write{w.GetName(), func(ctx context.Context) error {
-				if err := k.create(ctx, w); err != nil && !apierrors.IsAlreadyExists(err) {
+				err := k.create(ctx, w)
+				if apierrors.IsAlreadyExists(err) {
+					err = ownedByUs(ctx, k, w.GetName())
+				}
+				if err != nil {
 					return fmt.Errorf("creating %s %s: %w", k.name, w.GetName(), err)
 				}
 				klog.V(2).InfoS("created", "kind", k.name, "name", w.GetName())
@@ -407,6 +414,19 @@ func apply[T metav1.Object](ctx context.Context, k kind[T], want []T, have map[s
 		}
 	}
 	return run(ctx, writes)
+}
+
+// ownedByUs returns nil when the existing object named name is this server's (created by an
+// earlier write the cache does not show yet), and an error when another owner holds the name.
+func ownedByUs[T metav1.Object](ctx context.Context, k kind[T], name string) error {
+	existing, err := k.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if existing.GetLabels()[policy.ManagedByLabel] != policy.ManagedByValue {
+		return fmt.Errorf("the name is taken by an object this server does not own (no label %s=%s)", policy.ManagedByLabel, policy.ManagedByValue)
+	}
+	return nil
 }
 
 // write is one object's write.
@@ -466,6 +486,9 @@ func (c *Controller) applyPolicies(ctx context.Context, want []*admissionregistr
 			return p
 		},
 		spec: func(p *admissionregistrationv1.MutatingAdmissionPolicy) any { return p.Spec },
+		get: func(ctx context.Context, name string) (metav1.Object, error) {
+			return client.Get(ctx, name, metav1.GetOptions{})
+		},
 	}, want, have)
 }
 
@@ -488,6 +511,9 @@ func (c *Controller) applyBindings(ctx context.Context, want []*admissionregistr
 			return b
 		},
 		spec: func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) any { return b.Spec },
+		get: func(ctx context.Context, name string) (metav1.Object, error) {
+			return client.Get(ctx, name, metav1.GetOptions{})
+		},
 	}, want, have)
 }
 

@@ -303,3 +303,38 @@ func TestRunAgainForANewTerm(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedWriteIsIsolated: a policy whose write fails (its name is held by an object this
+// server does not own, so the create is refused) holds back only the SidecarSets it serves: the
+// other SidecarSets' objects are written and they are ready; the held one is not ready until its
+// policy is written, and the webhook keeps selecting its pods meanwhile.
+func TestRefusedWriteIsIsolated(t *testing.T) {
+	sets := []*v1alpha1.SidecarSet{sidecarSet("a", "v1"), sidecarSet("b", "v1")}
+	sets[1].Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
+	foreign := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sidecarsets-team-v0"}}
+	f := newFixture(t, false, sets, webhookConfig(), foreign)
+	time.Sleep(100 * time.Millisecond)
+	if err := f.ctrl.Reconcile(context.Background()); err == nil || !strings.Contains(err.Error(), "does not own") {
+		t.Fatalf("reconcile: %v; want the refused write reported", err)
+	}
+	if _, ok := f.policies(t)["sidecarsets-app-v0"]; !ok {
+		t.Error("the other SidecarSet's policy was not written")
+	}
+	bindings, _ := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().List(context.Background(), metav1.ListOptions{})
+	if len(bindings.Items) != 1 || bindings.Items[0].Name != "sidecarsets-app-v0" {
+		t.Errorf("bindings %v, want only the other SidecarSet's", bindings.Items)
+	}
+	if !f.ctrl.Ready(sets[0]) || f.ctrl.Ready(sets[1]) {
+		t.Errorf("ready: a %v, b %v; want a only", f.ctrl.Ready(sets[0]), f.ctrl.Ready(sets[1]))
+	}
+	if w := f.webhooks(t); !strings.Contains(w, "team") {
+		t.Errorf("the webhook no longer selects the held SidecarSet's pods:\n%s", w)
+	}
+	if err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Delete(context.Background(), foreign.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if !f.ctrl.Ready(sets[1]) {
+		t.Error("b is not ready once its policy could be written")
+	}
+}
