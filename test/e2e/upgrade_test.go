@@ -50,6 +50,16 @@ func TestManualExampleUpgrade(t *testing.T) {
 		"-p", `{"spec":{"containers":[{"name":"sidecar1","image":"centos:7"}]}}`); err != nil {
 		t.Fatalf("patch: %v: %s", err, out)
 	}
+	// The Ready condition is what a user (or a GitOps tool) waits for: once it holds, the pod runs
+	// the new sidecar, ready.
+	if out, err := runKubectl(t, "", "wait", "--for=condition=Ready", "sidecarset/test-sidecarset", "--timeout=90s"); err != nil {
+		t.Fatalf("kubectl wait --for=condition=Ready: %v: %s", err, out)
+	}
+	if got, err := kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if st := sidecar.ContainerStatus(got, "sidecar1"); st == nil || st.Image != "centos:7" || !st.Ready {
+		t.Errorf("the SidecarSet is Ready while sidecar1 does not run the new image, ready: %+v", st)
+	}
 	after := waitPod(t, "default", pod.Name, func(p *corev1.Pod) bool {
 		st := sidecar.ContainerStatus(p, "sidecar1")
 		return st != nil && st.Image == "centos:7" && st.Ready

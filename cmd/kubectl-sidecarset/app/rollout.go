@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 func newRolloutCommand(o *options) *cobra.Command {
@@ -49,10 +50,6 @@ run its new sidecar image, or the rollout is paused) or when --timeout passes.`,
 	return cmd
 }
 
-// podNotInjected is the state of a pod the SidecarSet selects but that missed injection, which
-// servers that report such pods list in the view; a rollout does not upgrade them.
-const podNotInjected v1alpha1.PodRolloutState = "NotInjected"
-
 // progress is the outcome of one look at a rollout view.
 type progress struct {
 	line    string
@@ -60,51 +57,17 @@ type progress struct {
 	stalled string // why the rollout cannot progress; "" when it can
 }
 
-// assess reads a rollout view: its progress line, whether it is done, and whether it stalled.
+// assess reads a rollout view, as the server's Ready and Progressing conditions read its plan
+// (rollout.Assess): its progress line, whether it is done, and whether it stalled.
 func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
-	st := &r.Status // planned by the server from the stored spec: current even before status catches up
-	var updated, upgrading, waiting, held, notUpgradable, notInjected, unavailable int
-	var failed []string
-	for _, p := range st.Pods {
-		switch {
-		case p.State == v1alpha1.PodRolloutUpdated && p.Reason == "":
-			updated++
-		case p.State == v1alpha1.PodRolloutUpdated:
-			updated++
-			unavailable++
-		case p.State == v1alpha1.PodRolloutFailed:
-			failed = append(failed, fmt.Sprintf("%s/%s: %s", p.Namespace, p.Name, strings.TrimSpace(p.Reason+" "+p.Message)))
-		case p.State == v1alpha1.PodRolloutNotUpgradable:
-			notUpgradable++
-		case p.State == podNotInjected:
-			notInjected++
-		case p.State == v1alpha1.PodRolloutWaiting && (p.Reason == "Partition" || p.Reason == "NotSelected" || p.Reason == "NotUpdateStrategy"):
-			held++
-		case p.State == v1alpha1.PodRolloutUpgrading:
-			upgrading++
-		default:
-			waiting++
-		}
+	items := make([]rollout.Item, 0, len(r.Status.Pods))
+	for _, p := range r.Status.Pods {
+		items = append(items, rollout.Item{Namespace: p.Namespace, Name: p.Name, State: p.State, Reason: p.Reason, Message: p.Message})
 	}
-	total := len(st.Pods)
-	line := fmt.Sprintf("SidecarSet %q rollout: %d of %d pods updated, %d upgrading, %d waiting, %d unavailable", name, updated, total, upgrading, waiting, unavailable)
-	if held > 0 {
-		line += fmt.Sprintf(", %d held (partition or selector)", held)
-	}
-	if notUpgradable > 0 {
-		line += fmt.Sprintf(", %d not upgradable in place", notUpgradable)
-	}
-	if notInjected > 0 {
-		line += fmt.Sprintf(", %d missed injection", notInjected)
-	}
-	pr := progress{line: line}
-	switch {
-	case len(failed) > 0:
-		pr.stalled = "pods fail to run the new sidecar: " + strings.Join(failed, "; ")
-	case upgrading+waiting+unavailable == 0:
-		pr.done = true
-	case st.Paused:
-		pr.stalled = "the rollout is paused (kubectl sidecarset rollout resume " + name + ")"
+	p := rollout.Assess(items, r.Status.Paused)
+	pr := progress{line: p.Summary(name), done: p.Done(), stalled: p.Stalled()}
+	if p.Paused && !p.Done() && len(p.Failed) == 0 {
+		pr.stalled += " (kubectl sidecarset rollout resume " + name + ")"
 	}
 	return pr
 }

@@ -64,3 +64,52 @@ func setMissedCondition(st *v1alpha1.SidecarSetStatus, missed []rollout.Missed, 
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }
+
+// The rollout conditions, as a Deployment's: `kubectl wait --for=condition=Ready sidecarset/NAME`
+// returns once a rollout is done, and GitOps tools see one in progress.
+const (
+	// ConditionReady is True once the SidecarSet's generation is observed (its injection is in
+	// place) and every pod the rollout upgrades runs the current spec and is available (pods held
+	// by partition or updateStrategy.selector, or not upgradable in place, do not hold it up).
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the rollout goes on by itself; False once it is done
+	// (RolloutComplete), paused (Paused) or stalled on pods whose new sidecar does not run
+	// (PodsFailed).
+	ConditionProgressing = "Progressing"
+)
+
+// Reasons of the rollout conditions.
+const (
+	ReasonRolloutComplete   = "RolloutComplete"
+	ReasonRollingOut        = "RollingOut"
+	ReasonRolloutPaused     = "Paused"
+	ReasonPodsFailed        = "PodsFailed"
+	ReasonInjectionNotReady = "InjectionNotReady"
+)
+
+// setRolloutConditions records Ready and Progressing in st for a rollout at progress p; observed
+// says whether st observes generation. It returns whether Ready is True.
+func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) bool {
+	progressing := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: generation, LastTransitionTime: now}
+	switch {
+	case len(p.Failed) > 0:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonPodsFailed, p.Stalled()
+	case p.Done():
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonRolloutComplete, p.Summary(name)
+	case p.Paused:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonRolloutPaused, p.Summary(name)+"; the rollout is paused"
+	default:
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, ReasonRollingOut, p.Summary(name)
+	}
+	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation, LastTransitionTime: now,
+		Status: metav1.ConditionFalse, Reason: progressing.Reason, Message: progressing.Message}
+	switch {
+	case !observed:
+		ready.Reason, ready.Message = ReasonInjectionNotReady, "the injection objects of this generation are not in place yet"
+	case p.Done():
+		ready.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, progressing)
+	meta.SetStatusCondition(&st.Conditions, ready)
+	return ready.Status == metav1.ConditionTrue
+}

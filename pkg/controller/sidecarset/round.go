@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
@@ -77,7 +78,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	if err := c.writeStatus(ctx, cached, ss, &roundFacts{counts: plan.Counts, missed: missed}); err != nil {
+	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused)}
+	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
+	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
 		// rollout goes on (pods live in the main cluster): look again soon, without the growing
 		// backoff of a failed round, which could otherwise hold it for minutes once it is back.
@@ -86,6 +89,10 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return c.podsPeriod, nil
 		}
 		return 0, err
+	}
+	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
+		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,
+			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)})
 	}
 	c.record(c.report(ss, plan, missed, out))
 	switch {

@@ -9,13 +9,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 )
 
@@ -54,8 +58,12 @@ func TestRound(t *testing.T) {
 	// The upgraded pod is not ready until its kubelet restarts the container.
 	want := v1alpha1.SidecarSetStatus{ObservedGeneration: 2, MatchedPods: 2, UpdatedPods: 1, ReadyPods: 1,
 		LatestRevision: latest, CollisionCount: ptr.To[int32](0)}
-	if diff := cmp.Diff(want, h.stored().Status); diff != "" {
+	if diff := cmp.Diff(want, h.stored().Status, cmpopts.IgnoreFields(v1alpha1.SidecarSetStatus{}, "Conditions")); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	conds := h.stored().Status.Conditions
+	if !meta.IsStatusConditionFalse(conds, ConditionReady) || meta.FindStatusCondition(conds, ConditionProgressing).Reason != ReasonRollingOut {
+		t.Errorf("conditions mid-rollout: %+v; want Ready False and Progressing %s", conds, ReasonRollingOut)
 	}
 
 	// Nothing changed since: the next round, once the caches show the writes, writes nothing.
@@ -331,6 +339,34 @@ func TestRoundStorageUnavailable(t *testing.T) {
 			}
 			if events := h.drain(); len(events) != 0 {
 				t.Errorf("events without a status: %q", events)
+			}
+		})
+	}
+}
+
+// TestRolloutConditions: Ready is True only once the generation is observed and the rollout is
+// done; Progressing says whether the rollout goes on by itself, and why not.
+func TestRolloutConditions(t *testing.T) {
+	done := rollout.Progress{Total: 2, Updated: 2}
+	for _, tc := range []struct {
+		name                      string
+		p                         rollout.Progress
+		observed                  bool
+		ready                     metav1.ConditionStatus
+		readyReason, progressing string
+	}{
+		{"done", done, true, metav1.ConditionTrue, ReasonRolloutComplete, ReasonRolloutComplete},
+		{"done, injection not in place", done, false, metav1.ConditionFalse, ReasonInjectionNotReady, ReasonRolloutComplete},
+		{"rolling out", rollout.Progress{Total: 2, Updated: 1, Waiting: 1}, true, metav1.ConditionFalse, ReasonRollingOut, ReasonRollingOut},
+		{"paused", rollout.Progress{Total: 2, Waiting: 2, Paused: true}, true, metav1.ConditionFalse, ReasonRolloutPaused, ReasonRolloutPaused},
+		{"failed", rollout.Progress{Total: 1, Failed: []string{"ns/p: ImagePullBackOff"}}, true, metav1.ConditionFalse, ReasonPodsFailed, ReasonPodsFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &v1alpha1.SidecarSetStatus{}
+			isReady := setRolloutConditions(st, tc.p, tc.observed, "ss", 3, metav1.Now())
+			r, p := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+			if r.Status != tc.ready || r.Reason != tc.readyReason || p.Reason != tc.progressing || isReady != (tc.ready == metav1.ConditionTrue) || r.ObservedGeneration != 3 {
+				t.Errorf("Ready %s/%s (returned %v), Progressing %s; want Ready %s/%s, Progressing %s", r.Status, r.Reason, isReady, p.Reason, tc.ready, tc.readyReason, tc.progressing)
 			}
 		})
 	}

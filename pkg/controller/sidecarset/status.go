@@ -19,8 +19,11 @@ const statusTimeout = 5 * time.Second
 
 // roundFacts is what a round found about the pods, for the status; nil without a pod cache.
 type roundFacts struct {
-	counts rollout.Counts
-	missed []rollout.Missed
+	counts   rollout.Counts
+	missed   []rollout.Missed
+	progress rollout.Progress
+	// ready is set by desiredStatus: the status written says Ready.
+	ready bool
 }
 
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
@@ -61,7 +64,8 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 	st := current.Status.DeepCopy()
 	st.LatestRevision = ss.Status.LatestRevision
 	st.CollisionCount = ss.Status.CollisionCount
-	if c.injectionReady == nil || c.injectionReady(cached) {
+	observed := c.injectionReady == nil || c.injectionReady(cached)
+	if observed {
 		st.ObservedGeneration = cached.Generation
 		if c.injection != nil {
 			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
@@ -72,6 +76,7 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		st.ReadyPods, st.UpdatedReadyPods = facts.counts.Ready, facts.counts.UpdatedReady
 		st.NotInjectedPods = int32(len(facts.missed))
 		setMissedCondition(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
+		facts.ready = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
 }

@@ -1,0 +1,41 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// TestAssess: held, not upgradable and missed pods do not hold a rollout up; waiting, upgrading
+// and unavailable updated pods do; a failed pod stalls it, and so does a pause.
+func TestAssess(t *testing.T) {
+	item := func(state v1alpha1.PodRolloutState, reason string) Item {
+		return Item{Namespace: "ns", Name: "p", State: state, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name    string
+		items   []Item
+		paused  bool
+		done    bool
+		stalled bool
+	}{
+		{"no pods", nil, false, true, false},
+		{"all updated", []Item{item(v1alpha1.PodRolloutUpdated, ""), item(v1alpha1.PodRolloutUpdated, "")}, false, true, false},
+		{"updated, not ready", []Item{item(v1alpha1.PodRolloutUpdated, ReasonNotReady)}, false, false, false},
+		{"held by partition and selector", []Item{item(v1alpha1.PodRolloutUpdated, ""), item(v1alpha1.PodRolloutWaiting, ReasonPartition),
+			item(v1alpha1.PodRolloutWaiting, ReasonNotSelected), item(v1alpha1.PodRolloutWaiting, ReasonNotUpdateStrategy)}, false, true, false},
+		{"not upgradable or missed", []Item{item(v1alpha1.PodRolloutNotUpgradable, ""), item(v1alpha1.PodRolloutNotInjected, ReasonAdmittedWithout)}, false, true, false},
+		{"waiting for the budget", []Item{item(v1alpha1.PodRolloutWaiting, ReasonMaxUnavailable)}, false, false, false},
+		{"upgrading", []Item{item(v1alpha1.PodRolloutUpgrading, ReasonRestarting)}, false, false, false},
+		{"paused", []Item{item(v1alpha1.PodRolloutWaiting, ReasonPaused)}, true, false, true},
+		{"paused but done", []Item{item(v1alpha1.PodRolloutUpdated, "")}, true, true, false},
+		{"failed", []Item{item(v1alpha1.PodRolloutFailed, "ImagePullBackOff")}, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Assess(tc.items, tc.paused)
+			if p.Done() != tc.done || (p.Stalled() != "") != tc.stalled {
+				t.Errorf("done %v, stalled %q; want done %v, stalled %v", p.Done(), p.Stalled(), tc.done, tc.stalled)
+			}
+		})
+	}
+}
