@@ -75,7 +75,8 @@ func setKey(m *map[string]string, key, value string) {
 // TestRoundTripV1alpha1ThroughV1beta1 fuzzes v1alpha1 SidecarSets and checks that
 // v1alpha1 -> internal -> v1beta1 (and its JSON) -> internal -> v1alpha1 gives back the object. The
 // fuzzer is steered into the fields whose shape differs: spec.namespace with and without a
-// namespaceSelector, and the custom version label with and without the v1beta1-label annotation.
+// namespaceSelector, and the custom version label (also empty) with and without the v1beta1-label
+// annotation.
 func TestRoundTripV1alpha1ThroughV1beta1(t *testing.T) {
 	scheme, f := newFuzzer(t, 1)
 	r := rand.New(rand.NewSource(2))
@@ -88,8 +89,11 @@ func TestRoundTripV1alpha1ThroughV1beta1(t *testing.T) {
 		if r.Intn(2) == 0 {
 			internal.Spec.NamespaceSelector = nil
 		}
-		if v, ok := sometimes(r, "v"+internal.Name); ok && v != "v" {
-			setKey(&internal.Labels, v1alpha1.SidecarSetCustomVersionLabel, v)
+		switch r.Intn(3) { // a custom version, an empty one (the label is there), none
+		case 0:
+			setKey(&internal.Labels, v1alpha1.SidecarSetCustomVersionLabel, "v"+internal.Name)
+		case 1:
+			setKey(&internal.Labels, v1alpha1.SidecarSetCustomVersionLabel, "")
 		}
 		if v, ok := sometimes(r, "label-"+internal.Name); ok {
 			setKey(&internal.Annotations, v1beta1.CustomVersionLabelAnnotation, v)

@@ -38,6 +38,10 @@ const (
 	// set the custom version (spec.customVersion does); v1alpha1 shows spec.customVersion as that
 	// label instead.
 	CustomVersionLabelAnnotation = "apps.kruise.io/sidecarset-v1beta1-custom-version-label"
+	// EmptyCustomVersionAnnotation, on a v1beta1 SidecarSet, records that the v1alpha1 object has
+	// an apps.kruise.io/sidecarset-custom-version label with an empty value, which an empty
+	// spec.customVersion cannot tell from no label: a read-modify-write at v1beta1 keeps it.
+	EmptyCustomVersionAnnotation = "apps.kruise.io/sidecarset-v1alpha1-empty-custom-version"
 )
 
 // namespaceRecord is the value of NamespaceAnnotation.
@@ -64,6 +68,12 @@ func Convert_apps_SidecarSet_To_v1beta1_SidecarSet(in *apps.SidecarSet, out *Sid
 	if v, ok := labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
 		out.Spec.CustomVersion = v
 		delete(labels, v1alpha1.SidecarSetCustomVersionLabel)
+		if v == "" {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[EmptyCustomVersionAnnotation] = "true"
+		}
 	}
 	if v, ok := annotations[CustomVersionLabelAnnotation]; ok {
 		if labels == nil {
@@ -114,7 +124,9 @@ func Convert_v1beta1_SidecarSet_To_apps_SidecarSet(in *SidecarSet, out *apps.Sid
 		annotations[CustomVersionLabelAnnotation] = v
 		delete(labels, v1alpha1.SidecarSetCustomVersionLabel)
 	}
-	if in.Spec.CustomVersion != "" {
+	_, empty := annotations[EmptyCustomVersionAnnotation]
+	delete(annotations, EmptyCustomVersionAnnotation)
+	if in.Spec.CustomVersion != "" || empty {
 		if labels == nil {
 			labels = map[string]string{}
 		}
