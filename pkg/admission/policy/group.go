@@ -376,6 +376,9 @@ func (ch *chunk) annotationOps() string {
 	return fmt.Sprintf("!%s ? [] : (has(object.metadata.annotations) ? %s : %s)", ch.v("any"), each, whole)
 }
 
+// maxMembers is the most SidecarSets one group policy injects.
+const maxMembers = 256
+
 // group is one group policy being planned.
 type group struct {
 	name    string
@@ -383,6 +386,28 @@ type group struct {
 	members []*member // sorted by name
 	sets    []*v1alpha1.SidecarSet
 	records map[string]record
+	// varSize and condSize are the sizes of the policy-wide expressions that join every member
+	// (the variables s and m, the selects match condition).
+	varSize, condSize int
+}
+
+// sizes returns what m adds to the policy-wide expressions.
+func (m *member) sizes() (vars, cond int) {
+	return len(m.appliesCEL()) + len(m.selNS) + 64, len(m.selL) + len(m.name) + 32
+}
+
+// fits reports whether the group has room for m: each policy-wide expression stays within
+// maxExpressionSize, below CEL's limit, and the members within maxMembers (the policy within
+// etcd's object size).
+func (g *group) fits(m *member) bool {
+	v, c := m.sizes()
+	return len(g.members) < maxMembers && g.varSize+v <= maxExpressionSize && g.condSize+c <= maxExpressionSize
+}
+
+func (g *group) add(m *member) {
+	v, c := m.sizes()
+	g.varSize += v
+	g.condSize += c
 }
 
 // objects renders the group's policy and binding.

@@ -92,13 +92,21 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			r, m = selectorBudget(ss), nil
 		}
 		if m != nil {
+			name := groupOf.policyFor(ss)
+			g := groups[name]
+			if g == nil {
+				g = &group{name: name, key: groupKey(ss), records: map[string]record{}}
+				groups[name] = g
+			}
+			if !g.fits(m) {
+				r, m = groupFull(name), nil
+			}
+		}
+		if m != nil {
 			r.PolicyName = groupOf.policyFor(ss)
 			r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
 			g := groups[r.PolicyName]
-			if g == nil {
-				g = &group{name: r.PolicyName, key: groupKey(ss), records: map[string]record{}}
-				groups[r.PolicyName] = g
-			}
+			g.add(m)
 			g.members = append(g.members, m)
 			g.sets = append(g.sets, ss)
 			g.records[ss.Name] = record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()}
@@ -127,6 +135,12 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	p.WebhookMatches = webhookMatches(webhookSets, policySets)
 	memo.forget(sets, p.Policies)
 	return p, nil
+}
+
+// groupFull is the result of a SidecarSet its group policy has no room for.
+func groupFull(policy string) Result {
+	return Result{Path: PathWebhook, Reason: ReasonTooLarge, Message: fmt.Sprintf(
+		"group policy %s holds as many SidecarSets as its expressions allow (%d characters of CEL, %d members)", policy, maxExpressionSize, maxMembers)}
 }
 
 // selectorBudget is the result of a SidecarSet whose value is beyond maxNativeValues.
