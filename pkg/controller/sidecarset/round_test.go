@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 // TestRound: a round of a SidecarSet with a new image records its revision, upgrades one pod of
@@ -349,10 +349,10 @@ func TestRoundStorageUnavailable(t *testing.T) {
 func TestRolloutConditions(t *testing.T) {
 	done := rollout.Progress{Total: 2, Updated: 2}
 	for _, tc := range []struct {
-		name                      string
-		p                         rollout.Progress
-		observed                  bool
-		ready                     metav1.ConditionStatus
+		name                     string
+		p                        rollout.Progress
+		observed                 bool
+		ready                    metav1.ConditionStatus
 		readyReason, progressing string
 	}{
 		{"done", done, true, metav1.ConditionTrue, ReasonRolloutComplete, ReasonRolloutComplete},
