@@ -82,6 +82,9 @@ type Settings struct {
 	// WebhookConfiguration names the injection webhooks' configuration, whose match conditions the
 	// server keeps current; empty leaves it alone.
 	WebhookConfiguration string
+	// InjectionOwner names the APIService that owns the policies and bindings the server writes
+	// (garbage-collected with it); empty: none.
+	InjectionOwner string
 	// ExcludedNamespaces are never injected by policies, besides Namespace.
 	ExcludedNamespaces []string
 	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.

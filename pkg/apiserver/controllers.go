@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -156,6 +158,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		Resync:               5 * time.Minute,
 		Grace:                c.ExtraConfig.PolicyGrace,
 		WebhookOnly:          paths.webhookOnly,
+		Owner:                apiServiceOwner(kube, c.ExtraConfig.InjectionOwner),
 	}
 	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
@@ -176,6 +179,25 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		return nil, nil, err
 	}
 	return ctrl, func(stop <-chan struct{}) { owned.Start(stop); webhooks.Start(stop) }, nil
+}
+
+// apiServiceOwner returns a function that reads the owner reference of the APIService name (the
+// policies and bindings are garbage-collected with it), nil without a name.
+func apiServiceOwner(kube kubernetes.Interface, name string) func(context.Context) (*metav1.OwnerReference, error) {
+	if name == "" {
+		return nil
+	}
+	return func(ctx context.Context) (*metav1.OwnerReference, error) {
+		raw, err := kube.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices", name).DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading APIService %s, the owner of the injection policies: %w", name, err)
+		}
+		var obj metav1.PartialObjectMetadata
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, err
+		}
+		return &metav1.OwnerReference{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: obj.Name, UID: obj.UID}, nil
+	}
 }
 
 // servesMutatingAdmissionPolicies reports whether discovery lists v1 mutatingadmissionpolicies.

@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -67,4 +71,53 @@ func TestRefusedPolicyWriteIsIsolated(t *testing.T) {
 		t.Errorf("the refused policy was not written once its name was free: %v", err)
 	}
 	waitInjected(t, blocked, "isolation-blocked-sidecar")
+}
+
+// TestUninstallGarbageCollects: every policy and binding the server writes is owned by its
+// v1alpha1 APIService, so that deleting the deployment's objects (the server stopped, the
+// APIService deleted) has the garbage collector delete them: no injection is left behind.
+func TestUninstallGarbageCollects(t *testing.T) {
+	ctx := context.Background()
+	deleteAllSidecarSets(t)
+	applyManualExample(t)
+	t.Cleanup(func() { deleteAllSidecarSets(t) })
+	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
+	ar := kube.AdmissionregistrationV1()
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.apps.kruise.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiService metav1.PartialObjectMetadata
+	if err := json.Unmarshal(raw, &apiService); err != nil {
+		t.Fatal(err)
+	}
+	policies, err := ar.MutatingAdmissionPolicies().List(ctx, sel)
+	if err != nil || len(policies.Items) == 0 {
+		t.Fatalf("no policy to collect: %v", err)
+	}
+	for _, p := range policies.Items {
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != apiService.UID {
+			t.Errorf("policy %s owners %v, want the APIService %s", p.Name, p.OwnerReferences, apiService.UID)
+		}
+	}
+	if _, err := localUp("stop-server"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := localUp("start-server"); err != nil {
+			t.Error(err)
+		}
+		waitSettled(t, "test-sidecarset")
+	}()
+	if out, err := runKubectl(t, "", "delete", "apiservice", "v1alpha1.apps.kruise.io"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ps, err1 := ar.MutatingAdmissionPolicies().List(ctx, sel)
+		bs, err2 := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
+		return err1 == nil && err2 == nil && len(ps.Items)+len(bs.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the garbage collector left policies or bindings behind: %v", err)
+	}
 }

@@ -54,6 +54,7 @@ func NewOptions() *Options {
 			KubeAPIBurst:         300, // a round of 100 in-place upgrades: read, update and condition of each pod
 			Injection:            apiserver.InjectionPolicy,
 			WebhookConfiguration: "sidecarset-injector",
+			InjectionOwner:       "v1alpha1.apps.kruise.io",
 			PolicyGrace:          10 * time.Second,
 		},
 	}
@@ -91,6 +92,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"MutatingAdmissionPolicy) or webhook (the webhook injects every SidecarSet).")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", o.WebhookConfiguration,
 		"MutatingWebhookConfiguration of the injection webhooks; the server makes each of its webhooks one per label key the SidecarSets require, with objectSelectors and match conditions (empty: leave it alone).")
+	fs.StringVar(&o.InjectionOwner, "injection-owner", o.InjectionOwner,
+		"APIService that owns the MutatingAdmissionPolicies and bindings the server writes: deleting it (kubectl delete -k of the deployment) has the garbage collector delete them (empty: no owner).")
 	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,
 		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhooks' namespaceSelectors; kube-system is injected, as by OpenKruise).")
 	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,

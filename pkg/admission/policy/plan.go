@@ -38,6 +38,9 @@ type PlanInput struct {
 	// WebhookOnly serves every SidecarSet by the webhook (--injection=webhook): no policies, and
 	// the webhook's condition selects the pods any SidecarSet may select.
 	WebhookOnly bool
+	// Owner, when set, is the owner reference of every policy and binding (the garbage collector
+	// deletes them with it).
+	Owner *metav1.OwnerReference
 	// Memo, when set, keeps what this plan computes for the next one (see Memo).
 	Memo *Memo
 	// Grace is how long a policy stays in the webhook's match condition as well once it is in the
@@ -121,6 +124,10 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		policy, binding, err := memo.objects(g, in.ExcludedNamespaces)
 		if err != nil {
 			return Plan{}, err
+		}
+		if in.Owner != nil {
+			policy.OwnerReferences = []metav1.OwnerReference{*in.Owner}
+			binding.OwnerReferences = []metav1.OwnerReference{*in.Owner}
 		}
 		p.Policies = append(p.Policies, policy)
 		p.Bindings = append(p.Bindings, binding)

@@ -73,6 +73,9 @@ type Options struct {
 	// WebhookOnly turns policy injection off: owned policies and bindings are deleted and the
 	// webhook's match condition selects the pods of every SidecarSet.
 	WebhookOnly bool
+	// Owner, when set, returns the owner reference every policy and binding carries (read on each
+	// reconcile: the owner may be re-created), so that the garbage collector deletes them with it.
+	Owner func(context.Context) (*metav1.OwnerReference, error)
 }
 
 // Controller reconciles policy injection.
@@ -218,7 +221,19 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		bindings[b.Name] = b
 		bound[b.Spec.PolicyName] = b.Name == b.Spec.PolicyName && b.Spec.MatchResources == nil
 	}
-	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Bound: bound, Loaded: c.loaded(owned, ownedBindings), ExcludedNamespaces: c.opts.ExcludedNamespaces,
+	var owner *metav1.OwnerReference
+	if c.opts.Owner != nil {
+		switch owner, err = c.opts.Owner(ctx); {
+		case apierrors.IsNotFound(err):
+			// Being uninstalled (or not registered yet): objects written now would outlive it.
+			return err
+		case err != nil:
+			// Injection matters more than its clean-up: write the objects without the owner.
+			klog.ErrorS(err, "the injection objects are written without an owner; they will outlive the server's deletion")
+			owner = nil
+		}
+	}
+	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: sets, Compiled: compiled, Bound: bound, Owner: owner, Loaded: c.loaded(owned, ownedBindings), ExcludedNamespaces: c.opts.ExcludedNamespaces,
 		Now: c.opts.Clock.Now(), SortSidecarContainersByName: c.opts.SortSidecarContainersByName, Grace: c.opts.Grace,
 		WebhookOnly: c.opts.WebhookOnly, Memo: &c.memo})
 	if err != nil {
@@ -525,6 +540,9 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 		if have.GetLabels()[k] != v {
 			return false
 		}
+	}
+	if !equality.Semantic.DeepEqual(have.GetOwnerReferences(), want.GetOwnerReferences()) {
+		return false
 	}
 	for k, v := range want.GetAnnotations() {
 		if have.GetAnnotations()[k] != v {

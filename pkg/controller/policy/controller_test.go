@@ -2,13 +2,16 @@ package policy
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -336,5 +339,44 @@ func TestRefusedWriteIsIsolated(t *testing.T) {
 	f.reconcile(t)
 	if !f.ctrl.Ready(sets[1]) {
 		t.Error("b is not ready once its policy could be written")
+	}
+}
+
+// TestOwner: every policy and binding carries the owner reference (the garbage collector deletes
+// them with the owner), follows a new owner, and nothing is written while the owner is gone.
+func TestOwner(t *testing.T) {
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{sidecarSet("a", "v1")}, webhookConfig())
+	owner := &metav1.OwnerReference{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: "v1alpha1.apps.kruise.io", UID: "uid-1"}
+	var ownerErr error
+	f.ctrl.opts.Owner = func(context.Context) (*metav1.OwnerReference, error) { return owner, ownerErr }
+	owned := func() []metav1.OwnerReference {
+		t.Helper()
+		p := f.policies(t)["sidecarsets-app-v0"]
+		b, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Get(context.Background(), "sidecarsets-app-v0", metav1.GetOptions{})
+		if p == nil || err != nil {
+			t.Fatalf("policy %v, binding: %v", p, err)
+		}
+		if !reflect.DeepEqual(p.OwnerReferences, b.OwnerReferences) {
+			t.Errorf("policy owners %v, binding owners %v", p.OwnerReferences, b.OwnerReferences)
+		}
+		return p.OwnerReferences
+	}
+	f.reconcile(t)
+	if got := owned(); len(got) != 1 || got[0].UID != "uid-1" {
+		t.Fatalf("owners %v", got)
+	}
+	owner = &metav1.OwnerReference{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Name: "v1alpha1.apps.kruise.io", UID: "uid-2"}
+	f.reconcile(t)
+	if got := owned(); len(got) != 1 || got[0].UID != "uid-2" {
+		t.Fatalf("owners after the owner was re-created: %v", got)
+	}
+	ownerErr = apierrors.NewNotFound(schema.GroupResource{Group: "apiregistration.k8s.io", Resource: "apiservices"}, "v1alpha1.apps.kruise.io")
+	before := len(f.kube.Actions())
+	time.Sleep(100 * time.Millisecond)
+	if err := f.ctrl.Reconcile(context.Background()); !apierrors.IsNotFound(err) {
+		t.Errorf("reconcile without the owner: %v", err)
+	}
+	if after := len(f.kube.Actions()); after != before {
+		t.Errorf("%d writes while the owner is gone", after-before)
 	}
 }
