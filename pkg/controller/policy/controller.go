@@ -326,19 +326,25 @@ func (c *Controller) loaded(owned []*admissionregistrationv1.MutatingAdmissionPo
 	now := c.opts.Clock.Now()
 	out := make(map[string]time.Time, len(owned))
 	current := make(map[string]seen, len(owned)+len(bindings))
-	since := func(key, resourceVersion string) time.Time {
+	since := func(key string, o metav1.Object) time.Time {
 		s, ok := c.seen[key]
-		if !ok || s.resourceVersion != resourceVersion {
-			s = seen{resourceVersion: resourceVersion, at: now}
+		switch {
+		case ok && s.resourceVersion == o.GetResourceVersion():
+		case !ok && len(c.seen) == 0:
+			// This controller's first look (a new leader, a restart): the object is as it was last
+			// written, by the previous leader; kube-apiserver has had since then to load it.
+			s = seen{resourceVersion: o.GetResourceVersion(), at: lastWrite(o, now)}
+		default:
+			s = seen{resourceVersion: o.GetResourceVersion(), at: now}
 		}
 		current[key] = s
 		return s.at
 	}
 	for _, p := range owned {
-		out[p.Name] = since(p.Name, p.ResourceVersion)
+		out[p.Name] = since(p.Name, p)
 	}
 	for _, b := range bindings {
-		if at := since("binding/"+b.Name, b.ResourceVersion); at.After(out[b.Spec.PolicyName]) {
+		if at := since("binding/"+b.Name, b); at.After(out[b.Spec.PolicyName]) {
 			if _, ok := out[b.Spec.PolicyName]; ok {
 				out[b.Spec.PolicyName] = at
 			}
@@ -364,6 +370,21 @@ type noBindings struct {
 
 func (noBindings) List(labels.Selector) ([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	return nil, nil
+}
+
+// lastWrite is when o was last written, as its managed fields record (its creation without them),
+// and not later than now.
+func lastWrite(o metav1.Object, now time.Time) time.Time {
+	at := o.GetCreationTimestamp().Time
+	for _, m := range o.GetManagedFields() {
+		if m.Time != nil && m.Time.After(at) {
+			at = m.Time.Time
+		}
+	}
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at
 }
 
 var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})

@@ -380,3 +380,33 @@ func TestOwner(t *testing.T) {
 		t.Errorf("%d writes while the owner is gone", after-before)
 	}
 }
+
+// TestNewLeaderKnowsLoadedPolicies: a controller that starts (a new leader) and finds the policies
+// and bindings it plans already in the cluster, last written long ago, knows kube-apiserver runs
+// them: the webhook does not widen to their SidecarSets' pods for a grace period.
+func TestNewLeaderKnowsLoadedPolicies(t *testing.T) {
+	sets := []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}
+	first := newFixture(t, false, sets, webhookConfig())
+	first.reconcile(t)
+	written := first.policies(t)["sidecarsets-app-v0"]
+	binding, err := first.kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Get(context.Background(), "sidecarsets-app-v0", metav1.GetOptions{})
+	if written == nil || err != nil {
+		t.Fatalf("policy %v, binding %v", written, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration
+		widens bool
+	}{{"written long ago", time.Minute, false}, {"written just now", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, b := written.DeepCopy(), binding.DeepCopy()
+			p.ResourceVersion, b.ResourceVersion = "", ""
+			f := newFixture(t, false, sets, webhookConfig(), p, b) // written now, as their managed fields say
+			f.clock.SetTime(time.Now().Add(tc.age))                // the new leader starts age later
+			f.reconcile(t)
+			if w := f.webhooks(t); (w == "app in (a) | ") != tc.widens {
+				t.Errorf("webhooks after the new leader's first reconcile: %q (widened for the grace period: want %v)", w, tc.widens)
+			}
+		})
+	}
+}
