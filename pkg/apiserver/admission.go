@@ -51,11 +51,15 @@ func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet) *
 	index := injection.NewIndex()
 	set.index = index
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
-	if _, err := sets.AddEventHandler(webhook.IndexHandler(index)); err != nil {
+	indexed, err := sets.AddEventHandler(webhook.IndexHandler(index))
+	if err != nil {
 		panic(err) // only fails on a stopped informer, which cannot be the case before start
 	}
 	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
-	synced := []cache.InformerSynced{sets.HasSynced, revs.Informer().HasSynced}
+	// The index is filled by the handler, which receives the informer's first list after the
+	// informer's store has it: until the handler has, the index may miss SidecarSets, and a pod
+	// would be admitted without them.
+	synced := []cache.InformerSynced{sets.HasSynced, indexed.HasSynced, revs.Informer().HasSynced}
 	namespaces := corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	if shared != nil {
 		ns := shared.Core().V1().Namespaces()
