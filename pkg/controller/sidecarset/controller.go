@@ -182,6 +182,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		}, time.Second)
 	}
 	<-ctx.Done()
+	c.metrics.reset() // the term ended: the next leader reports the gauges
 }
 
 func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {

@@ -134,6 +134,22 @@ func (p *progress) notInjected(sidecarSet string, pods []*rollout.Pod) []*rollou
 	return fresh
 }
 
+// reset drops every SidecarSet's gauges: a replica whose term ends no longer knows them, and the
+// new leader reports them, so that sums over the replicas stay true.
+func (p *progress) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for sidecarSet, reasons := range p.reasons {
+		for reason := range reasons {
+			podsWaiting.DeleteLabelValues(sidecarSet, reason)
+		}
+	}
+	for sidecarSet := range p.missed {
+		podsNotInjected.DeleteLabelValues(sidecarSet)
+	}
+	p.reasons = map[string]map[string]bool{}
+}
+
 // forget drops a deleted SidecarSet's gauges.
 func (p *progress) forget(sidecarSet string) {
 	if sidecarSet == "" {
