@@ -317,6 +317,14 @@ func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
 	return "true"
 }
 
+// RequiredLabel returns a label key every pod sel selects has, "" when sel requires none: then no
+// label selector narrows what the injection webhook receives, and every pod create in the
+// namespaces it selects reaches the webhook's match condition or the server.
+func RequiredLabel(sel *metav1.LabelSelector) string {
+	k, _ := representative(sel)
+	return k
+}
+
 // representative returns a requirement every pod sel selects meets: a label key and the values it
 // may have, or nil values when it only has to exist; "" when sel requires no label to be present.
 func representative(sel *metav1.LabelSelector) (string, []string) {

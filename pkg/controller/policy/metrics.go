@@ -16,8 +16,18 @@ var writeErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"kind"})
 
+// everyPod is 1 while the injection webhooks select every pod by their labels (a webhook-path
+// SidecarSet whose selector requires no label, more label keys than webhooks, a condition too
+// long): every pod create then reaches the webhooks' match condition or this server.
+var everyPod = metrics.NewGauge(&metrics.GaugeOpts{
+	Subsystem:      "sidecarset",
+	Name:           "injection_webhook_selects_every_pod",
+	Help:           "1 while the injection webhooks' objectSelectors select every pod (each pod create then reaches their match condition or the server), 0 otherwise.",
+	StabilityLevel: metrics.ALPHA,
+})
+
 var registerOnce sync.Once
 
 func registerMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(writeErrors) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(writeErrors, everyPod) })
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -95,7 +96,20 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 }
 
 // WarningsOnCreate returns no warnings.
-func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	return selectorWarnings(obj.(*apps.SidecarSet))
+}
+
+// selectorWarnings warn of a selector that requires no label: kube-apiserver cannot turn away,
+// by labels, the pods it does not select, so every pod create calls the injection webhook.
+func selectorWarnings(ss *apps.SidecarSet) []string {
+	sel := ss.Spec.Selector
+	if sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 || policy.RequiredLabel(sel) != "" {
+		return nil
+	}
+	return []string{"spec.selector requires no label (only NotIn or DoesNotExist): every pod create in the namespaces it selects calls the injection webhook; " +
+		"a matchLabels, In or Exists requirement lets kube-apiserver skip the other pods by their labels"}
+}
 
 // Canonicalize does nothing: the stored form is the defaulted form.
 func (Strategy) Canonicalize(runtime.Object) {}
@@ -112,8 +126,8 @@ func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field
 }
 
 // WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+func (Strategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
+	return selectorWarnings(obj.(*apps.SidecarSet))
 }
 
 // StatusStrategy implements the sidecarsets/status subresource: only status changes.

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,5 +84,30 @@ func TestGetAttrs(t *testing.T) {
 	_, fs, err := GetAttrs(ss)
 	if err != nil || fs["metadata.name"] != "s" || fs["spec.namespace"] != "ns1" {
 		t.Errorf("fields %v err %v", fs, err)
+	}
+}
+
+// TestSelectorWarnings: a SidecarSet whose selector requires no label is told that every pod
+// create calls the injection webhook; any selector that requires a label is not.
+func TestSelectorWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sel  *metav1.LabelSelector
+		warn bool
+	}{
+		{"matchLabels", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, false},
+		{"Exists", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpExists}}}, false},
+		{"NotIn only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}}, true},
+		{"DoesNotExist only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := &apps.SidecarSet{Spec: apps.SidecarSetSpec{Selector: tc.sel}}
+			s := Strategy{}
+			for _, ws := range [][]string{s.WarningsOnCreate(context.Background(), ss), s.WarningsOnUpdate(context.Background(), ss, ss)} {
+				if got := len(ws) > 0 && strings.Contains(ws[0], "every pod create"); got != tc.warn {
+					t.Errorf("warnings %v, want a warning: %v", ws, tc.warn)
+				}
+			}
+		})
 	}
 }
