@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,4 +85,48 @@ func TestRBACPerSubresource(t *testing.T) {
 	if _, err := writer.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("status writer update of the main resource: want Forbidden, got %v", err)
 	}
+}
+
+// TestShippedUserRoles applies the shipped user roles: a namespace editor (the aggregated edit
+// role) reads SidecarSets but cannot write one, since a SidecarSet injects into every namespace;
+// sidecarsets-admin can.
+func TestShippedUserRoles(t *testing.T) {
+	applyManualExample(t)
+	ctx := context.Background()
+	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts/deploy/base/user-roles.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	bind := func(user, role string) clientset.Interface {
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}) })
+		cfg := rest.CopyConfig(restConfig)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return clientset.NewForConfigOrDie(cfg)
+	}
+	editor, admin := bind("e2e-namespace-editor", "edit"), bind("e2e-sidecarset-admin", "sidecarsets-admin")
+	// Aggregation and the server's authorization cache take a moment.
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err1 := editor.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+		_, err2 := admin.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+		return err1 == nil && err2 == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the editor or the SidecarSet admin cannot read SidecarSets: %v", err)
+	}
+	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e2e-roles"},
+		Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "e2e-roles"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "roles", Image: "busybox"}}}}}
+	if _, err := editor.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a namespace editor created a SidecarSet: %v", err)
+	}
+	if _, err := admin.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {
+		t.Errorf("sidecarsets-admin cannot create a SidecarSet: %v", err)
+	}
+	_ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, ss.Name, metav1.DeleteOptions{})
 }
