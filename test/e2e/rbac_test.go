@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,27 @@ func TestShippedUserRoles(t *testing.T) {
 		t.Errorf("sidecarsets-admin cannot create a SidecarSet: %v", err)
 	}
 	_ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, ss.Name, metav1.DeleteOptions{})
+}
+
+// TestPodSecurityWarning: kubectl tells the author of a SidecarSet whose sidecar is privileged that
+// its pods are refused where Pod Security baseline is enforced.
+func TestPodSecurityWarning(t *testing.T) {
+	deleteAllSidecarSets(t)
+	t.Cleanup(func() { deleteAllSidecarSets(t) })
+	out, err := runKubectl(t, `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: privileged-agent}
+spec:
+  selector: {matchLabels: {app: privileged-agent}}
+  containers:
+  - name: agent
+    image: busybox
+    securityContext: {privileged: true}
+`, "apply", "-f", "-")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "Warning:") || !strings.Contains(out, `"baseline"`) || !strings.Contains(out, "privileged") {
+		t.Errorf("kubectl apply printed no Pod Security warning: %s", out)
+	}
 }
