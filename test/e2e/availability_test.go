@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -236,5 +238,31 @@ func TestNotLoadedFailsSafe(t *testing.T) {
 			t.Error("the kube-system pod was injected although the server has no SidecarSets loaded")
 		}
 		time.Sleep(8 * time.Second) // the server gives up on its storage after about 20 s
+	}
+}
+
+// TestShippedWebhooksSelectNoPod applies the shipped webhook configuration as it is (under another
+// name, its calls sent to a path nothing serves, so that a call would fail and, in application
+// namespaces, refuse the pod): until a server writes its selection, it sends no pod anywhere, so
+// installing the manifests before the server can start refuses no pod.
+func TestShippedWebhooksSelectNoPod(t *testing.T) {
+	applyManualExample(t)
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(root, "artifacts/deploy/base/webhook.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := strings.ReplaceAll(string(data), "name: sidecarset-injector", "name: e2e-shipped-webhooks")
+	shipped = strings.ReplaceAll(shipped, "/apis/admission.kruise.io/v1/sidecarinjections", "/apis/admission.kruise.io/v1/nothing-here")
+	if out, err := runKubectl(t, shipped, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = runKubectl(t, "", "delete", "mutatingwebhookconfiguration", "e2e-shipped-webhooks") })
+	time.Sleep(2 * time.Second) // kube-apiserver loads webhook configurations asynchronously
+	for _, ns := range []string{"default", "kube-system"} {
+		pod := nginxPod(ns, "shipped-webhooks")
+		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("a pod in %s was refused while the shipped webhooks are installed: %v", ns, err)
+		}
 	}
 }
