@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,19 +49,32 @@ func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.Sidec
 
 // recordHistory deletes the revisions an earlier SidecarSet of the same name left, records the
 // current spec and sets the status' latest revision and collision count in ss.
-func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) error {
+func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]event, error) {
 	revs, stale := splitOwned(c.revisionsNamed(ss.Name), ss)
 	if err := c.deleteRevisions(ctx, stale); err != nil {
-		return err
+		return nil, err
 	}
-	var err error
-	ss.Status.LatestRevision, ss.Status.CollisionCount, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
-	return err
+	var (
+		err     error
+		changed *v1alpha1.SidecarSetRevision
+		created bool
+	)
+	ss.Status.LatestRevision, ss.Status.CollisionCount, changed, created, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
+	if err != nil || changed == nil {
+		return nil, err
+	}
+	if created {
+		return []event{{ss, corev1.EventTypeNormal, "RevisionCreated",
+			fmt.Sprintf("recorded revision %s (number %d) of the new spec", changed.Name, changed.Revision)}}, nil
+	}
+	return []event{{ss, corev1.EventTypeNormal, "RolledBack",
+		fmt.Sprintf("the spec is that of revision %s again, now number %d", changed.Name, changed.Revision)}}, nil
 }
 
 // applyHistory records the current spec, retrying name collisions with a higher count, and
 // returns the latest revision's name and the collision count; revisions in inUse are kept.
-func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (string, *int32, error) {
+// It also returns the revision it created (created) or renumbered, nil when it wrote none.
+func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (string, *int32, *v1alpha1.SidecarSetRevision, bool, error) {
 	collisions := int32(0)
 	if ss.Status.CollisionCount != nil {
 		collisions = *ss.Status.CollisionCount
@@ -68,38 +82,42 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 	for attempt := 0; attempt < 5; attempt++ {
 		plan, err := PlanHistory(ss, revs, collisions, inUse)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, false, err
 		}
+		var changed *v1alpha1.SidecarSetRevision
+		created := false
 		switch {
 		case plan.Create != nil:
 			err = c.writer.Create(ctx, plan.Create)
+			changed, created = plan.Create, err == nil
 			if apierrors.IsAlreadyExists(err) {
 				// The revision cache may lag behind a revision this controller just wrote: only a
 				// revision with different data under the same name is a collision.
 				same, getErr := c.recorded(ctx, plan.Create)
 				if getErr != nil {
-					return "", nil, getErr
+					return "", nil, nil, false, getErr
 				}
 				if !same {
 					collisions++
 					continue
 				}
-				err = nil
+				err, changed = nil, nil // written by an earlier round
 			}
 		case plan.Renumber != nil:
 			err = c.writer.Update(ctx, plan.Renumber)
+			changed = plan.Renumber
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, false, err
 		}
 		for _, old := range plan.Prune {
 			if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
-				return "", nil, err
+				return "", nil, nil, false, err
 			}
 		}
-		return plan.Latest, &collisions, nil
+		return plan.Latest, &collisions, changed, created, nil
 	}
-	return "", nil, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+	return "", nil, nil, false, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
 }
 
 // recorded reports whether the stored revision named like want records the same spec.

@@ -60,7 +60,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return 0, err
 		}
 	}
-	if err := c.recordHistory(ctx, ss, pods); err != nil {
+	history, err := c.recordHistory(ctx, ss, pods)
+	if err != nil {
 		return 0, err
 	}
 	if c.pods == nil {
@@ -71,6 +72,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	}
 	plan := rollout.Plan(ss, pods)
 	out := c.apply(ctx, ss, plan)
+	out.events = append(history, out.events...)
 	if len(out.written) > 0 {
 		plan = rollout.Plan(ss, replace(pods, out.written))
 	}
@@ -89,6 +91,15 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return c.podsPeriod, nil
 		}
 		return 0, err
+	}
+	if was := meta.FindStatusCondition(cached.Status.Conditions, ConditionProgressing); was != nil {
+		paused := facts.progress.Paused && !facts.progress.Done() && len(facts.progress.Failed) == 0
+		switch {
+		case paused && was.Reason != ReasonRolloutPaused:
+			out.events = append(out.events, event{cached, corev1.EventTypeNormal, "Paused", facts.progress.Summary(cached.Name) + "; the rollout is paused"})
+		case !paused && was.Reason == ReasonRolloutPaused:
+			out.events = append(out.events, event{cached, corev1.EventTypeNormal, "Resumed", facts.progress.Summary(cached.Name)})
+		}
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
 		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,

@@ -134,8 +134,17 @@ func TestRoundEventsFollowStatus(t *testing.T) {
 		if statusFails && len(events) != 0 {
 			t.Errorf("a round whose status write failed recorded %q", events)
 		}
-		if !statusFails && (len(events) != 1 || !strings.Contains(events[0], "SidecarSetPodWriteFailed")) {
-			t.Errorf("events %q, want one SidecarSetPodWriteFailed", events)
+		failed, created := 0, 0
+		for _, e := range events {
+			if strings.Contains(e, "SidecarSetPodWriteFailed") {
+				failed++
+			}
+			if strings.Contains(e, "RevisionCreated") {
+				created++
+			}
+		}
+		if !statusFails && (len(events) != 2 || failed != 1 || created != 1) {
+			t.Errorf("events %q, want one SidecarSetPodWriteFailed and one RevisionCreated", events)
 		}
 	}
 }
@@ -367,6 +376,34 @@ func TestRolloutConditions(t *testing.T) {
 			r, p := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
 			if r.Status != tc.ready || r.Reason != tc.readyReason || p.Reason != tc.progressing || isReady != (tc.ready == metav1.ConditionTrue) || r.ObservedGeneration != 3 {
 				t.Errorf("Ready %s/%s (returned %v), Progressing %s; want Ready %s/%s, Progressing %s", r.Status, r.Reason, isReady, p.Reason, tc.ready, tc.readyReason, tc.progressing)
+			}
+		})
+	}
+}
+
+// TestRoundPauseEvents: a rollout that becomes paused records Paused, and Resumed once it goes on.
+func TestRoundPauseEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		was       string // the stored Progressing reason
+		paused    bool
+		want, not string
+	}{
+		{"paused", ReasonRollingOut, true, "Paused", "Resumed"},
+		{"resumed", ReasonRolloutPaused, false, "Resumed", "Paused"},
+		{"still paused", ReasonRolloutPaused, true, "", "Resumed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, ss := newImage(t)
+			ss.Spec.UpdateStrategy.Paused = tc.paused
+			ss.Status.Conditions = []metav1.Condition{{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: tc.was, LastTransitionTime: metav1.Now()}}
+			h := newHarness(t, old, ss)
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			events := strings.Join(h.drain(), "\n")
+			if (tc.want != "" && !strings.Contains(events, "Normal "+tc.want+" ")) || strings.Contains(events, "Normal "+tc.not+" ") {
+				t.Errorf("events %q; want %q, not %q", events, tc.want, tc.not)
 			}
 		})
 	}
