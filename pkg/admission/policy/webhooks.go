@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -206,8 +208,10 @@ func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMatch {
 // the configuration was deployed with (a template: one per class of namespace) becomes one per
 // match, named as the template for the first and "<n>.<template>" for the others, with the match's
 // objectSelector and condition; the rest of each is the template's. Webhooks named "<n>.<name>"
-// after a template are the ones this made before and are replaced.
-func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches []WebhookMatch) []admissionregistrationv1.MutatingWebhook {
+// after a template are the ones this made before and are replaced. Every webhook's
+// namespaceSelector excludes the excluded namespaces (the server's own among them), natively,
+// whatever the template says: the server never waits on itself.
+func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches []WebhookMatch, excluded []string) []admissionregistrationv1.MutatingWebhook {
 	templates := map[string]bool{}
 	for i := range webhooks {
 		templates[webhooks[i].Name] = true
@@ -227,12 +231,41 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 			if m.ObjectSelector != nil {
 				w.ObjectSelector = m.ObjectSelector.DeepCopy()
 			}
+			w.NamespaceSelector = excluding(w.NamespaceSelector, excluded)
 			w.MatchConditions = nil
 			if m.Condition != "" {
 				w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: m.Condition}}
 			}
 			out = append(out, w)
 		}
+	}
+	return out
+}
+
+// excluding returns sel with a requirement that the namespace is none of excluded, unless sel
+// already has it.
+func excluding(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelector {
+	if len(excluded) == 0 {
+		return sel
+	}
+	out := &metav1.LabelSelector{}
+	if sel != nil {
+		out = sel.DeepCopy()
+	}
+	req := metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(setOf(excluded))}
+	for _, r := range out.MatchExpressions {
+		if equality.Semantic.DeepEqual(r, req) {
+			return out
+		}
+	}
+	out.MatchExpressions = append(out.MatchExpressions, req)
+	return out
+}
+
+func setOf(items []string) map[string]bool {
+	out := make(map[string]bool, len(items))
+	for _, i := range items {
+		out[i] = true
 	}
 	return out
 }

@@ -162,7 +162,7 @@ func TestExpandWebhooks(t *testing.T) {
 		{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}},
 		{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"c": "d"}}, Condition: "true"},
 	}
-	got := ExpandWebhooks(templates, two)
+	got := ExpandWebhooks(templates, two, []string{"kruise-system", "infra"})
 	var names []string
 	for _, w := range got {
 		names = append(names, fmt.Sprintf("%s/%s/%d", w.Name, *w.FailurePolicy, len(w.MatchConditions)))
@@ -171,7 +171,24 @@ func TestExpandWebhooks(t *testing.T) {
 	if strings.Join(names, " ") != want {
 		t.Errorf("expanded: %s\nwant:     %s", strings.Join(names, " "), want)
 	}
-	again := ExpandWebhooks(got, []WebhookMatch{{}})
+	for _, w := range got {
+		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{"kruise-system", "infra"} {
+			if sel.Matches(labels.Set{corev1.LabelMetadataName: ns}) {
+				t.Errorf("webhook %s selects the excluded namespace %s: %v", w.Name, ns, w.NamespaceSelector)
+			}
+		}
+		if !sel.Matches(labels.Set{corev1.LabelMetadataName: "default"}) {
+			t.Errorf("webhook %s does not select namespace default: %v", w.Name, w.NamespaceSelector)
+		}
+	}
+	again := ExpandWebhooks(got, []WebhookMatch{{}}, []string{"kruise-system", "infra"})
+	if n := len(again[0].NamespaceSelector.MatchExpressions); n != 1 {
+		t.Errorf("expanding again adds the exclusion again: %d requirements", n)
+	}
 	if len(again) != 2 || again[0].Name != "inject.example.io" || again[1].Name != "inject-system.example.io" || len(again[0].ObjectSelector.MatchLabels) != 0 {
 		t.Errorf("expanding an expanded configuration again: %+v", again)
 	}

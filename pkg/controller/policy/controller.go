@@ -595,7 +595,7 @@ func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.Webhook
 	if err != nil {
 		return err
 	}
-	want := policy.ExpandWebhooks(cfg.Webhooks, matches)
+	want := policy.ExpandWebhooks(cfg.Webhooks, matches, c.opts.ExcludedNamespaces)
 	if equality.Semantic.DeepEqual(cfg.Webhooks, want) {
 		return nil
 	}
