@@ -185,35 +185,57 @@ func TestRealNodeDeployment(t *testing.T) {
 	waitReady(t, ns, "app=sidecarset-etcd", 3, 3*time.Minute)
 	waitReady(t, ns, "app=sidecarset-apiserver", 2, 3*time.Minute)
 	checkEtcdCluster(t, ns)
-	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "rn-deploy", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_ = kube.CoreV1().Pods(realNodeNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	checkBackup(t, ns)
 
-	// Uninstall: nothing of the injection stays.
-	policies, _ := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
-	t.Logf("before delete -k: %s", strings.TrimSpace(policies))
+	// Uninstall with the SidecarSet and its pods still there: its policy and binding (policy mode,
+	// the default) go with the APIService that owns them, the webhook configuration with the rest.
+	policies, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
+	if err != nil || !strings.Contains(policies, "mutatingadmissionpolicy.") || !strings.Contains(policies, "mutatingadmissionpolicybinding.") {
+		t.Fatalf("no policy and binding of the deployed server before delete -k: %v\n%s", err, policies)
+	}
+	t.Logf("before delete -k: %s", strings.Join(strings.Fields(policies), " "))
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Pods(realNodeNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
 	deleted = true
 	if out, err := runKubectl(t, "", "delete", "-k", overlay, "--wait=true", "--timeout=180s"); err != nil {
 		t.Fatalf("kubectl delete -k: %v\n%s", err, out)
 	}
 	var left string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		out, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings,mutatingwebhookconfigurations", "-o", "name")
+		out, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
 		if err != nil {
 			return false, nil
 		}
-		left = ""
-		for _, l := range strings.Fields(out) {
-			if strings.Contains(l, "sidecarset") || strings.Contains(l, "kruise") {
-				left += l + " "
-			}
+		left = strings.Join(strings.Fields(out), " ")
+		_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			left += " mutatingwebhookconfiguration/sidecarset-injector"
 		}
-		return left == "", nil
+		return strings.TrimSpace(left) == "", nil
 	})
 	if err != nil {
 		t.Fatalf("left behind by kubectl delete -k: %s", left)
 	}
+	t.Log("kubectl delete -k left no policy, binding or webhook configuration")
+}
+
+// checkBackup runs one of the snapshot CronJobs now (a Job from its template) and checks that
+// etcdctl wrote its snapshot onto the backup volume.
+func checkBackup(t *testing.T, ns string) {
+	t.Helper()
+	if out, err := runKubectl(t, "", "-n", ns, "create", "job", "backup-now", "--from=cronjob/sidecarset-etcd-backup-00"); err != nil {
+		t.Fatalf("job from the backup CronJob: %v\n%s", err, out)
+	}
+	if out, err := runKubectl(t, "", "-n", ns, "wait", "--for=condition=Complete", "--timeout=120s", "job/backup-now"); err != nil {
+		logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/backup-now")
+		t.Fatalf("backup job: %v\n%s\n%s", err, out, logs)
+	}
+	snap := filepath.Join(root, "_output/local/node/deploy-volumes/backup/snapshot-00.db")
+	if fi, err := os.Stat(snap); err != nil || fi.Size() == 0 {
+		t.Fatalf("no snapshot on the backup volume: %v", err)
+	}
+	t.Logf("backup job wrote %s", snap)
 }
 
 // waitReady waits until n pods match selector in ns, all running and ready, and returns them
