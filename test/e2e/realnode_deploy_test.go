@@ -74,6 +74,7 @@ func TestRealNodeDeployment(t *testing.T) {
 		t.Fatalf("hack/deploy-certs.sh: %v\n%s", err, out)
 	}
 
+	ensureBridge(t, dnsIP)
 	// The local server gives way; everything of the deployment goes at the end, then it comes back.
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestRealNodeDeployment(t *testing.T) {
 		t.Fatalf("cluster DNS on %s:53 (the pod bridge's address; is the real node up?): %v", dnsIP, err)
 	}
 	t.Cleanup(dns.stop)
-	router, err := startServiceRouter(dnsIP, fmt.Sprintf("127.0.0.1:%d", envInt("KUBE_PORT", 6443)))
+	router, err := startServiceRouter(dnsIP, fmt.Sprintf("127.0.0.1:%d", envInt("KUBE_PORT", 36443)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +237,38 @@ func checkBackup(t *testing.T, ns string) {
 		t.Fatalf("no snapshot on the backup volume: %v", err)
 	}
 	t.Logf("backup job wrote %s", snap)
+}
+
+// ensureBridge makes sure the pod bridge has its address ip on the host, where the DNS server and
+// the relay listen: the CNI bridge plugin creates it with the node's first pod.
+func ensureBridge(t *testing.T, ip string) {
+	t.Helper()
+	has := func() bool {
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.String() == ip {
+				return true
+			}
+		}
+		return false
+	}
+	if has() {
+		return
+	}
+	ctx := context.Background()
+	ensureNamespace(t, realNodeNamespace)
+	p := realPod("rn-deploy-bridge", "rn-deploy-bridge")
+	if _, err := kube.CoreV1().Pods(realNodeNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodRunning(t, realNodeNamespace, p.Name, false)
+	_ = kube.CoreV1().Pods(realNodeNamespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+	if !has() {
+		t.Fatalf("no host address %s (NODE_DNS) after a pod ran on the real node", ip)
+	}
 }
 
 // waitReady waits until n pods match selector in ns, all running and ready, and returns them
