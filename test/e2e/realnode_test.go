@@ -117,17 +117,6 @@ func setupRealNode(t *testing.T, ss *v1alpha1.SidecarSet, pods ...*corev1.Pod) [
 	return out
 }
 
-// containerLog returns the log of a container of a pod in the real node's namespace (pods/log,
-// served by the kubelet).
-func containerLog(t *testing.T, pod, container string) string {
-	t.Helper()
-	data, err := kube.CoreV1().Pods(realNodeNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("log of %s/%s: %v", pod, container, err)
-	}
-	return string(data)
-}
-
 // waitContainerLog waits until the container's log has every wanted line and returns it.
 func waitContainerLog(t *testing.T, pod, container string, want ...string) string {
 	t.Helper()
