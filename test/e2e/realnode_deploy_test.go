@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -187,6 +189,7 @@ func TestRealNodeDeployment(t *testing.T) {
 	waitReady(t, ns, "app=sidecarset-apiserver", 2, 3*time.Minute)
 	checkEtcdCluster(t, ns)
 	checkBackup(t, ns)
+	checkDefrag(t, ns)
 
 	// Uninstall with the SidecarSet and its pods still there: its policy and binding (policy mode,
 	// the default) go with the APIService that owns them, the webhook configuration with the rest.
@@ -269,6 +272,47 @@ func ensureBridge(t *testing.T, ip string) {
 	if !has() {
 		t.Fatalf("no host address %s (NODE_DNS) after a pod ran on the real node", ip)
 	}
+}
+
+// checkDefrag runs artifacts/deploy/maintenance/etcd-defrag.yaml, the one-off defragmentation Job
+// (not part of the kustomization), with the overlay's changes: the local etcd image, the real node.
+func checkDefrag(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(root, "artifacts/deploy/maintenance/etcd-defrag.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(data, &job); err != nil {
+		t.Fatal(err)
+	}
+	spec := &job.Spec.Template.Spec
+	c := &spec.Containers[0]
+	if !strings.HasPrefix(c.Image, "registry.k8s.io/etcd:") {
+		t.Fatalf("the defragmentation Job runs %s, not the etcd image the overlay replaces", c.Image)
+	}
+	c.Image, c.ImagePullPolicy = "sidecarset.dev/etcd:local", corev1.PullNever
+	spec.NodeSelector = map[string]string{realNodeLabel: "true"}
+	spec.Tolerations = []corev1.Toleration{{Key: realNodeLabel, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	created, err := kube.BatchV1().Jobs(ns).Create(ctx, &job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *batchv1.Job
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = kube.BatchV1().Jobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		return err == nil && (got.Status.Succeeded > 0 || got.Status.Failed > 0), nil
+	})
+	if err != nil || got.Status.Succeeded == 0 {
+		logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/"+created.Name)
+		t.Fatalf("defragmentation Job %s: %v %+v\n%s", created.Name, err, got.Status, logs)
+	}
+	logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/"+created.Name)
+	if n := strings.Count(logs, "Finished defragmenting etcd member"); n != 3 {
+		t.Fatalf("defragmentation Job %s defragmented %d members, want 3:\n%s", created.Name, n, logs)
+	}
+	t.Logf("defragmentation Job %s: 3 members defragmented", created.Name)
 }
 
 // waitReady waits until n pods match selector in ns, all running and ready, and returns them
