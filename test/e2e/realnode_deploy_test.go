@@ -81,13 +81,7 @@ func TestRealNodeDeployment(t *testing.T) {
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
 	}
-	deleted := false
 	t.Cleanup(func() {
-		if !deleted {
-			if out, err := runKubectl(t, "", "delete", "-k", overlay, "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
-				t.Errorf("kubectl delete -k: %v\n%s", err, out)
-			}
-		}
 		waitNamespaceGone(t, ns)
 		if _, err := localUp("start-server"); err != nil {
 			t.Errorf("the local server did not come back: %v", err)
@@ -110,6 +104,15 @@ func TestRealNodeDeployment(t *testing.T) {
 	}
 	t.Cleanup(router.stop)
 	createLocalVolumes(t)
+	// On a failure, the deployment goes while its DNS, routes and volumes are still there.
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			if out, err := runKubectl(t, "", "delete", "-k", overlay, "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
+				t.Errorf("kubectl delete -k: %v\n%s", err, out)
+			}
+		}
+	})
 
 	applied := time.Now()
 	if out, err := runKubectl(t, "", "apply", "-k", overlay); err != nil {
