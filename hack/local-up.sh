@@ -535,6 +535,13 @@ node_down() {
     for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "${id}" >/dev/null 2>&1 || true; done
   fi
   stop containerd
+  # The nat rules TestRealNodeDeployment routes Services' cluster IPs with, should it have been
+  # killed before removing them.
+  if iptables -w -t nat -S SIDECARSET-E2E >/dev/null 2>&1; then
+    iptables -w -t nat -D PREROUTING -j SIDECARSET-E2E 2>/dev/null || true
+    iptables -w -t nat -D OUTPUT -j SIDECARSET-E2E 2>/dev/null || true
+    iptables -w -t nat -F SIDECARSET-E2E && iptables -w -t nat -X SIDECARSET-E2E || log "could not remove the nat chain SIDECARSET-E2E"
+  fi
   [[ -d "${NODE}" ]] || return 0
   local m
   # Deepest first; lazily if still busy.
