@@ -55,7 +55,8 @@ e2e:
 	E2E=1 REAL_NODE=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
 
 # Every test on the real node (in-place upgrades of containers and native sidecars, transferEnv and
-# shareVolumePolicy, an unpullable image and its rollback, the maxUnavailable budget).
+# shareVolumePolicy, an unpullable image and its rollback, the maxUnavailable budget, and
+# artifacts/deploy itself running there: TestRealNodeDeployment).
 e2e-node:
 	E2E=1 REAL_NODE=1 E2E_REAL_NODE_ALL=1 $(GO) test -count=1 -timeout 30m -run 'TestRealNode' -v ./test/e2e/
 

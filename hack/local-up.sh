@@ -30,6 +30,9 @@
 #   hack/local-up.sh restart-kube-apiserver
 #                                 stop kube-apiserver (SIGTERM) and start it again, until ready
 #   hack/local-up.sh env          print the export line
+#   hack/local-up.sh node-deploy-images
+#                                 build the server's image (make image) and an etcd image
+#                                 (hack/etcdimage), import them into the real node's containerd
 #   hack/local-up.sh node-up | node-down
 #                                 a real node beside the kwok ones (needs root): containerd, runc
 #                                 and the CNI plugins (installed with apt-get when missing),
@@ -47,8 +50,9 @@
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
 # REAL_NODE=1: up starts the real node too (node-up). NODE_NAME, NODE_IP (default the host's first
-# address of `hostname -I`), NODE_POD_CIDR (default 10.222.0.0/24), KUBELET_PORT (default 10250) and
-# KUBELET_HEALTHZ_PORT (default 10248) configure it.
+# address of `hostname -I`), NODE_POD_CIDR (default 10.222.0.0/24), KUBELET_PORT (default 10250),
+# KUBELET_HEALTHZ_PORT (default 10248) and NODE_DNS (the pods' cluster DNS, default the bridge's address,
+# the first of NODE_POD_CIDR) configure it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -67,6 +71,9 @@ NAMESPACE=kruise-system
 NODE="${STATE}/node"
 NODE_NAME=${NODE_NAME:-real-node-0}
 NODE_POD_CIDR=${NODE_POD_CIDR:-10.222.0.0/24}
+# The bridge's address (the CNI bridge's gateway, the first address of NODE_POD_CIDR): the pods'
+# cluster DNS server (nothing listens there unless a test serves names).
+NODE_DNS=${NODE_DNS:-$(echo "${NODE_POD_CIDR%/*}" | awk -F. '{print $1"."$2"."$3"."$4+1}')}
 KUBELET_PORT=${KUBELET_PORT:-10250}
 KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT:-10248}
 CONTAINERD_SOCK="${NODE}/containerd/containerd.sock"
@@ -463,6 +470,10 @@ failCgroupV1: false
 failSwapOn: false
 podLogsDir: "${NODE}/pod-logs"
 resolvConf: /etc/resolv.conf
+# Cluster DNS at the pod bridge's gateway, where a test that needs names (TestRealNodeDeployment:
+# etcd members by their headless-Service names) serves them; no other pod resolves a name.
+clusterDNS: [${NODE_DNS}]
+clusterDomain: cluster.local
 registerWithTaints:
 - {key: sidecarset.dev/real-kubelet, value: "true", effect: NoSchedule}
 # The images are imported, not pulled: never collect them, and no eviction on a full build disk.
@@ -475,6 +486,28 @@ YAML
     --root-dir="${d}/root" --cert-dir="${d}/pki" --hostname-override="${NODE_NAME}" --node-ip="${ip}" \
     --node-labels=sidecarset.dev/real-kubelet=true --v=2
   wait_for "node ${NODE_NAME} Ready" "${LOGS}/kubelet.log" kc wait --for=condition=Ready --timeout=1s "node/${NODE_NAME}"
+}
+
+# DEPLOY_IMAGE and DEPLOY_ETCD_IMAGE: the images the real-node deployment test
+# (TestRealNodeDeployment) runs artifacts/deploy with (test/e2e/testdata/deploy-real-node).
+DEPLOY_IMAGE=${DEPLOY_IMAGE:-sidecarset.dev/sidecarset-apiserver:local}
+DEPLOY_ETCD_IMAGE=${DEPLOY_ETCD_IMAGE:-sidecarset.dev/etcd:local}
+
+# node_deploy_images builds the server's image with `make image` and an etcd image (etcd's own
+# server and etcdctl, hack/etcdimage, reached as /usr/local/bin/etcd and etcdctl) with hack/image,
+# and imports both into the real node's containerd.
+node_deploy_images() {
+  [[ -f "${RUN}/containerd.pid" ]] || { log "the real node is not up: run $0 node-up first"; exit 1; }
+  local dir="${NODE}/images" t0=${SECONDS}
+  mkdir -p "${dir}"
+  (cd "${ROOT}" && make -s image IMAGE_TAG="${DEPLOY_IMAGE}" >/dev/null)
+  ctr_ images import "${ROOT}/_output/image/sidecarset-apiserver.tar" >/dev/null
+  (cd "${ROOT}" && go build -o "${ROOT}/_output/bin/image" ./hack/image)
+  (cd "${ROOT}/hack/etcdimage" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dir}/etcd" .)
+  "${ROOT}/_output/bin/image" -binary "${dir}/etcd" -ref "${DEPLOY_ETCD_IMAGE}" -entrypoint /etcd \
+    -link /usr/local/bin/etcd -link /usr/local/bin/etcdctl -layout "${dir}/etcd.oci" -archive "${dir}/etcd.tar" >/dev/null
+  ctr_ images import "${dir}/etcd.tar" >/dev/null
+  log "images ${DEPLOY_IMAGE} and ${DEPLOY_ETCD_IMAGE} imported ($((SECONDS - t0)) s)"
 }
 
 node_up() {
@@ -502,6 +535,13 @@ node_down() {
     for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "${id}" >/dev/null 2>&1 || true; done
   fi
   stop containerd
+  # The nat rules TestRealNodeDeployment routes Services' cluster IPs with, should it have been
+  # killed before removing them.
+  if iptables -w -t nat -S SIDECARSET-E2E >/dev/null 2>&1; then
+    iptables -w -t nat -D PREROUTING -j SIDECARSET-E2E 2>/dev/null || true
+    iptables -w -t nat -D OUTPUT -j SIDECARSET-E2E 2>/dev/null || true
+    iptables -w -t nat -F SIDECARSET-E2E && iptables -w -t nat -X SIDECARSET-E2E || log "could not remove the nat chain SIDECARSET-E2E"
+  fi
   [[ -d "${NODE}" ]] || return 0
   local m
   # Deepest first; lazily if still busy.
@@ -563,5 +603,6 @@ case "${1:-run}" in
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
   node-up) tools; node_up ;;
   node-down) node_down ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|start-replica|stop-replica|node-up|node-down|env]" >&2; exit 2 ;;
+  node-deploy-images) tools; node_deploy_images ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|start-replica|stop-replica|node-up|node-down|node-deploy-images|env]" >&2; exit 2 ;;
 esac

@@ -77,6 +77,7 @@ type ImageConfig struct {
 	OS           string `json:"os"`
 	Config       struct {
 		User       string   `json:"User"`
+		Env        []string `json:"Env,omitempty"`
 		Entrypoint []string `json:"Entrypoint"`
 		WorkingDir string   `json:"WorkingDir"`
 	} `json:"config"`
@@ -98,6 +99,16 @@ func Layout(binary []byte, arch, ref string) (map[string][]byte, error) {
 // e.g. sidecarset.dev/test:v1) is also recorded as io.containerd.image.name, the name
 // `ctr images import` gives the image.
 func LayoutOf(binary []byte, arch, ref, entrypoint, user string) (map[string][]byte, error) {
+	return LayoutWithLinks(binary, arch, ref, entrypoint, user, nil)
+}
+
+// DefaultPath is the PATH of an image with links: where a container's command is looked up.
+const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// LayoutWithLinks is LayoutOf with symbolic links to the binary at each of links (absolute paths
+// under /usr/local/bin, e.g. /usr/local/bin/etcd and /usr/local/bin/etcdctl: one binary that picks
+// its command by the name it runs as), and then the image's PATH set to DefaultPath.
+func LayoutWithLinks(binary []byte, arch, ref, entrypoint, user string, links []string) (map[string][]byte, error) {
 	if !strings.HasPrefix(entrypoint, "/") || strings.HasSuffix(entrypoint, "/") || strings.Count(entrypoint, "/") != 1 {
 		return nil, fmt.Errorf("entrypoint %q: want a file at the image's root, e.g. /app", entrypoint)
 	}
@@ -115,12 +126,25 @@ func LayoutOf(binary []byte, arch, ref, entrypoint, user string) (map[string][]b
 		return descriptor{MediaType: mediaType, Digest: "sha256:" + hexSum, Size: int64(len(data))}
 	}
 
-	layerTar, err := tarball([]file{
+	entries := []file{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
 		{name: strings.TrimPrefix(entrypoint, "/"), mode: 0o755, data: binary},
-	})
+	}
+	if len(links) > 0 {
+		entries = append(entries, file{name: "usr/", mode: 0o755, dir: true}, file{name: "usr/local/", mode: 0o755, dir: true},
+			file{name: "usr/local/bin/", mode: 0o755, dir: true})
+		sorted := append([]string(nil), links...)
+		sort.Strings(sorted)
+		for i, l := range sorted {
+			if filepath.Dir(l) != "/usr/local/bin" || (i > 0 && sorted[i-1] == l) {
+				return nil, fmt.Errorf("link %q: want one file under /usr/local/bin", l)
+			}
+			entries = append(entries, file{name: strings.TrimPrefix(l, "/"), mode: 0o777, link: entrypoint})
+		}
+	}
+	layerTar, err := tarball(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +166,9 @@ func LayoutOf(binary []byte, arch, ref, entrypoint, user string) (map[string][]b
 	var cfg ImageConfig
 	cfg.Architecture, cfg.OS = arch, "linux"
 	cfg.Config.User = user
+	if len(links) > 0 {
+		cfg.Config.Env = []string{DefaultPath}
+	}
 	cfg.Config.Entrypoint = []string{entrypoint}
 	cfg.Config.WorkingDir = "/"
 	cfg.RootFS.Type = "layers"
@@ -175,6 +202,7 @@ type file struct {
 	name string
 	mode int64
 	dir  bool
+	link string // a symbolic link to this target
 	data []byte
 }
 
@@ -188,10 +216,13 @@ func tarball(files []file) ([]byte, error) {
 		if f.dir {
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
+		if f.link != "" {
+			h.Typeflag, h.Size, h.Linkname = tar.TypeSymlink, 0, f.link
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
-		if !f.dir {
+		if !f.dir && f.link == "" {
 			if _, err := tw.Write(f.data); err != nil {
 				return nil, err
 			}
@@ -262,14 +293,21 @@ func main() {
 	archive := flag.String("archive", "", "the tar of the layout to write (optional)")
 	entrypoint := flag.String("entrypoint", BinaryPath, "where the binary lives in the image, and its entrypoint")
 	user := flag.String("user", User, "the image's user, uid:gid")
+	var links linkList
+	flag.Var(&links, "link", "a symbolic link to the binary under /usr/local/bin (repeatable); sets the image's PATH")
 	flag.Parse()
-	if err := run(*binary, *arch, *ref, *layout, *archive, *entrypoint, *user); err != nil {
+	if err := run(*binary, *arch, *ref, *layout, *archive, *entrypoint, *user, links); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binaryPath, arch, ref, layout, archive, entrypoint, user string) error {
+type linkList []string
+
+func (l *linkList) String() string     { return strings.Join(*l, ",") }
+func (l *linkList) Set(v string) error { *l = append(*l, v); return nil }
+
+func run(binaryPath, arch, ref, layout, archive, entrypoint, user string, links []string) error {
 	if binaryPath == "" || layout == "" {
 		return fmt.Errorf("-binary and -layout are required")
 	}
@@ -277,7 +315,7 @@ func run(binaryPath, arch, ref, layout, archive, entrypoint, user string) error 
 	if err != nil {
 		return err
 	}
-	files, err := LayoutOf(binary, arch, ref, entrypoint, user)
+	files, err := LayoutWithLinks(binary, arch, ref, entrypoint, user, links)
 	if err != nil {
 		return err
 	}

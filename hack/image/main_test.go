@@ -228,7 +228,7 @@ func TestRunWritesLayoutAndArchive(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(layout, "blobs/sha256/stale"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(bin, "amd64", "latest", layout, archive, BinaryPath, User); err != nil {
+	if err := run(bin, "amd64", "latest", layout, archive, BinaryPath, User, nil); err != nil {
 		t.Fatal(err)
 	}
 	want, err := Layout([]byte("server binary"), "amd64", "latest")
@@ -265,5 +265,66 @@ func TestRunWritesLayoutAndArchive(t *testing.T) {
 	}
 	if len(entries) != len(want)+2 {
 		t.Errorf("archive has %d entries, want %d files and 2 directories", len(entries), len(want))
+	}
+}
+
+// TestLayoutWithLinks: the etcd image's layout, one binary reached under two names on PATH.
+func TestLayoutWithLinks(t *testing.T) {
+	files, err := LayoutWithLinks([]byte("etcd"), "amd64", "sidecarset.dev/etcd:local", "/etcd", User,
+		[]string{"/usr/local/bin/etcdctl", "/usr/local/bin/etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx index
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(idx.Manifests[0].Digest, "sha256:")], &m); err != nil {
+		t.Fatal(err)
+	}
+	var cfg ImageConfig
+	if err := json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(m.Config.Digest, "sha256:")], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Config.Env) != 1 || cfg.Config.Env[0] != DefaultPath {
+		t.Errorf("Env = %v, want [%s]", cfg.Config.Env, DefaultPath)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(files["blobs/sha256/"+strings.TrimPrefix(m.Layers[0].Digest, "sha256:")]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	links := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			links[h.Name] = h.Linkname
+		}
+	}
+	want := map[string]string{"usr/local/bin/etcd": "/etcd", "usr/local/bin/etcdctl": "/etcd"}
+	if !reflect.DeepEqual(links, want) {
+		t.Errorf("links = %v, want %v", links, want)
+	}
+	for _, bad := range [][]string{{"/bin/etcd"}, {"/usr/local/bin/a", "/usr/local/bin/a"}} {
+		if _, err := LayoutWithLinks([]byte("x"), "amd64", "", "/etcd", User, bad); err == nil {
+			t.Errorf("links %v: no error", bad)
+		}
+	}
+	// Without links, no Env: the server's image keeps its digest.
+	plain, err := Layout([]byte("etcd"), "amd64", "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range plain {
+		if strings.HasPrefix(name, "blobs/") && bytes.Contains(data, []byte(`"Env"`)) {
+			t.Errorf("%s has an Env", name)
+		}
 	}
 }
