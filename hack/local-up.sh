@@ -105,7 +105,8 @@ start() {
   if [[ -f "${RUN}/${name}.pid" ]] && alive "$(cat "${RUN}/${name}.pid")"; then
     return
   fi
-  setsid "$@" >"${LOGS}/${name}.log" 2>&1 < /dev/null &
+  echo "---- $(date -u +%FT%TZ) start ${name}" >>"${LOGS}/${name}.log"
+  setsid "$@" >>"${LOGS}/${name}.log" 2>&1 < /dev/null &
   echo $! >"${RUN}/${name}.pid"
 }
 

@@ -294,7 +294,12 @@ func serverLog(t *testing.T, replica int) string {
 // readServerLog returns the log of server replica n's current process.
 func readServerLog(replica int) (string, error) {
 	data, err := os.ReadFile(filepath.Join(root, "_output/local/logs", serverProcess(replica)+".log"))
-	return string(data), err
+	// The log holds every start of the process (hack/local-up.sh marks each): the current one's.
+	log := string(data)
+	if i := strings.LastIndex(log, "---- "); i >= 0 {
+		log = log[i:]
+	}
+	return log, err
 }
 
 func waitLog(t *testing.T, replica int, line string, timeout time.Duration) {
