@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify lint verify-fresh e2e e2e-node fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit verify lint verify-fresh e2e e2e-node e2e-moves fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
 
 build:
 	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
@@ -59,6 +59,11 @@ e2e:
 # artifacts/deploy itself running there: TestRealNodeDeployment).
 e2e-node:
 	E2E=1 REAL_NODE=1 E2E_REAL_NODE_ALL=1 $(GO) test -count=1 -timeout 30m -run 'TestRealNode' -v ./test/e2e/
+
+# Pods created continuously while SidecarSets move between the webhook and policies (mode switches,
+# restarts, regrouping, a new image): none may be created without its sidecars.
+e2e-moves:
+	E2E=1 E2E_PATH_MOVES=1 $(GO) test -count=1 -timeout 30m -run 'TestNoGapWhenPathsChange' -v ./test/e2e/
 
 # Every fuzz target for FUZZTIME each (default 30s), with the executions per target and in total.
 # Their seed corpora already run as ordinary tests in `make unit`.

@@ -73,6 +73,7 @@ func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) 
 		return nil, apierrors.NewInternalError(err)
 	}
 	if len(res.Patch) == 0 {
+		klog.V(4).InfoS("pod left as it is", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "decisions", res.Decisions)
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	patch, err := json.Marshal(res.Patch)
