@@ -211,7 +211,12 @@ func TestNotLoadedFailsSafe(t *testing.T) {
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _, _ = localUp("start-server") }()
+	defer func() {
+		// The server started without its etcd gives up on its storage, or is still trying: stop it
+		// and start both afresh.
+		_, _ = localUp("stop-server")
+		_, _ = localUp("start-server")
+	}()
 	if _, err := localUp("start-server-alone"); err != nil {
 		t.Fatal(err)
 	}
