@@ -404,10 +404,14 @@ func (g *group) fits(m *member) bool {
 	return len(g.members) < maxMembers && g.varSize+v <= maxExpressionSize && g.condSize+c <= maxExpressionSize
 }
 
-func (g *group) add(m *member) {
+// add makes ss, compiled as m, a member.
+func (g *group) add(ss *v1alpha1.SidecarSet, m *member, rec record) {
 	v, c := m.sizes()
 	g.varSize += v
 	g.condSize += c
+	g.members = append(g.members, m)
+	g.sets = append(g.sets, ss)
+	g.records[ss.Name] = rec
 }
 
 // objects renders the group's policy and binding.

@@ -99,22 +99,17 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			g := groups[name]
 			if g == nil {
 				g = &group{name: name, key: groupKey(ss), records: map[string]record{}}
-				groups[name] = g
 			}
-			if !g.fits(m) {
-				r, m = groupFull(name), nil
+			if g.fits(m) {
+				groups[name] = g
+				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
+				r.PolicyName, r.Message = name, "injected by MutatingAdmissionPolicy "+name
+				policySets = append(policySets, ss)
+			} else {
+				r = groupFull(name)
 			}
 		}
-		if m != nil {
-			r.PolicyName = groupOf.policyFor(ss)
-			r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
-			g := groups[r.PolicyName]
-			g.add(m)
-			g.members = append(g.members, m)
-			g.sets = append(g.sets, ss)
-			g.records[ss.Name] = record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()}
-			policySets = append(policySets, ss)
-		} else if r.Path == PathWebhook {
+		if r.Path == PathWebhook {
 			webhookSets = append(webhookSets, ss)
 		}
 		p.Results[ss.Name] = r

@@ -242,13 +242,13 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if plan.RecheckAfter > 0 {
 		c.addAfter(plan.RecheckAfter)
 	}
-	everyPod.Set(0)
+	widened := 0.0
 	for _, m := range plan.WebhookMatches {
 		if m.ObjectSelector == nil || len(m.ObjectSelector.MatchLabels)+len(m.ObjectSelector.MatchExpressions) == 0 {
-			everyPod.Set(1)
-			klog.V(2).InfoS("the injection webhooks select every pod by their labels: every pod create reaches their match condition or the server")
+			widened = 1
 		}
 	}
+	everyPod.Set(widened)
 	replaced := policy.Replaced(compiled, plan.Policies)
 	// The webhooks first: they select the pods of every SidecarSet whose policy is not in the
 	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before

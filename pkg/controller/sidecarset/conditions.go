@@ -88,8 +88,8 @@ const (
 )
 
 // setRolloutConditions records Ready and Progressing in st for a rollout at progress p; observed
-// says whether st observes generation. It returns whether Ready is True.
-func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) bool {
+// says whether st observes generation. It returns whether Ready is True, and Progressing's reason.
+func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) (bool, string) {
 	progressing := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: generation, LastTransitionTime: now}
 	switch {
 	case len(p.Failed) > 0:
@@ -111,5 +111,5 @@ func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, obs
 	}
 	meta.SetStatusCondition(&st.Conditions, progressing)
 	meta.SetStatusCondition(&st.Conditions, ready)
-	return ready.Status == metav1.ConditionTrue
+	return ready.Status == metav1.ConditionTrue, progressing.Reason
 }

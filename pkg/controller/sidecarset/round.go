@@ -92,14 +92,12 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, err
 	}
-	if was := meta.FindStatusCondition(cached.Status.Conditions, ConditionProgressing); was != nil {
-		paused := facts.progress.Paused && !facts.progress.Done() && len(facts.progress.Failed) == 0
-		switch {
-		case paused && was.Reason != ReasonRolloutPaused:
-			out.events = append(out.events, event{cached, corev1.EventTypeNormal, "Paused", facts.progress.Summary(cached.Name) + "; the rollout is paused"})
-		case !paused && was.Reason == ReasonRolloutPaused:
-			out.events = append(out.events, event{cached, corev1.EventTypeNormal, "Resumed", facts.progress.Summary(cached.Name)})
+	if was := meta.FindStatusCondition(cached.Status.Conditions, ConditionProgressing); was != nil && (was.Reason == ReasonRolloutPaused) != (facts.progressing == ReasonRolloutPaused) {
+		reason := "Resumed"
+		if facts.progressing == ReasonRolloutPaused {
+			reason = "Paused"
 		}
+		out.events = append(out.events, event{cached, corev1.EventTypeNormal, reason, facts.progress.Summary(cached.Name)})
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
 		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,

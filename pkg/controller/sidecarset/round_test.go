@@ -372,7 +372,7 @@ func TestRolloutConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &v1alpha1.SidecarSetStatus{}
-			isReady := setRolloutConditions(st, tc.p, tc.observed, "ss", 3, metav1.Now())
+			isReady, _ := setRolloutConditions(st, tc.p, tc.observed, "ss", 3, metav1.Now())
 			r, p := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
 			if r.Status != tc.ready || r.Reason != tc.readyReason || p.Reason != tc.progressing || isReady != (tc.ready == metav1.ConditionTrue) || r.ObservedGeneration != 3 {
 				t.Errorf("Ready %s/%s (returned %v), Progressing %s; want Ready %s/%s, Progressing %s", r.Status, r.Reason, isReady, p.Reason, tc.ready, tc.readyReason, tc.progressing)

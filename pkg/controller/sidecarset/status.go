@@ -22,8 +22,10 @@ type roundFacts struct {
 	counts   rollout.Counts
 	missed   []rollout.Missed
 	progress rollout.Progress
-	// ready is set by desiredStatus: the status written says Ready.
-	ready bool
+	// ready and progressing are set by desiredStatus: the status written says Ready, and why it
+	// is Progressing or not.
+	ready       bool
+	progressing string
 }
 
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
@@ -76,7 +78,7 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		st.ReadyPods, st.UpdatedReadyPods = facts.counts.Ready, facts.counts.UpdatedReady
 		st.NotInjectedPods = int32(len(facts.missed))
 		setMissedCondition(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
-		facts.ready = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
+		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
 }
