@@ -69,7 +69,8 @@ func TestNoGapWhenPathsChange(t *testing.T) {
 				case !hasContainer(got, fmt.Sprintf("moves-%d", i)):
 					bare.Add(1)
 					mu.Lock()
-					failures = append(failures, fmt.Sprintf("%s: pod for moves-%d created without its sidecar", time.Now().Format(time.StampMilli), i))
+					failures = append(failures, fmt.Sprintf("%s: pod for moves-%d created without its sidecar (annotations %v, containers %d)",
+						time.Now().Format(time.StampMilli), i, got.Annotations, len(got.Spec.Containers)))
 					mu.Unlock()
 				default:
 					created.Add(1)

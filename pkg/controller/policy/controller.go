@@ -81,7 +81,9 @@ type Options struct {
 // Controller reconciles policy injection.
 type Controller struct {
 	opts Options
-	seen map[string]seen // policy name -> first sight of its current resourceVersion
+	// seen is, by policy name, the first sight of its current resourceVersion; nil until the
+	// first reconcile.
+	seen map[string]seen
 
 	appliedMu sync.Mutex
 	applied   map[string]int64     // SidecarSet name -> generation whose injection objects are applied
@@ -112,7 +114,6 @@ func New(opts Options) (*Controller, error) {
 	registerMetrics()
 	c := &Controller{
 		opts:     opts,
-		seen:     map[string]seen{},
 		applied:  map[string]int64{},
 		settling: map[string]time.Time{},
 		sets:     opts.SidecarSets.Lister(),
@@ -337,9 +338,11 @@ func (c *Controller) loaded(owned []*admissionregistrationv1.MutatingAdmissionPo
 		s, ok := c.seen[key]
 		switch {
 		case ok && s.resourceVersion == o.GetResourceVersion():
-		case !ok && len(c.seen) == 0:
+		case !ok && c.seen == nil:
 			// This controller's first look (a new leader, a restart): the object is as it was last
-			// written, by the previous leader; kube-apiserver has had since then to load it.
+			// written, by the previous leader; kube-apiserver has had since then to load it. (Only
+			// the first: once this controller has looked, even at nothing, what appears later was
+			// written since, perhaps by itself a moment ago.)
 			s = seen{resourceVersion: o.GetResourceVersion(), at: lastWrite(o, now)}
 		default:
 			s = seen{resourceVersion: o.GetResourceVersion(), at: now}
@@ -380,7 +383,7 @@ func (noBindings) List(labels.Selector) ([]*admissionregistrationv1.MutatingAdmi
 }
 
 // lastWrite is when o was last written, as its managed fields record (its creation without them),
-// and not later than now.
+// rounded up to the next second (both are stored in whole seconds), and not later than now.
 func lastWrite(o metav1.Object, now time.Time) time.Time {
 	at := o.GetCreationTimestamp().Time
 	for _, m := range o.GetManagedFields() {
@@ -388,7 +391,10 @@ func lastWrite(o metav1.Object, now time.Time) time.Time {
 			at = m.Time.Time
 		}
 	}
-	if at.IsZero() || at.After(now) {
+	if at.IsZero() {
+		return now
+	}
+	if at = at.Truncate(time.Second).Add(time.Second); at.After(now) {
 		return now
 	}
 	return at
