@@ -95,6 +95,7 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 	if policies != nil {
 		opts.InjectionReady = policies.Ready
 		opts.Injection = paths.describe
+		opts.Widened = policies.Widened
 		opts.Candidates = set.index.Candidates
 	}
 	ctrl, err := controller.New(opts)

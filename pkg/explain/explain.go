@@ -85,7 +85,7 @@ type Entry struct {
 	// Message explains Reason: the label or expression that did not match, for instance.
 	Message string `json:"message,omitempty"`
 	// Path is the admission path that serves the SidecarSet (Policy, Webhook, None), from its
-	// InjectedByPolicy condition; empty when the SidecarSet has none yet.
+	// Injected condition; empty when the SidecarSet has none yet.
 	Path string `json:"path,omitempty"`
 	// PathMessage is the condition's reason and message.
 	PathMessage string `json:"pathMessage,omitempty"`
@@ -225,23 +225,20 @@ func revisionMessage(d injection.Decision) string {
 	return "the latest spec"
 }
 
-// path reads the InjectedByPolicy condition: the path that serves the SidecarSet and why.
+// path reads the Injected condition: the path that serves the SidecarSet (its reason while True,
+// None while False) and why.
 func path(ss *v1alpha1.SidecarSet) (string, string) {
 	if ss == nil {
 		return "", ""
 	}
-	c := meta.FindStatusCondition(ss.Status.Conditions, "InjectedByPolicy")
-	if c == nil {
-		return "", ""
-	}
-	p := string(policy.PathWebhook)
+	c := meta.FindStatusCondition(ss.Status.Conditions, "Injected")
 	switch {
+	case c == nil:
+		return "", ""
 	case c.Status == metav1.ConditionTrue:
-		p = string(policy.PathPolicy)
-	case c.Reason == policy.ReasonInjectionPaused || c.Reason == policy.ReasonNoSelector:
-		p = string(policy.PathNone)
+		return c.Reason, c.Message
 	}
-	return p, c.Reason + ": " + c.Message
+	return string(policy.PathNone), c.Reason + ": " + c.Message
 }
 
 // excluded reports whether the admission configuration keeps namespace ns from injection.

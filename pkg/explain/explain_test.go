@@ -108,8 +108,8 @@ spec: {injectionStrategy: {paused: true}, selector: {matchLabels: {app: web}}, c
 	}, {
 		name: "injected with revision and path",
 		set: logs + `
-  conditions: [{type: InjectedByPolicy, status: "True", reason: Compiled, message: through policy p, lastTransitionTime: "2026-01-01T00:00:00Z"}]`,
-		want: Entry{SidecarSet: "logs", Injected: true, Reason: "Injected", Path: "Policy", PathMessage: "Compiled: through policy p",
+  conditions: [{type: Injected, status: "True", reason: Policy, message: through policy p, lastTransitionTime: "2026-01-01T00:00:00Z"}]`,
+		want: Entry{SidecarSet: "logs", Injected: true, Reason: "Injected", Path: "Policy", PathMessage: "through policy p",
 			Revision: "logs-abc", RevisionMessage: "the latest spec"},
 	}, {
 		name: "partly skipped",

@@ -2,12 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/test/deploycheck"
 )
@@ -166,4 +172,66 @@ func equalFiles(a, b map[string][]byte) bool {
 		}
 	}
 	return true
+}
+
+// TestDeployWhileServerCannotStart applies the shipped deployment, artifacts/deploy as it is (its
+// certificates from hack/deploy-certs.sh), to the local cluster, where its server cannot start:
+// the local server is stopped, etcd's claims find no volume, and whatever pods the nodes report
+// running answer nothing. From the apply on, pod creates succeed in every namespace, selected by a
+// stored SidecarSet or not: the shipped webhooks send no pod until a server has written its
+// selection. `kubectl delete -k` then removes it all and the local server comes back.
+func TestDeployWhileServerCannotStart(t *testing.T) {
+	applyManualExample(t)
+	ctx := context.Background()
+	const ns = "kruise-system"
+	dir := t.TempDir()
+	deploy := filepath.Join(dir, "deploy")
+	copyTree(t, filepath.Join(root, "artifacts/deploy"), deploy, "certs")
+	if out, err := exec.Command(filepath.Join(root, "hack/deploy-certs.sh"), filepath.Join(deploy, "certs")).CombinedOutput(); err != nil {
+		t.Fatalf("hack/deploy-certs.sh: %v\n%s", err, out)
+	}
+
+	if _, err := localUp("stop-server"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if out, err := runKubectl(t, "", "delete", "-k", deploy, "--ignore-not-found", "--wait=true", "--timeout=180s"); err != nil {
+			t.Errorf("kubectl delete -k: %v\n%s", err, out)
+		}
+		waitNamespaceGone(t, ns)
+		if _, err := localUp("start-server"); err != nil {
+			t.Errorf("the local server did not come back: %v", err)
+		}
+	})
+	// The local registration's ExternalName Service has the deployed Service's name.
+	if err := kube.CoreV1().Services(ns).Delete(ctx, "sidecarset-apiserver", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if out, err := runKubectl(t, "", "apply", "-k", deploy); err != nil {
+		t.Fatalf("kubectl apply -k artifacts/deploy: %v\n%s", err, out)
+	}
+	extra := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-cannot-start-", Labels: map[string]string{"team": "e2e"}}}
+	extra, err := kube.CoreV1().Namespaces().Create(ctx, extra, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), extra.Name, metav1.DeleteOptions{}) })
+
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	// Until the deadline, through kube-apiserver's loading of what was applied and the pods the
+	// deployment starts.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		for _, n := range []string{"default", "kube-system", ns, extra.Name} {
+			for _, app := range []string{"nginx", "selected-by-none"} {
+				pod := nginxPod(n, "cannot-start-"+app)
+				pod.Labels = map[string]string{"app": app}
+				if _, err := kube.CoreV1().Pods(n).Create(ctx, pod, dry); err != nil {
+					t.Fatalf("a pod (app=%s) in %s was refused while the deployed server cannot start: %v", app, n, err)
+				}
+			}
+		}
+	}
+	if out, err := runKubectl(t, "", "get", "apiservice", "v1alpha1.apps.kruise.io", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"); err != nil || out == "True" {
+		t.Errorf("APIService v1alpha1.apps.kruise.io Available=%q (%v): the deployed server was meant not to run", out, err)
+	}
 }

@@ -187,8 +187,9 @@ func waitWebhookLeavesLabels(t *testing.T) {
 	}
 }
 
-// checkInjectionPath checks the path the /rollout view reports for a SidecarSet, and its
-// InjectedByPolicy condition (True for the policy path) once its generation is observed.
+// checkInjectionPath checks the path the /rollout view reports for a SidecarSet, its Injected
+// condition once its generation is observed (True with the path as reason, or False when nothing
+// injects), and the PATH column of `kubectl get -o wide`.
 func checkInjectionPath(t *testing.T, name string, path policy.Path, reason string) {
 	t.Helper()
 	ctx := context.Background()
@@ -199,9 +200,9 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 	if in := view.Status.Injection; in == nil || in.Path != string(path) || in.Reason != reason {
 		t.Fatalf("/rollout of %s: injection %+v, want path %s reason %s", name, in, path, reason)
 	}
-	want := metav1.ConditionFalse
-	if path == policy.PathPolicy {
-		want = metav1.ConditionTrue
+	want, wantReason := metav1.ConditionTrue, string(path)
+	if path == policy.PathNone {
+		want, wantReason = metav1.ConditionFalse, reason
 	}
 	var last *metav1.Condition
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -209,11 +210,16 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 		if err != nil {
 			return false, nil
 		}
-		last = apimeta.FindStatusCondition(ss.Status.Conditions, "InjectedByPolicy")
-		return last != nil && last.ObservedGeneration == ss.Generation && last.Status == want && last.Reason == reason, nil
+		last = apimeta.FindStatusCondition(ss.Status.Conditions, "Injected")
+		return last != nil && last.ObservedGeneration == ss.Generation && last.Status == want && last.Reason == wantReason &&
+			(path != policy.PathWebhook || strings.Contains(last.Message, reason)), nil
 	})
 	if err != nil {
-		t.Fatalf("condition InjectedByPolicy of %s: %+v, want status %s reason %s", name, last, want, reason)
+		t.Fatalf("condition Injected of %s: %+v, want status %s reason %s", name, last, want, wantReason)
+	}
+	out, err := runKubectl(t, "", "get", "sidecarset", name, "-o", "wide", "--no-headers")
+	if fields := strings.Fields(out); err != nil || len(fields) == 0 || fields[len(fields)-1] != string(path) {
+		t.Errorf("kubectl get sidecarset %s -o wide: %q (%v), want PATH %s last", name, out, err, path)
 	}
 }
 

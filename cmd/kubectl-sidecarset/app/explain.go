@@ -29,7 +29,7 @@ func newExplainCommand(o *options) *cobra.Command {
 		Long: `For every SidecarSet: whether the pod is (or, for a manifest, would be) injected, and why not
 (the label or expression that did not match, the namespace, paused injection, a namespace the
 admission configuration excludes), the admission path that serves it (policy or webhook, from its
-InjectedByPolicy condition), the revision chosen and why, and the parts skipped (a missing
+Injected condition), the revision chosen and why, and the parts skipped (a missing
 transferEnv source, ...). An existing pod that a SidecarSet selects but does not carry is reported
 as MissedInjection. Manifests (-f) are explained as pods about to be created; with --sidecarsets no
 cluster is used.`,

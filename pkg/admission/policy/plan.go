@@ -63,6 +63,8 @@ type Plan struct {
 	// them, a policy leaves them to it, or a policy is still within its grace period), so that
 	// every other pod is admitted without leaving kube-apiserver.
 	WebhookMatches []WebhookMatch
+	// Widened names the SidecarSets that leave the webhooks without a label selector, and why.
+	Widened map[string]Widening
 	// RecheckAfter, when positive, is when the next grace period ends: plan again then.
 	RecheckAfter time.Duration
 }
@@ -134,7 +136,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			}
 		}
 	}
-	p.WebhookMatches = webhookMatches(webhookSets, policySets)
+	p.WebhookMatches, p.Widened = webhookMatches(webhookSets, policySets)
 	memo.forget(sets, p.Policies)
 	return p, nil
 }
@@ -172,6 +174,15 @@ func records(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]reco
 	}
 	if err := json.Unmarshal([]byte(p.Annotations[SidecarSetsAnnotation]), &out); err != nil {
 		return map[string]record{}
+	}
+	return out
+}
+
+// Members returns the names of the SidecarSets p injects, as its SidecarSetsAnnotation records.
+func Members(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]bool {
+	out := map[string]bool{}
+	for name := range records(p) {
+		out[name] = true
 	}
 	return out
 }
@@ -229,6 +240,36 @@ func SameSpec(a, b *admissionregistrationv1.MutatingAdmissionPolicy) bool {
 	x, errX := json.Marshal(a.Spec)
 	y, errY := json.Marshal(b.Spec)
 	return errX == nil && errY == nil && bytes.Equal(x, y)
+}
+
+// Withdrawing returns the owned policies (have) whose planned change stops injecting a SidecarSet
+// they inject now: their deletion, when want has none of that name, or an update without it.
+// kube-apiserver loads policies and webhook configurations asynchronously, each on its own, so
+// such a change waits until the webhooks that take those SidecarSets over have been in place for
+// the grace period; until then both inject them.
+func Withdrawing(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, want []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	wanted := make(map[string]*admissionregistrationv1.MutatingAdmissionPolicy, len(want))
+	for _, w := range want {
+		wanted[w.Name] = w
+	}
+	var out []string
+	for _, name := range sortedKeys(have) {
+		members := records(have[name])
+		if len(members) == 0 {
+			continue
+		}
+		after := map[string]record{}
+		if w := wanted[name]; w != nil {
+			after = records(w)
+		}
+		for member := range members {
+			if _, ok := after[member]; !ok {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // graceLeft is how long the webhook still serves a planned policy's SidecarSet: the whole grace

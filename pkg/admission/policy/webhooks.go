@@ -115,12 +115,45 @@ type keyNeeds struct {
 	policySets []*v1alpha1.SidecarSet // policy-path SidecarSets: pods declaring their sidecars' names
 }
 
-// webhookMatches returns the webhooks each class of namespace needs, in order (see above).
-func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMatch {
+// Widening says why a SidecarSet leaves the injection webhooks without a label selector: every
+// pod created in the namespaces they serve then reaches their match condition (CallsServer false)
+// or this server (true), and a server outage fails those creates.
+type Widening struct {
+	// Reason is SelectorRequiresNoLabel (the SidecarSet's own selector), TooManyLabelKeys or
+	// MatchConditionTooLarge (all SidecarSets together).
+	Reason      string
+	CallsServer bool
+}
+
+// The reasons of a Widening.
+const (
+	WideningSelectorRequiresNoLabel = "SelectorRequiresNoLabel"
+	WideningTooManyLabelKeys        = "TooManyLabelKeys"
+	WideningMatchConditionTooLarge  = "MatchConditionTooLarge"
+)
+
+// Message says what w means for the cluster.
+func (w Widening) Message() string {
+	why := map[string]string{
+		WideningSelectorRequiresNoLabel: "spec.selector requires no label (only NotIn or DoesNotExist)",
+		WideningTooManyLabelKeys:        fmt.Sprintf("the SidecarSets' selectors require more than %d label keys", maxWebhookKeys),
+		WideningMatchConditionTooLarge:  "the webhooks' match condition would exceed CEL's expression size",
+	}[w.Reason]
+	if w.CallsServer {
+		return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve calls this server (while it is down, those creates fail)"
+	}
+	return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve is checked against their match condition"
+}
+
+// webhookMatches returns the webhooks each class of namespace needs, in order (see above), and
+// the SidecarSets that leave them without a label selector, by name.
+func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) ([]WebhookMatch, map[string]Widening) {
 	needs := map[string]*keyNeeds{}
+	var keyless []*v1alpha1.SidecarSet
 	need := func(ss *v1alpha1.SidecarSet) (*keyNeeds, []string, bool) {
 		k, values := representative(ss.Spec.Selector)
 		if k == "" {
+			keyless = append(keyless, ss)
 			return nil, nil, false
 		}
 		if needs[k] == nil {
@@ -130,22 +163,21 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMat
 		return needs[k], values, true
 	}
 	for _, ss := range webhookSets {
-		n, values, ok := need(ss)
-		if !ok {
-			return oneWebhook(webhookSets, policySets)
+		if n, values, ok := need(ss); ok {
+			n.webhook.add(values)
+			n.hasWebhook = true
 		}
-		n.webhook.add(values)
-		n.hasWebhook = true
 	}
 	for _, ss := range policySets {
-		n, _, ok := need(ss)
-		if !ok {
-			return oneWebhook(webhookSets, policySets)
+		if n, _, ok := need(ss); ok {
+			n.policySets = append(n.policySets, ss)
 		}
-		n.policySets = append(n.policySets, ss)
 	}
-	if len(needs) > maxWebhookKeys {
-		return oneWebhook(webhookSets, policySets)
+	switch {
+	case len(keyless) > 0:
+		return widened(webhookSets, policySets, keyless, WideningSelectorRequiresNoLabel)
+	case len(needs) > maxWebhookKeys:
+		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), WideningTooManyLabelKeys)
 	}
 	keys := sortedKeys(needs)
 	var out []WebhookMatch
@@ -155,9 +187,28 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMat
 		}
 	}
 	if len(out) == 0 {
-		return []WebhookMatch{noPods()}
+		return []WebhookMatch{noPods()}, nil
 	}
-	return out
+	return out, nil
+}
+
+// widened is the single webhook of a class when the SidecarSets need more than label keys can say
+// (see oneWebhook), and the SidecarSets of cause, which leave it without a label selector for
+// reason (none when the webhook has no pod to receive).
+func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string) ([]WebhookMatch, map[string]Widening) {
+	m := oneWebhook(webhookSets, policySets)
+	if m.ObjectSelector != nil {
+		return []WebhookMatch{m}, nil
+	}
+	w := Widening{Reason: reason, CallsServer: m.Condition == ""}
+	if w.CallsServer && reason == WideningTooManyLabelKeys {
+		w.Reason = WideningMatchConditionTooLarge // every selector requires a key: the condition was too large
+	}
+	out := make(map[string]Widening, len(cause))
+	for _, ss := range cause {
+		out[ss.Name] = w
+	}
+	return []WebhookMatch{m}, out
 }
 
 // keyWebhook is the webhook of the first of keys: it selects pods that have that key and none of
@@ -193,14 +244,14 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds) (WebhookMatc
 
 // oneWebhook is the single webhook of a class when the SidecarSets need more than label keys can
 // say: every pod, with the match condition of webhookCondition.
-func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet) []WebhookMatch {
+func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet) WebhookMatch {
 	switch c := webhookCondition(webhookSets, policySets); c {
 	case "false":
-		return []WebhookMatch{noPods()}
+		return noPods()
 	case "true":
-		return []WebhookMatch{{}}
+		return WebhookMatch{}
 	default:
-		return []WebhookMatch{{Condition: c}}
+		return WebhookMatch{Condition: c}
 	}
 }
 

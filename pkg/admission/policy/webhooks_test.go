@@ -131,7 +131,7 @@ func TestWebhookMatches(t *testing.T) {
 		}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			matches := webhookMatches(tc.webhook, tc.policy)
+			matches, _ := webhookMatches(tc.webhook, tc.policy)
 			conditions := 0
 			for _, m := range matches {
 				if m.Condition != "" {
@@ -144,6 +144,64 @@ func TestWebhookMatches(t *testing.T) {
 			for _, p := range tc.pods {
 				if got := webhooksCalled(t, matches, p.pod); got != p.want {
 					t.Errorf("pod %v with %d containers: called %d times, want %d", p.pod.Labels, len(p.pod.Spec.Containers), got, p.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWebhooksWidenedBy: the SidecarSets that leave the webhooks without a label selector are
+// named, with the reason and whether every pod then calls the server.
+func TestWebhooksWidenedBy(t *testing.T) {
+	app := selecting(t, "app", "{matchLabels: {app: web}}", "log")
+	anyPod := selecting(t, "any", "{matchExpressions: [{key: app, operator: NotIn, values: [db]}]}", "trace")
+	var many []*v1alpha1.SidecarSet
+	for i := 0; i <= maxWebhookKeys; i++ {
+		many = append(many, selecting(t, fmt.Sprintf("k%d", i), fmt.Sprintf("{matchLabels: {k%d: v}}", i), fmt.Sprintf("c%d", i)))
+	}
+	bigName := strings.Repeat("x", 60)
+	var huge []*v1alpha1.SidecarSet
+	for i := 0; i <= maxWebhookKeys; i++ {
+		for j := 0; j < 100; j++ {
+			huge = append(huge, selecting(t, fmt.Sprintf("h%d-%d", i, j), fmt.Sprintf("{matchLabels: {k%d: %s%d}}", i, bigName, j), fmt.Sprintf("c%d", i)))
+		}
+	}
+	for _, tc := range []struct {
+		name            string
+		webhook, policy []*v1alpha1.SidecarSet
+		want            map[string]Widening
+	}{
+		{"label selectors say it all", []*v1alpha1.SidecarSet{app}, nil, nil},
+		{"a webhook-path selector requiring no label: every pod calls the server", []*v1alpha1.SidecarSet{anyPod, app}, nil,
+			map[string]Widening{"any": {WideningSelectorRequiresNoLabel, true}}},
+		{"a policy-path one: every pod meets the condition", []*v1alpha1.SidecarSet{app}, []*v1alpha1.SidecarSet{anyPod},
+			map[string]Widening{"any": {WideningSelectorRequiresNoLabel, false}}},
+		{"more keys than webhooks: all of them", many[:1], many[1:], func() map[string]Widening {
+			out := map[string]Widening{}
+			for _, ss := range many {
+				out[ss.Name] = Widening{WideningTooManyLabelKeys, false}
+			}
+			return out
+		}()},
+		{"and a condition too large: every pod calls the server", huge, nil, func() map[string]Widening {
+			out := map[string]Widening{}
+			for _, ss := range huge {
+				out[ss.Name] = Widening{WideningMatchConditionTooLarge, true}
+			}
+			return out
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := webhookMatches(tc.webhook, tc.policy)
+			if len(got) != len(tc.want) {
+				t.Fatalf("widened by %d SidecarSets, want %d: %v", len(got), len(tc.want), got)
+			}
+			for name, w := range tc.want {
+				if got[name] != w {
+					t.Errorf("%s: %+v, want %+v", name, got[name], w)
+				}
+				if !strings.Contains(got[name].Message(), "no label selector narrows") {
+					t.Errorf("%s: message %q", name, got[name].Message())
 				}
 			}
 		})

@@ -351,7 +351,8 @@ type SidecarSetStatus struct {
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32
 
-	// Conditions are the latest observations of the SidecarSet's state (InjectedByPolicy).
+	// Conditions are the latest observations of the SidecarSet's state (Injected, Ready,
+	// Progressing, PodsNotInjected, WebhookReceivesEveryPod).
 	Conditions []metav1.Condition
 }
 

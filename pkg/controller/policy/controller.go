@@ -84,10 +84,14 @@ type Controller struct {
 	// seen is, by policy name, the first sight of its current resourceVersion; nil until the
 	// first reconcile.
 	seen map[string]seen
+	// webhooksSeen is when the webhook configuration was first seen, or written, at its current
+	// resourceVersion.
+	webhooksSeen seen
 
 	appliedMu sync.Mutex
-	applied   map[string]int64     // SidecarSet name -> generation whose injection objects are applied
-	settling  map[string]time.Time // SidecarSet name -> until when kube-apiserver may still run its previous policy
+	applied   map[string]int64           // SidecarSet name -> generation whose injection objects are applied
+	widened   map[string]policy.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
+	settling  map[string]time.Time       // SidecarSet name -> until when kube-apiserver may still run its previous policy
 	sets      appslisters.SidecarSetLister
 	policies  admissionlisters.MutatingAdmissionPolicyLister
 	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
@@ -252,26 +256,41 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	everyPod.Set(widened)
 	replaced := policy.Replaced(compiled, plan.Policies)
 	// The webhooks first: they select the pods of every SidecarSet whose policy is not in the
-	// cluster as planned yet, so that the webhook serves those pods meanwhile. Then policies before
-	// bindings: a binding never names a missing policy. Each object is written on its own: one
+	// cluster as planned yet, so that the webhook serves those pods meanwhile; a policy that stops
+	// injecting a SidecarSet waits until they have been in place for the grace period. Then
+	// policies before bindings: a binding never names a missing policy. Each object is written on its own: one
 	// that kube-apiserver refuses holds back only the SidecarSets it serves, whose pods the webhook
 	// keeps injecting (their policy or binding is not in place as planned, see PlanInput.Grace).
-	errWebhooks := c.applyWebhooks(ctx, plan.WebhookMatches)
-	failedPolicies, errPolicies := c.applyPolicies(ctx, plan.Policies, compiled)
-	var wantBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	for _, b := range plan.Bindings {
-		if _, exists := compiled[b.Spec.PolicyName]; exists || failedPolicies[b.Spec.PolicyName] == nil {
-			wantBindings = append(wantBindings, b)
+	webhooksSince, errWebhooks := c.applyWebhooks(ctx, plan.WebhookMatches)
+	held := map[string]bool{}
+	wantPolicies, wantBindings := plan.Policies, plan.Bindings
+	if wait := c.withdrawWait(webhooksSince, errWebhooks); wait > 0 {
+		var kept []string
+		wantPolicies, wantBindings, kept = keepWithdrawn(compiled, bindings, wantPolicies, wantBindings)
+		for _, name := range kept {
+			for _, ss := range members(compiled[name], plan.Policies) {
+				held[ss] = true
+			}
+		}
+		if len(kept) > 0 {
+			klog.V(2).InfoS("policies that stop injecting SidecarSets wait for the webhooks that take them over", "policies", kept, "wait", wait)
+			c.addAfter(wait)
 		}
 	}
-	failedBindings, errBindings := c.applyBindings(ctx, wantBindings, bindings)
-	held := map[string]bool{}
+	failedPolicies, errPolicies := c.applyPolicies(ctx, wantPolicies, compiled)
+	var bindingsToWrite []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range wantBindings {
+		if _, exists := compiled[b.Spec.PolicyName]; exists || failedPolicies[b.Spec.PolicyName] == nil {
+			bindingsToWrite = append(bindingsToWrite, b)
+		}
+	}
+	failedBindings, errBindings := c.applyBindings(ctx, bindingsToWrite, bindings)
 	for name, r := range plan.Results {
 		if errWebhooks != nil || (r.PolicyName != "" && (failedPolicies[r.PolicyName] != nil || failedBindings[r.PolicyName] != nil)) {
 			held[name] = true
 		}
 	}
-	c.markApplied(sets, replaced, held)
+	c.markApplied(sets, replaced, held, plan.Widened)
 	for _, kind := range []struct {
 		name   string
 		failed map[string]error
@@ -290,11 +309,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // markApplied records the generations of sets as applied, but for those held (an object serving
 // them was not written: they keep the generation applied before), and that the sets whose
 // previous policy was replaced are settled only after the grace period.
-func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string, held map[string]bool) {
+func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string, held map[string]bool, widened map[string]policy.Widening) {
 	now := c.opts.Clock.Now()
 	applied := make(map[string]int64, len(sets))
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
+	c.widened = widened
 	for _, ss := range sets {
 		if !held[ss.Name] {
 			applied[ss.Name] = ss.Generation
@@ -325,6 +345,15 @@ func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	g, ok := c.applied[ss.Name]
 	until, settling := c.settling[ss.Name]
 	return ok && g >= ss.Generation && (!settling || !c.opts.Clock.Now().Before(until))
+}
+
+// Widened reports whether the named SidecarSet leaves the injection webhooks without a label
+// selector, as the last plan found, and why.
+func (c *Controller) Widened(name string) (policy.Widening, bool) {
+	c.appliedMu.Lock()
+	defer c.appliedMu.Unlock()
+	w, ok := c.widened[name]
+	return w, ok
 }
 
 // loaded returns, by policy name, since when each owned policy and its binding have been at their
@@ -589,27 +618,109 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 }
 
 // applyWebhooks makes the webhooks of the injection webhooks' configuration those of matches (see
-// policy.ExpandWebhooks).
-func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.WebhookMatch) error {
+// policy.ExpandWebhooks). It returns since when they have been so, as far as this controller has
+// seen: now when it wrote them, else when it first saw them so (on its first look, their last
+// write); zero when there is no configuration to keep current.
+func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.WebhookMatch) (time.Time, error) {
 	if c.opts.WebhookConfiguration == "" {
-		return nil
+		return time.Time{}, nil
 	}
 	cfg, err := c.webhooks.Get(c.opts.WebhookConfiguration)
 	if apierrors.IsNotFound(err) {
-		return nil // nothing to keep current; a configuration created later is an event
+		return time.Time{}, nil // nothing to keep current; a configuration created later is an event
 	}
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
+	now := c.opts.Clock.Now()
 	want := policy.ExpandWebhooks(cfg.Webhooks, matches, c.opts.ExcludedNamespaces)
 	if equality.Semantic.DeepEqual(cfg.Webhooks, want) {
-		return nil
+		switch {
+		case c.webhooksSeen.resourceVersion == cfg.ResourceVersion:
+		case c.webhooksSeen.resourceVersion == "" && c.seen == nil:
+			c.webhooksSeen = seen{resourceVersion: cfg.ResourceVersion, at: lastWrite(cfg, now)}
+		default:
+			c.webhooksSeen = seen{resourceVersion: cfg.ResourceVersion, at: now}
+		}
+		return c.webhooksSeen.at, nil
 	}
 	updated := cfg.DeepCopy()
 	updated.Webhooks = want
-	if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating the webhooks of %s: %w", c.opts.WebhookConfiguration, err)
+	written, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		c.webhooksSeen = seen{}
+		return time.Time{}, fmt.Errorf("updating the webhooks of %s: %w", c.opts.WebhookConfiguration, err)
 	}
+	c.webhooksSeen = seen{resourceVersion: written.ResourceVersion, at: now}
 	klog.V(2).InfoS("updated the injection webhooks", "configuration", c.opts.WebhookConfiguration, "webhooks", len(want))
-	return nil
+	return now, nil
+}
+
+// withdrawWait is how long a policy that stops injecting a SidecarSet must still wait for the
+// webhooks that take it over (see policy.Withdrawing): until they have been in place, as written
+// since, for the grace period; the whole period when they could not be written.
+func (c *Controller) withdrawWait(since time.Time, err error) time.Duration {
+	switch {
+	case err != nil:
+		return c.opts.Grace
+	case since.IsZero() || c.opts.Grace <= 0:
+		return 0
+	}
+	return since.Add(c.opts.Grace).Sub(c.opts.Clock.Now())
+}
+
+// keepWithdrawn returns the wanted policies and bindings with the owned policies that would stop
+// injecting a SidecarSet (policy.Withdrawing), and their bindings, kept as they are, and the names
+// of those kept.
+func keepWithdrawn(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, haveBindings map[string]*admissionregistrationv1.MutatingAdmissionPolicyBinding,
+	want []*admissionregistrationv1.MutatingAdmissionPolicy, wantBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding,
+) ([]*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding, []string) {
+	kept := policy.Withdrawing(have, want)
+	if len(kept) == 0 {
+		return want, wantBindings, nil
+	}
+	keep := setOf(kept)
+	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
+	for _, p := range want {
+		if !keep[p.Name] {
+			policies = append(policies, p)
+		}
+	}
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, b := range wantBindings {
+		if !keep[b.Spec.PolicyName] {
+			bindings = append(bindings, b)
+		}
+	}
+	for _, name := range kept {
+		policies = append(policies, have[name])
+		if b := haveBindings[name]; b != nil {
+			bindings = append(bindings, b)
+		}
+	}
+	return policies, bindings, kept
+}
+
+// members returns the SidecarSets p injects, and those the wanted policy of its name would.
+func members(p *admissionregistrationv1.MutatingAdmissionPolicy, want []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	var out []string
+	for name := range policy.Members(p) {
+		out = append(out, name)
+	}
+	for _, w := range want {
+		if w.Name == p.Name && w != p {
+			for name := range policy.Members(w) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func setOf(items []string) map[string]bool {
+	out := make(map[string]bool, len(items))
+	for _, i := range items {
+		out[i] = true
+	}
+	return out
 }

@@ -248,11 +248,14 @@ func TestReadyAfterReplacedPolicySettles(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(*v1alpha1.SidecarSet)
+		graces int // grace periods until ready
 	}{
-		{"updated", func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "busybox:2" }},
+		{"updated", func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "busybox:2" }, 1},
+		// The policy is deleted once the webhook that takes the SidecarSet over has been in place
+		// for the grace period, and kube-apiserver may run it for one more.
 		{"moved to the webhook", func(ss *v1alpha1.SidecarSet) {
 			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: new(string)}
-		}},
+		}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := sidecarSet("a", "busybox:1")
@@ -272,9 +275,16 @@ func TestReadyAfterReplacedPolicySettles(t *testing.T) {
 			if f.ctrl.Ready(changed) {
 				t.Fatal("ready while kube-apiserver may still run the previous policy")
 			}
+			for i := 1; i < tc.graces; i++ {
+				f.clock.Step(10 * time.Second)
+				f.reconcile(t)
+				if f.ctrl.Ready(changed) {
+					t.Fatalf("ready after %d grace periods", i)
+				}
+			}
 			f.clock.Step(10 * time.Second)
 			if !f.ctrl.Ready(changed) {
-				t.Fatal("not ready after the grace period")
+				t.Fatalf("not ready after %d grace periods", tc.graces)
 			}
 		})
 	}
@@ -440,5 +450,35 @@ func TestLoadedSince(t *testing.T) {
 				t.Errorf("loaded since %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWithdrawalWaitsForWebhooks: a policy that would stop injecting a SidecarSet stays until the
+// webhook that takes the SidecarSet over has been in place for the grace period (kube-apiserver
+// loads each asynchronously), then goes.
+func TestWithdrawalWaitsForWebhooks(t *testing.T) {
+	ss := sidecarSet("a", "busybox:1")
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{ss}, webhookConfig())
+	for i := 0; i < 3; i++ { // created, first seen, loaded
+		f.reconcile(t)
+		f.clock.Step(10 * time.Second)
+	}
+	if len(f.policies(t)) != 1 || !strings.HasPrefix(f.webhooks(t), "app in (a) | object.spec.containers.exists") {
+		t.Fatalf("%d policies, webhooks %q: want one policy, and the webhook for declared names only", len(f.policies(t)), f.webhooks(t))
+	}
+	moved := ss.DeepCopy()
+	moved.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: new(string)}
+	if _, err := f.apps.AppsV1alpha1().SidecarSets().Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		after    time.Duration
+		policies int
+	}{{0, 1}, {5 * time.Second, 1}, {5 * time.Second, 0}} {
+		f.clock.Step(step.after)
+		f.reconcile(t)
+		if got := len(f.policies(t)); got != step.policies || f.webhooks(t) != "app in (a) | " {
+			t.Errorf("%v later: %d policies (want %d), webhooks %q", step.after, got, step.policies, f.webhooks(t))
+		}
 	}
 }

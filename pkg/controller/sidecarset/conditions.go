@@ -11,23 +11,28 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// ConditionInjectedByPolicy is True when kube-apiserver injects the SidecarSet into new pods
-// itself, through its MutatingAdmissionPolicy; False says which path does instead, and why.
-const ConditionInjectedByPolicy = "InjectedByPolicy"
+// ConditionInjected is True while new pods the SidecarSet selects get its sidecars, with the path
+// that injects them as its reason: Policy (kube-apiserver itself, through a
+// MutatingAdmissionPolicy) or Webhook (this server's injection webhook, the message says why);
+// either is a healthy state. False (reason InjectionPaused or NoSelector) when no new pod gets
+// them.
+const ConditionInjected = "Injected"
 
-// injectionCondition is the InjectedByPolicy condition of a SidecarSet at generation, from the
-// path that serves it.
+// injectionCondition is the Injected condition of a SidecarSet at generation, from the path that
+// serves it.
 func injectionCondition(inj *v1alpha1.RolloutInjection, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: ConditionInjectedByPolicy, ObservedGeneration: generation, Status: metav1.ConditionFalse,
-		Reason: inj.Reason, Message: inj.Message}
+	c := metav1.Condition{Type: ConditionInjected, ObservedGeneration: generation, Status: metav1.ConditionTrue, Reason: inj.Path}
+	why := inj.Message
+	if inj.Reason != "" {
+		why = inj.Reason + ": " + inj.Message
+	}
 	switch policy.Path(inj.Path) {
 	case policy.PathPolicy:
-		c.Status = metav1.ConditionTrue
 		c.Message = fmt.Sprintf("kube-apiserver injects new pods through MutatingAdmissionPolicy %s", inj.Policy)
 	case policy.PathWebhook:
-		c.Message = "the injection webhook injects new pods: " + inj.Message
+		c.Message = "the injection webhook injects new pods (" + why + ")"
 	default:
-		c.Message = "no pod is injected: " + inj.Message
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, inj.Reason, "no new pod is injected: "+inj.Message
 	}
 	if c.Reason == "" {
 		c.Reason = "Unknown"
@@ -35,11 +40,32 @@ func injectionCondition(inj *v1alpha1.RolloutInjection, generation int64) metav1
 	return c
 }
 
-// setInjectionCondition records the InjectedByPolicy condition in st, keeping its transition time
-// when its status is unchanged.
+// setInjectionCondition records the Injected condition in st, keeping its transition time when
+// its status is unchanged.
 func setInjectionCondition(st *v1alpha1.SidecarSetStatus, inj *v1alpha1.RolloutInjection, generation int64, now metav1.Time) {
 	c := injectionCondition(inj, generation)
 	c.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// ConditionWebhookReceivesEveryPod is True while the SidecarSet leaves the injection webhooks
+// without a label selector (policy.Widening): every pod created in the namespaces they serve then
+// reaches their match condition or this server, and while this server is down such creates may
+// fail. False (Narrowed) once that ends; absent on a SidecarSet that never caused it.
+const ConditionWebhookReceivesEveryPod = "WebhookReceivesEveryPod"
+
+// setWideningCondition records the WebhookReceivesEveryPod condition in st: True with w's reason
+// when widened, False once it no longer is (only where it was True before).
+func setWideningCondition(st *v1alpha1.SidecarSetStatus, w policy.Widening, widened bool, generation int64, now metav1.Time) {
+	c := metav1.Condition{Type: ConditionWebhookReceivesEveryPod, ObservedGeneration: generation, LastTransitionTime: now}
+	switch {
+	case widened:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, w.Reason, w.Message()
+	case meta.FindStatusCondition(st.Conditions, ConditionWebhookReceivesEveryPod) != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Narrowed", "label selectors narrow the injection webhooks to the pods SidecarSets may select"
+	default:
+		return
+	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 

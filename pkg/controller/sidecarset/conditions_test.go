@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -18,14 +20,14 @@ func TestInjectionCondition(t *testing.T) {
 		reason     string
 		messageHas string
 	}{
-		{"policy", v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled", Policy: "sidecarset-a"}, metav1.ConditionTrue, "Compiled", "sidecarset-a"},
-		{"webhook", v1alpha1.RolloutInjection{Path: "Webhook", Reason: "InjectionRevision", Message: "spec.injectionStrategy.revision chooses"}, metav1.ConditionFalse, "InjectionRevision", "webhook injects new pods: spec.injectionStrategy.revision"},
-		{"none", v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused", Message: "injectionStrategy.paused is set"}, metav1.ConditionFalse, "InjectionPaused", "no pod is injected"},
-		{"no reason", v1alpha1.RolloutInjection{Path: "Webhook"}, metav1.ConditionFalse, "Unknown", "webhook"},
+		{"policy", v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled", Policy: "sidecarset-a"}, metav1.ConditionTrue, "Policy", "sidecarset-a"},
+		{"webhook", v1alpha1.RolloutInjection{Path: "Webhook", Reason: "InjectionRevision", Message: "spec.injectionStrategy.revision chooses"}, metav1.ConditionTrue, "Webhook", "webhook injects new pods (InjectionRevision: spec.injectionStrategy.revision"},
+		{"none", v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused", Message: "injectionStrategy.paused is set"}, metav1.ConditionFalse, "InjectionPaused", "no new pod is injected"},
+		{"no path", v1alpha1.RolloutInjection{}, metav1.ConditionFalse, "Unknown", "no new pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := injectionCondition(&tc.in, 7)
-			if c.Type != ConditionInjectedByPolicy || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 || !strings.Contains(c.Message, tc.messageHas) {
+			if c.Type != ConditionInjected || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 || !strings.Contains(c.Message, tc.messageHas) {
 				t.Errorf("got %+v, want status %s reason %s, message with %q", c, tc.status, tc.reason, tc.messageHas)
 			}
 		})
@@ -43,8 +45,29 @@ func TestInjectionConditionTransition(t *testing.T) {
 	if len(st.Conditions) != 1 || !st.Conditions[0].LastTransitionTime.Equal(&t0) || st.Conditions[0].ObservedGeneration != 2 {
 		t.Fatalf("unchanged status: %+v", st.Conditions)
 	}
-	setInjectionCondition(&st, &v1alpha1.RolloutInjection{Path: "Webhook", Reason: "InjectionRevision"}, 3, t2)
+	setInjectionCondition(&st, &v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused"}, 3, t2)
 	if len(st.Conditions) != 1 || !st.Conditions[0].LastTransitionTime.Equal(&t2) || st.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatalf("changed status: %+v", st.Conditions)
+	}
+}
+
+// TestWideningCondition: True while the SidecarSet widens the webhooks, False once it no longer
+// does, absent on one that never did.
+func TestWideningCondition(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	w := policy.Widening{Reason: policy.WideningSelectorRequiresNoLabel, CallsServer: true}
+	var st v1alpha1.SidecarSetStatus
+	for _, step := range []struct {
+		widened bool
+		want    metav1.ConditionStatus // "" for no condition
+	}{{false, ""}, {true, metav1.ConditionTrue}, {false, metav1.ConditionFalse}} {
+		setWideningCondition(&st, w, step.widened, 1, now)
+		c := meta.FindStatusCondition(st.Conditions, ConditionWebhookReceivesEveryPod)
+		switch {
+		case step.want == "" && c != nil, step.want != "" && (c == nil || c.Status != step.want):
+			t.Errorf("widened %v: condition %+v, want status %q", step.widened, c, step.want)
+		case step.widened && !strings.Contains(c.Message, "calls this server"):
+			t.Errorf("message %q", c.Message)
+		}
 	}
 }

@@ -72,6 +72,10 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		if c.injection != nil {
 			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
 		}
+		if c.widened != nil {
+			w, widened := c.widened(cached.Name)
+			setWideningCondition(st, w, widened, cached.Generation, metav1.NewTime(c.clock.Now()))
+		}
 	}
 	if facts != nil {
 		st.MatchedPods, st.UpdatedPods = facts.counts.Matched, facts.counts.Updated

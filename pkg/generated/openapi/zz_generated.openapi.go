@@ -1924,7 +1924,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True when kube-apiserver injects new pods itself through the SidecarSet's MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing) injects them.",
+							Description: "Conditions are the latest observations of the SidecarSet's state: Injected (True while new pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected and WebhookReceivesEveryPod.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3535,7 +3535,7 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True when kube-apiserver injects new pods itself through the SidecarSet's MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing) injects them.",
+							Description: "Conditions are the latest observations of the SidecarSet's state: Injected (True while new pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected and WebhookReceivesEveryPod.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -393,10 +393,10 @@ type SidecarSetStatus struct {
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
-	// Conditions are the latest observations of the SidecarSet's state. InjectedByPolicy is True
-	// when kube-apiserver injects new pods itself through the SidecarSet's
-	// MutatingAdmissionPolicy, and False, with the reason, when the injection webhook (or nothing)
-	// injects them.
+	// Conditions are the latest observations of the SidecarSet's state: Injected (True while new
+	// pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a
+	// MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected
+	// and WebhookReceivesEveryPod.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

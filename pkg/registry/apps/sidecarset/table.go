@@ -12,7 +12,7 @@ import (
 )
 
 // TableConvertor prints SidecarSets as kubectl shows them: NAME MATCHED UPDATED READY AGE, and with
-// -o wide also UPDATED-READY, REVISION and PAUSED.
+// -o wide also UPDATED-READY, REVISION, PAUSED and PATH.
 type TableConvertor struct{}
 
 var columns = []metav1.TableColumnDefinition{
@@ -24,6 +24,20 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Updated-Ready", Type: "integer", Priority: 1, Description: "The number of pods matched, updated and ready."},
 	{Name: "Revision", Type: "string", Priority: 1, Description: "The latest revision."},
 	{Name: "Paused", Type: "boolean", Priority: 1, Description: "Whether in-place upgrades are paused."},
+	{Name: "Path", Type: "string", Priority: 1, Description: "What injects new pods: Policy (kube-apiserver, through a MutatingAdmissionPolicy), Webhook, or None (from the Injected condition)."},
+}
+
+// injectionPath is the path the Injected condition names: its reason while True, None while
+// False, "" before the controller has written it.
+func injectionPath(conditions []metav1.Condition) string {
+	c := meta.FindStatusCondition(conditions, "Injected")
+	switch {
+	case c == nil:
+		return ""
+	case c.Status == metav1.ConditionTrue:
+		return c.Reason
+	}
+	return "None"
 }
 
 // ConvertToTable converts a SidecarSet or a list of them to a table.
@@ -37,7 +51,7 @@ func (TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts
 		ss := obj.(*apps.SidecarSet)
 		st := ss.Status
 		return []interface{}{name, int64(st.MatchedPods), int64(st.UpdatedPods), int64(st.ReadyPods), age,
-			int64(st.UpdatedReadyPods), st.LatestRevision, ss.Spec.UpdateStrategy.Paused}, nil
+			int64(st.UpdatedReadyPods), st.LatestRevision, ss.Spec.UpdateStrategy.Paused, injectionPath(st.Conditions)}, nil
 	})
 	if err != nil {
 		return nil, err
