@@ -215,7 +215,9 @@ func TestDeployWhileServerCannotStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), extra.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), extra.Name, metav1.DeleteOptions{})
+	})
 
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	// Until the deadline, through kube-apiserver's loading of what was applied and the pods the
