@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -147,9 +146,8 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
-	webhooks := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.ExtraConfig.WebhookConfiguration).String()
-	}))
+	// The template and the active configuration (policyctrl.ActiveWebhooks); a cluster has few.
+	webhooks := kubeinformers.NewSharedInformerFactory(kube, 0)
 	opts := policyctrl.Options{
 		Kube:                 kube,
 		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),

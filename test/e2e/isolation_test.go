@@ -73,7 +73,8 @@ func TestRefusedPolicyWriteIsIsolated(t *testing.T) {
 	waitInjected(t, blocked, "isolation-blocked-sidecar")
 }
 
-// TestUninstallGarbageCollects: every policy and binding the server writes is owned by its
+// TestUninstallGarbageCollects: every policy and binding the server writes, and its webhook
+// configuration, is owned by its
 // v1alpha1 APIService, so that deleting the deployment's objects (the server stopped, the
 // APIService deleted) has the garbage collector delete them: no injection is left behind.
 func TestUninstallGarbageCollects(t *testing.T) {
@@ -100,6 +101,10 @@ func TestUninstallGarbageCollects(t *testing.T) {
 			t.Errorf("policy %s owners %v, want the APIService %s", p.Name, p.OwnerReferences, apiService.UID)
 		}
 	}
+	if w, err := ar.MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector-active", metav1.GetOptions{}); err != nil ||
+		len(w.OwnerReferences) != 1 || w.OwnerReferences[0].UID != apiService.UID {
+		t.Errorf("the active webhook configuration (%v) is not owned by the APIService %s", err, apiService.UID)
+	}
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +120,10 @@ func TestUninstallGarbageCollects(t *testing.T) {
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ps, err1 := ar.MutatingAdmissionPolicies().List(ctx, sel)
 		bs, err2 := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
-		return err1 == nil && err2 == nil && len(ps.Items)+len(bs.Items) == 0, nil
+		ws, err3 := ar.MutatingWebhookConfigurations().List(ctx, sel)
+		return err1 == nil && err2 == nil && err3 == nil && len(ps.Items)+len(bs.Items)+len(ws.Items) == 0, nil
 	})
 	if err != nil {
-		t.Fatalf("the garbage collector left policies or bindings behind: %v", err)
+		t.Fatalf("the garbage collector left policies, bindings or webhooks behind: %v", err)
 	}
 }

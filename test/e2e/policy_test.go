@@ -171,7 +171,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 func waitWebhookLeavesLabels(t *testing.T) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector", metav1.GetOptions{})
+		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector-active", metav1.GetOptions{})
 		if err != nil || len(cfg.Webhooks) == 0 {
 			return false, nil
 		}

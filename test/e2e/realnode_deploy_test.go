@@ -210,7 +210,7 @@ func TestRealNodeDeployment(t *testing.T) {
 	}
 	var left string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		out, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
+		out, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings,mutatingwebhookconfigurations", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
 		if err != nil {
 			return false, nil
 		}

@@ -91,7 +91,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"the webhook serves the rest and receives only their pods; falls back to webhook where the cluster does not serve admissionregistration.k8s.io/v1 "+
 			"MutatingAdmissionPolicy) or webhook (the webhook injects every SidecarSet).")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", o.WebhookConfiguration,
-		"MutatingWebhookConfiguration of the injection webhooks; the server makes each of its webhooks one per label key the SidecarSets require, with objectSelectors and match conditions (empty: leave it alone).")
+		"MutatingWebhookConfiguration that is the template of the injection webhooks (as shipped it selects no pod); the server writes them into its own configuration, <name>-active, each made one per label key the SidecarSets require, with objectSelectors and match conditions (empty: no webhooks are written).")
 	fs.StringVar(&o.InjectionOwner, "injection-owner", o.InjectionOwner,
 		"APIService that owns the MutatingAdmissionPolicies and bindings the server writes: deleting it (kubectl delete -k of the deployment) has the garbage collector delete them (empty: no owner).")
 	fs.StringSliceVar(&o.ExcludedNamespaces, "injection-excluded-namespaces", o.ExcludedNamespaces,

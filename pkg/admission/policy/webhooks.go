@@ -293,6 +293,23 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 	return out
 }
 
+// TemplateWebhooks returns webhooks without those ExpandWebhooks made from a template among them
+// ("<n>.<template>").
+func TemplateWebhooks(webhooks []admissionregistrationv1.MutatingWebhook) []admissionregistrationv1.MutatingWebhook {
+	templates := map[string]bool{}
+	for i := range webhooks {
+		templates[webhooks[i].Name] = true
+	}
+	var out []admissionregistrationv1.MutatingWebhook
+	for i := range webhooks {
+		if n, name, ok := strings.Cut(webhooks[i].Name, "."); ok && templates[name] && isIndex(n) {
+			continue
+		}
+		out = append(out, webhooks[i])
+	}
+	return out
+}
+
 // excluding returns sel with a requirement that the namespace is none of excluded, unless sel
 // already has it.
 func excluding(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelector {

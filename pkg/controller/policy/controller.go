@@ -261,7 +261,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// policies before bindings: a binding never names a missing policy. Each object is written on its own: one
 	// that kube-apiserver refuses holds back only the SidecarSets it serves, whose pods the webhook
 	// keeps injecting (their policy or binding is not in place as planned, see PlanInput.Grace).
-	webhooksSince, errWebhooks := c.applyWebhooks(ctx, plan.WebhookMatches)
+	webhooksSince, errWebhooks := c.applyWebhooks(ctx, plan.WebhookMatches, owner)
 	held := map[string]bool{}
 	wantPolicies, wantBindings := plan.Policies, plan.Bindings
 	if wait := c.withdrawWait(webhooksSince, errWebhooks); wait > 0 {
@@ -617,43 +617,88 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
-// applyWebhooks makes the webhooks of the injection webhooks' configuration those of matches (see
-// policy.ExpandWebhooks). It returns since when they have been so, as far as this controller has
-// seen: now when it wrote them, else when it first saw them so (on its first look, their last
-// write); zero when there is no configuration to keep current.
-func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.WebhookMatch) (time.Time, error) {
+// ActiveWebhooks names the configuration of the injection webhooks this server writes, from the
+// shipped one, template (see applyWebhooks).
+func ActiveWebhooks(template string) string { return template + "-active" }
+
+// applyWebhooks makes the webhooks of the active injection configuration those of matches,
+// expanded from the template configuration (policy.ExpandWebhooks). The template is the one
+// shipped with the deployment: it selects no pod, and applying it again (kubectl apply, a GitOps
+// sync) changes nothing that injects; the active one is this server's alone (labelled, owned by
+// owner, created when missing). It returns since when the active webhooks have been as planned, as
+// far as this controller has seen: now when it wrote them, else when it first saw them so (on its
+// first look, their last write); zero when there is no template.
+func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.WebhookMatch, owner *metav1.OwnerReference) (time.Time, error) {
 	if c.opts.WebhookConfiguration == "" {
 		return time.Time{}, nil
 	}
-	cfg, err := c.webhooks.Get(c.opts.WebhookConfiguration)
+	tmpl, err := c.webhooks.Get(c.opts.WebhookConfiguration)
 	if apierrors.IsNotFound(err) {
-		return time.Time{}, nil // nothing to keep current; a configuration created later is an event
+		return time.Time{}, nil // nothing to render; a template created later is an event
 	}
 	if err != nil {
 		return time.Time{}, err
 	}
+	if err := c.cleanTemplate(ctx, tmpl); err != nil {
+		return time.Time{}, err
+	}
+	want := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+		Name:   ActiveWebhooks(tmpl.Name),
+		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue},
+	}, Webhooks: policy.ExpandWebhooks(tmpl.Webhooks, matches, c.opts.ExcludedNamespaces)}
+	if owner != nil {
+		want.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
 	now := c.opts.Clock.Now()
-	want := policy.ExpandWebhooks(cfg.Webhooks, matches, c.opts.ExcludedNamespaces)
-	if equality.Semantic.DeepEqual(cfg.Webhooks, want) {
+	client := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	have, err := c.webhooks.Get(want.Name)
+	var written *admissionregistrationv1.MutatingWebhookConfiguration
+	switch {
+	case apierrors.IsNotFound(err):
+		if written, err = client.Create(ctx, want, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			err = fmt.Errorf("%s exists but is not in the cache yet", want.Name) // the next reconcile updates it
+		}
+	case err != nil:
+	case equality.Semantic.DeepEqual(have.Webhooks, want.Webhooks) && sameObject(have, want, nil, nil):
 		switch {
-		case c.webhooksSeen.resourceVersion == cfg.ResourceVersion:
+		case c.webhooksSeen.resourceVersion == have.ResourceVersion:
 		case c.webhooksSeen.resourceVersion == "" && c.seen == nil:
-			c.webhooksSeen = seen{resourceVersion: cfg.ResourceVersion, at: lastWrite(cfg, now)}
+			c.webhooksSeen = seen{resourceVersion: have.ResourceVersion, at: lastWrite(have, now)}
 		default:
-			c.webhooksSeen = seen{resourceVersion: cfg.ResourceVersion, at: now}
+			c.webhooksSeen = seen{resourceVersion: have.ResourceVersion, at: now}
 		}
 		return c.webhooksSeen.at, nil
+	default:
+		update := have.DeepCopy()
+		update.Webhooks, update.OwnerReferences = want.Webhooks, want.OwnerReferences
+		if update.Labels == nil {
+			update.Labels = map[string]string{}
+		}
+		update.Labels[policy.ManagedByLabel] = policy.ManagedByValue
+		written, err = client.Update(ctx, update, metav1.UpdateOptions{})
 	}
-	updated := cfg.DeepCopy()
-	updated.Webhooks = want
-	written, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, updated, metav1.UpdateOptions{})
 	if err != nil {
 		c.webhooksSeen = seen{}
-		return time.Time{}, fmt.Errorf("updating the webhooks of %s: %w", c.opts.WebhookConfiguration, err)
+		return time.Time{}, fmt.Errorf("writing the injection webhooks %s: %w", want.Name, err)
 	}
 	c.webhooksSeen = seen{resourceVersion: written.ResourceVersion, at: now}
-	klog.V(2).InfoS("updated the injection webhooks", "configuration", c.opts.WebhookConfiguration, "webhooks", len(want))
+	klog.V(2).InfoS("wrote the injection webhooks", "configuration", want.Name, "template", tmpl.Name, "webhooks", len(want.Webhooks))
 	return now, nil
+}
+
+// cleanTemplate removes from the template the webhooks that earlier versions of this server
+// expanded into it ("<n>.<name>"): the active configuration has them now.
+func (c *Controller) cleanTemplate(ctx context.Context, tmpl *admissionregistrationv1.MutatingWebhookConfiguration) error {
+	kept := policy.TemplateWebhooks(tmpl.Webhooks)
+	if len(kept) == len(tmpl.Webhooks) {
+		return nil
+	}
+	update := tmpl.DeepCopy()
+	update.Webhooks = kept
+	if _, err := c.opts.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("removing expanded webhooks from the template %s: %w", tmpl.Name, err)
+	}
+	return nil
 }
 
 // withdrawWait is how long a policy that stops injecting a SidecarSet must still wait for the

@@ -122,7 +122,7 @@ func (f *fixture) policies(t *testing.T) map[string]*admissionregistrationv1.Mut
 // "objectSelector | match condition". Every class of namespace has the same webhooks.
 func (f *fixture) webhooks(t *testing.T) string {
 	t.Helper()
-	cfg, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector", metav1.GetOptions{})
+	cfg, err := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,5 +480,36 @@ func TestWithdrawalWaitsForWebhooks(t *testing.T) {
 		if got := len(f.policies(t)); got != step.policies || f.webhooks(t) != "app in (a) | " {
 			t.Errorf("%v later: %d policies (want %d), webhooks %q", step.after, got, step.policies, f.webhooks(t))
 		}
+	}
+}
+
+// TestActiveWebhooksFromTemplate: the server writes its selection into its own configuration,
+// rendered from the shipped template, which it leaves as applied (but for webhooks an earlier
+// version expanded into it): applying the template again changes nothing that injects.
+func TestActiveWebhooksFromTemplate(t *testing.T) {
+	tmpl := webhookConfig()
+	legacy := tmpl.Webhooks[0]
+	legacy.Name = "1." + legacy.Name
+	legacy.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "old"}}
+	tmpl.Webhooks = append(tmpl.Webhooks, legacy)
+	f := newFixture(t, true, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, tmpl)
+	f.reconcile(t)
+	ar := f.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	got, err := ar.Get(context.Background(), "sidecarset-injector", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Webhooks) != 2 || got.Webhooks[0].ObjectSelector != nil || got.Webhooks[1].ObjectSelector != nil {
+		t.Errorf("template after reconcile: %+v, want its two webhooks as applied", got.Webhooks)
+	}
+	active, err := ar.Get(context.Background(), ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active.Labels[policy.ManagedByLabel] != policy.ManagedByValue {
+		t.Errorf("active configuration labels %v", active.Labels)
+	}
+	if w := f.webhooks(t); w != "app in (a) | " {
+		t.Errorf("active webhooks %q", w)
 	}
 }
