@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -126,4 +128,56 @@ func TestUninstallGarbageCollects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the garbage collector left policies, bindings or webhooks behind: %v", err)
 	}
+}
+
+// TestWideningIsReported: a SidecarSet whose selector requires no label leaves the injection
+// webhooks without a label selector. Its author is warned at write time, the SidecarSet carries the
+// condition WebhookReceivesEveryPod (True, SelectorRequiresNoLabel, every pod create then calling
+// the server, for a webhook-path SidecarSet) and the gauge is 1; once its selector requires a
+// label again, the condition turns False and the gauge 0.
+func TestWideningIsReported(t *testing.T) {
+	deleteAllSidecarSets(t)
+	t.Cleanup(func() { deleteAllSidecarSets(t) })
+	manifest := func(selector string) string {
+		return `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: widening}
+spec:
+  namespace: e2e-widening-nowhere
+  selector: ` + selector + `
+  containers:
+  - {name: widening, image: busybox, shareVolumePolicy: {type: enabled}}
+`
+	}
+	out, err := runKubectl(t, manifest("{matchExpressions: [{key: app, operator: NotIn, values: [db]}]}"), "apply", "-f", "-")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "Warning:") || !strings.Contains(out, "requires no label") {
+		t.Errorf("kubectl apply printed no warning about the selector: %s", out)
+	}
+	waitWidening := func(status metav1.ConditionStatus, reason, message, gauge string) {
+		t.Helper()
+		var last *metav1.Condition
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "widening", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			last = apimeta.FindStatusCondition(ss.Status.Conditions, "WebhookReceivesEveryPod")
+			return last != nil && last.ObservedGeneration == ss.Generation && last.Status == status && last.Reason == reason &&
+				strings.Contains(last.Message, message), nil
+		})
+		if err != nil {
+			t.Fatalf("condition WebhookReceivesEveryPod: %+v, want %s %s with %q", last, status, reason, message)
+		}
+		if got := grepLines(serverMetrics(t), "sidecarset_injection_webhook_selects_every_pod"); !strings.HasSuffix(strings.TrimSpace(got), " "+gauge) {
+			t.Errorf("gauge: %q, want %s", got, gauge)
+		}
+	}
+	waitWidening(metav1.ConditionTrue, policy.WideningSelectorRequiresNoLabel, "calls this server", "1")
+	if out, err := runKubectl(t, manifest("{matchLabels: {app: widening}}"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	waitWidening(metav1.ConditionFalse, "Narrowed", "label selectors narrow", "0")
 }
