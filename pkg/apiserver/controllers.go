@@ -39,16 +39,27 @@ type injectionPaths struct {
 	// unserved is set, before the server starts, when the cluster serves no v1
 	// MutatingAdmissionPolicy.
 	unserved bool
+	// planned, set before the server starts, returns the path the policy controller's last plan
+	// gave a SidecarSet while this replica leads: the answer, where there is one.
+	planned func(name string) (*v1alpha1.RolloutInjection, bool)
 }
 
+// describe says which path injects ss: as the leader's plan decided it, or, on another replica
+// (or before the first plan), as policy.Describe computes it from the stored SidecarSets and
+// policies.
 func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
-	all, err := p.sets.List(labels.Everything())
-	if err != nil {
-		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "Unknown", Message: err.Error()}
-	}
 	if p.unserved {
 		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "PoliciesNotServed",
 			Message: "the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"}
+	}
+	if p.planned != nil {
+		if inj, ok := p.planned(ss.Name); ok {
+			return inj
+		}
+	}
+	all, err := p.sets.List(labels.Everything())
+	if err != nil {
+		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "Unknown", Message: err.Error()}
 	}
 	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
 	if p.policies != nil {
@@ -92,6 +103,7 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 		return err
 	}
 	if policies != nil {
+		paths.planned = policies.Injection
 		opts.InjectionReady = policies.Ready
 		opts.Injection = paths.describe
 		opts.Widened = policies.Widened

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -265,7 +266,10 @@ func excluded(a Admission, ns string, nsLabels map[string]string) bool {
 func canaryOf(sets []*v1alpha1.SidecarSet, base string) string {
 	var names []string
 	for _, ss := range sets {
-		if ss != nil && ss.Annotations["apps.kruise.io/sidecarset-canary"] == "true" && ss.Annotations["apps.kruise.io/sidecarset-base"] == base {
+		if ss == nil {
+			continue
+		}
+		if b, ok := apps.CanaryBase(ss.Annotations); ok && b == base {
 			names = append(names, ss.Name)
 		}
 	}

@@ -6,16 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
-)
-
-// Well-known SidecarSet metadata keys read by the injector.
-const (
-	// canaryAnnotation set to "true" marks a canary SidecarSet.
-	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
-	// baseAnnotation names the base SidecarSet a canary overrides.
-	baseAnnotation = "apps.kruise.io/sidecarset-base"
 )
 
 // Inject injects the matching SidecarSets into a pod being created. See the package
@@ -179,11 +172,11 @@ func withoutCanaryBases(views []view, decisions []Decision) []view {
 	var bases map[string]bool
 	for i := range views {
 		a := views[i].ss.Annotations
-		if a[canaryAnnotation] == "true" && a[baseAnnotation] != "" {
+		if base, ok := apps.CanaryBase(a); ok {
 			if bases == nil {
 				bases = map[string]bool{}
 			}
-			bases[a[baseAnnotation]] = true
+			bases[base] = true
 		}
 	}
 	if bases == nil {

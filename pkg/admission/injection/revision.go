@@ -3,12 +3,11 @@ package injection
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -147,10 +146,11 @@ func choosePartial(ss *v1alpha1.SidecarSet, history *v1alpha1.SidecarSetRevision
 	if partition == nil || partition.Type == intstr.Int {
 		return latest, nil
 	}
-	probability, err := parsePercentage(partition.StrVal)
+	pct, err := apps.ParsePercent(partition.StrVal)
 	if err != nil {
 		return view{}, newError(ss.Name, "spec.updateStrategy.partition", err)
 	}
+	probability := pct / 100
 	old, err := historyView(ss, history, ReasonPartialRandom)
 	if err != nil {
 		return view{}, err
@@ -173,17 +173,4 @@ func choosePartial(ss *v1alpha1.SidecarSet, history *v1alpha1.SidecarSetRevision
 	}
 	latest.reason = ReasonPartialRandom
 	return latest, nil
-}
-
-// parsePercentage parses "p%" into p/100, as OpenKruise's ParsePercentageAsFloat64.
-func parsePercentage(s string) (float64, error) {
-	num, ok := strings.CutSuffix(s, "%")
-	if !ok {
-		return 0, fmt.Errorf("invalid value %q: not a percentage", s)
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("invalid value %q: %w", s, err)
-	}
-	return v / 100, nil
 }

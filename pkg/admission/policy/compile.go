@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -24,9 +25,6 @@ const (
 	// from SidecarSet name to the spec hash it was compiled from, when (the updateTimestamp its
 	// pods' hash annotation entries carry) and a digest of what it injects where.
 	SidecarSetsAnnotation = "apps.kruise.io/sidecarsets"
-
-	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
-	baseAnnotation   = "apps.kruise.io/sidecarset-base"
 )
 
 // Path says which admission path injects a SidecarSet.
@@ -102,6 +100,11 @@ type Result struct {
 	Message string
 	// PolicyName, for PathPolicy, is the policy (and binding) that injects the SidecarSet.
 	PolicyName string
+}
+
+// Injection is r as the /rollout view and the Injected condition report it.
+func (r Result) Injection() *v1alpha1.RolloutInjection {
+	return &v1alpha1.RolloutInjection{Path: string(r.Path), Reason: r.Reason, Message: r.Message, Policy: r.PolicyName}
 }
 
 // compileMember classifies a SidecarSet and renders its part of a group policy when a policy
@@ -186,11 +189,14 @@ func containerFeature(ss *v1alpha1.SidecarSet) (string, string) {
 
 // isCanaryOrBase reports whether ss is a canary, or the base of a canary among others.
 func isCanaryOrBase(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) bool {
-	if ss.Annotations[canaryAnnotation] == "true" && ss.Annotations[baseAnnotation] != "" {
+	if _, ok := apps.CanaryBase(ss.Annotations); ok {
 		return true
 	}
 	for _, o := range others {
-		if o != nil && o.Annotations[canaryAnnotation] == "true" && o.Annotations[baseAnnotation] == ss.Name {
+		if o == nil {
+			continue
+		}
+		if base, ok := apps.CanaryBase(o.Annotations); ok && base == ss.Name {
 			return true
 		}
 	}

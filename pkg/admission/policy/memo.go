@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -74,7 +75,7 @@ func version(ss *v1alpha1.SidecarSet) string {
 	}
 	a := ss.Annotations
 	return strings.Join([]string{string(ss.UID), strconv.FormatInt(ss.Generation, 10), ss.Status.LatestRevision,
-		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[canaryAnnotation], a[baseAnnotation]}, "\x00")
+		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[apps.SidecarSetCanaryAnnotation], a[apps.SidecarSetBaseAnnotation]}, "\x00")
 }
 
 // neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
@@ -250,8 +251,8 @@ func (mm *Memo) forget(sets []*v1alpha1.SidecarSet, policies []*admissionregistr
 func bases(sets []*v1alpha1.SidecarSet) map[string]bool {
 	out := map[string]bool{}
 	for _, ss := range sets {
-		if ss.Annotations[canaryAnnotation] == "true" && ss.Annotations[baseAnnotation] != "" {
-			out[ss.Annotations[baseAnnotation]] = true
+		if base, ok := apps.CanaryBase(ss.Annotations); ok {
+			out[base] = true
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -80,7 +81,7 @@ func TestMemo(t *testing.T) {
 			sets[status.Name] = stored(status)
 			check("status write")
 			canary := sets["bench-0010"].DeepCopy()
-			canary.Annotations[canaryAnnotation], canary.Annotations[baseAnnotation] = "true", "bench-0011"
+			canary.Annotations[apps.SidecarSetCanaryAnnotation], canary.Annotations[apps.SidecarSetBaseAnnotation] = "true", "bench-0011"
 			sets[canary.Name] = stored(canary)
 			check("canary")
 			delete(sets, "bench-0002")

@@ -437,10 +437,9 @@ func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, compiled map[
 	if m != nil && groupOf.over[ss.Name] {
 		r, m = selectorBudget(ss), nil
 	}
-	out := &v1alpha1.RolloutInjection{Path: string(r.Path), Reason: r.Reason, Message: r.Message}
 	if m != nil {
-		out.Policy = groupOf.policyFor(ss)
-		out.Message = "injected by MutatingAdmissionPolicy " + out.Policy
+		r.PolicyName = groupOf.policyFor(ss)
+		r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
 	}
-	return out
+	return r.Injection()
 }

@@ -91,6 +91,7 @@ type Controller struct {
 	appliedMu sync.Mutex
 	applied   map[string]int64           // SidecarSet name -> generation whose injection objects are applied
 	widened   map[string]policy.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
+	results   map[string]policy.Result   // SidecarSet name -> the path the last plan gave it; nil between terms
 	settling  map[string]time.Time       // SidecarSet name -> until when kube-apiserver may still run its previous policy
 	sets      appslisters.SidecarSetLister
 	policies  admissionlisters.MutatingAdmissionPolicyLister
@@ -162,6 +163,9 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 		c.queueMu.Unlock()
 		q.ShutDown()
+		c.appliedMu.Lock()
+		c.results, c.widened = nil, nil // another replica plans now
+		c.appliedMu.Unlock()
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
@@ -290,7 +294,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			held[name] = true
 		}
 	}
-	c.markApplied(sets, replaced, held, plan.Widened)
+	c.markApplied(sets, replaced, held, plan)
 	for _, kind := range []struct {
 		name   string
 		failed map[string]error
@@ -309,12 +313,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // markApplied records the generations of sets as applied, but for those held (an object serving
 // them was not written: they keep the generation applied before), and that the sets whose
 // previous policy was replaced are settled only after the grace period.
-func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string, held map[string]bool, widened map[string]policy.Widening) {
+func (c *Controller) markApplied(sets []*v1alpha1.SidecarSet, replaced []string, held map[string]bool, plan policy.Plan) {
 	now := c.opts.Clock.Now()
 	applied := make(map[string]int64, len(sets))
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
-	c.widened = widened
+	c.widened, c.results = plan.Widened, plan.Results
 	for _, ss := range sets {
 		if !held[ss.Name] {
 			applied[ss.Name] = ss.Generation
@@ -345,6 +349,19 @@ func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	g, ok := c.applied[ss.Name]
 	until, settling := c.settling[ss.Name]
 	return ok && g >= ss.Generation && (!settling || !c.opts.Clock.Now().Before(until))
+}
+
+// Injection returns the path the last plan of this term gave the named SidecarSet (false before
+// the first plan, between terms, and for a SidecarSet it did not plan): the one answer for its
+// Injected condition and its /rollout view.
+func (c *Controller) Injection(name string) (*v1alpha1.RolloutInjection, bool) {
+	c.appliedMu.Lock()
+	defer c.appliedMu.Unlock()
+	r, ok := c.results[name]
+	if !ok {
+		return nil, false
+	}
+	return r.Injection(), true
 }
 
 // Widened reports whether the named SidecarSet leaves the injection webhooks without a label

@@ -513,3 +513,29 @@ func TestActiveWebhooksFromTemplate(t *testing.T) {
 		t.Errorf("active webhooks %q", w)
 	}
 }
+
+// TestInjectionIsThePlan: the path reported for a SidecarSet is the one the last plan of the term
+// gave it, and nothing between terms.
+func TestInjectionIsThePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		webhookOnly bool
+		path        policy.Path
+		policyName  string
+	}{{"policy mode", false, policy.PathPolicy, "sidecarsets-app-v0"}, {"webhook mode", true, policy.PathWebhook, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.webhookOnly, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, webhookConfig())
+			if _, ok := f.ctrl.Injection("a"); ok {
+				t.Fatal("a path before any plan")
+			}
+			f.reconcile(t)
+			inj, ok := f.ctrl.Injection("a")
+			if !ok || inj.Path != string(tc.path) || inj.Policy != tc.policyName {
+				t.Errorf("injection %+v (%v), want path %s policy %q", inj, ok, tc.path, tc.policyName)
+			}
+			if _, ok := f.ctrl.Injection("b"); ok {
+				t.Error("a path for a SidecarSet the plan did not see")
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "github.com/sidecarset/apiserver/pkg/apis/apps"
+
 // Labels and annotations of SidecarSets and SidecarSetRevisions, with OpenKruise's keys.
 const (
 	// SidecarSetHashAnnotation holds the hash of a SidecarSet's containers; the server stamps it.
@@ -11,8 +13,8 @@ const (
 	SidecarSetCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
 	// SidecarSetNameLabel labels a SidecarSetRevision with the name of its SidecarSet.
 	SidecarSetNameLabel = "apps.kruise.io/sidecarset-name"
-	// SidecarSetCanaryAnnotation set to "true" marks a canary SidecarSet.
-	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
+	// SidecarSetCanaryAnnotation set to "true" marks a canary SidecarSet (apps.CanaryBase).
+	SidecarSetCanaryAnnotation = apps.SidecarSetCanaryAnnotation
 	// SidecarSetBaseAnnotation names the base SidecarSet a canary overrides.
-	SidecarSetBaseAnnotation = "apps.kruise.io/sidecarset-base"
+	SidecarSetBaseAnnotation = apps.SidecarSetBaseAnnotation
 )

@@ -8,22 +8,13 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
-// The canary annotations; the same keys as v1alpha1.SidecarSetCanaryAnnotation and
-// v1alpha1.SidecarSetBaseAnnotation.
-const (
-	canaryAnnotation = "apps.kruise.io/sidecarset-canary"
-	baseAnnotation   = "apps.kruise.io/sidecarset-base"
-)
+const baseAnnotation = apps.SidecarSetBaseAnnotation
 
 // IsCanary returns the name of the base SidecarSet a canary SidecarSet overrides, and whether ss
 // is a canary: annotated apps.kruise.io/sidecarset-canary "true" with a non-empty
 // apps.kruise.io/sidecarset-base.
 func IsCanary(ss *apps.SidecarSet) (baseName string, ok bool) {
-	if ss.Annotations[canaryAnnotation] != "true" {
-		return "", false
-	}
-	baseName = ss.Annotations[baseAnnotation]
-	return baseName, baseName != ""
+	return apps.CanaryBase(ss.Annotations)
 }
 
 // ValidateCanary validates a canary SidecarSet against its base, which the caller fetched: base

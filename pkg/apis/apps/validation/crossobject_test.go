@@ -178,7 +178,7 @@ func TestValidateCanary(t *testing.T) {
 		{name: "not a canary", ss: makeSidecarSet("s", "c")},
 		{name: "canary without base is not a canary", ss: func() sidecarSet {
 			s := makeSidecarSet("s", "c")
-			s.Annotations = map[string]string{canaryAnnotation: "true"}
+			s.Annotations = map[string]string{apps.SidecarSetCanaryAnnotation: "true"}
 			return s
 		}()},
 		{name: "valid (validation/83)", ss: makeSidecarSet("canary", "c").canaryOf("base"), base: makeSidecarSet("base", "c").SidecarSet},

@@ -57,7 +57,7 @@ func TestValidateSidecarSetUpdate(t *testing.T) {
 
 // canary makes ss a NotUpdate canary of base.
 func canary(ss *apps.SidecarSet, base string) {
-	ss.Annotations = map[string]string{canaryAnnotation: "true", baseAnnotation: base}
+	ss.Annotations = map[string]string{apps.SidecarSetCanaryAnnotation: "true", apps.SidecarSetBaseAnnotation: base}
 	ss.Spec.UpdateStrategy.Type = apps.NotUpdateSidecarSetStrategyType
 }
 

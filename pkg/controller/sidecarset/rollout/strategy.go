@@ -2,10 +2,10 @@ package rollout
 
 import (
 	"math"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // ResolvePartition resolves updateStrategy.partition against total matched pods as OpenKruise
@@ -20,8 +20,8 @@ func ResolvePartition(p *intstr.IntOrString, total int32) int32 {
 	if p.Type == intstr.Int {
 		v = p.IntVal
 	} else {
-		pct, ok := parsePercent(p.StrVal)
-		if !ok {
+		pct, err := apps.ParsePercent(p.StrVal)
+		if err != nil {
 			return 0
 		}
 		// Clamp before converting: a huge percentage ("99999999999%" passes validation) must
@@ -51,8 +51,8 @@ func ResolveMaxUnavailable(u *intstr.IntOrString, total int32) int32 {
 	if u.Type == intstr.Int {
 		return max(u.IntVal, 0)
 	}
-	pct, ok := parsePercent(u.StrVal)
-	if !ok {
+	pct, err := apps.ParsePercent(u.StrVal)
+	if err != nil {
 		return 1
 	}
 	f := math.Ceil(pct * float64(total) / 100)
@@ -63,14 +63,6 @@ func ResolveMaxUnavailable(u *intstr.IntOrString, total int32) int32 {
 		return math.MaxInt32
 	}
 	return int32(f)
-}
-
-func parsePercent(s string) (float64, bool) {
-	if !strings.HasSuffix(s, "%") {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	return v, err == nil
 }
 
 func clamp(v, lo, hi int32) int32 {
