@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -34,7 +35,7 @@ func matchNamespace(ss *v1alpha1.SidecarSet, ns string, nsLabels map[string]stri
 // never matches.
 func matchPod(ss *v1alpha1.SidecarSet, podLabels map[string]string) (bool, error) {
 	sel := ss.Spec.Selector
-	if sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+	if apps.SelectsNoPod(sel) {
 		return false, nil
 	}
 	ok, err := selectorMatches(sel, podLabels)
@@ -126,7 +127,7 @@ func Mismatch(ss *v1alpha1.SidecarSet, ns string, nsLabels, podLabels map[string
 		}
 	}
 	sel := ss.Spec.Selector
-	if sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+	if apps.SelectsNoPod(sel) {
 		return "spec.selector is empty and selects no pod"
 	}
 	if why := Unmet(sel, podLabels); why != "" {

@@ -138,7 +138,7 @@ func classify(in *Input) (Result, bool) {
 	switch {
 	case ss.Spec.InjectionStrategy.Paused:
 		return Result{Path: PathNone, Reason: ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, false
-	case ss.Spec.Selector == nil || (len(ss.Spec.Selector.MatchLabels) == 0 && len(ss.Spec.Selector.MatchExpressions) == 0):
+	case apps.SelectsNoPod(ss.Spec.Selector):
 		return Result{Path: PathNone, Reason: ReasonNoSelector, Message: "spec.selector selects no pod"}, false
 	case in.SortSidecarContainersByName:
 		return webhook(ReasonSortedContainers, "the server sorts sidecar containers by name")

@@ -7,6 +7,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -44,7 +45,7 @@ func (s *PodSource) addEventHandler(h cache.ResourceEventHandler) error {
 // Select returns the pods selected by spec.selector in the namespaces spec.namespace and
 // spec.namespaceSelector allow (all namespaces when neither is set).
 func (s *PodSource) Select(ss *v1alpha1.SidecarSet) ([]*rollout.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+	sel, err := apps.PodSelector(ss.Spec.Selector)
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string
 // by labels, the pods it does not select, so every pod create calls the injection webhook.
 func selectorWarnings(ss *apps.SidecarSet) []string {
 	sel := ss.Spec.Selector
-	if sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 || policy.RequiredLabel(sel) != "" {
+	if apps.SelectsNoPod(sel) || policy.RequiredLabel(sel) != "" {
 		return nil
 	}
 	return []string{"spec.selector requires no label (only NotIn or DoesNotExist): every pod create in the namespaces it selects calls the injection webhook; " +
