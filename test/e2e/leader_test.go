@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -246,33 +245,6 @@ func restoreReplicas(t *testing.T) {
 	}
 }
 
-// waitLeader waits until the controller Lease has an unexpired holder and exactly one of the given
-// live replicas says in its log that it leads, and returns that replica and the holder identity.
-func waitLeader(t *testing.T, replicas []int, timeout time.Duration) (int, string) {
-	t.Helper()
-	var leaders []int
-	var holder string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		lease, err := kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
-		if err != nil || lease.Spec.RenewTime == nil {
-			return false, nil
-		}
-		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
-		expires := lease.Spec.RenewTime.Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
-		leaders = leaders[:0]
-		for _, n := range replicas {
-			if leadsByLog(t, n) {
-				leaders = append(leaders, n)
-			}
-		}
-		return holder != "" && time.Now().Before(expires) && len(leaders) == 1, nil
-	})
-	if err != nil {
-		t.Fatalf("no single leader among replicas %v: holder %q, replicas whose log says they lead: %v", replicas, holder, leaders)
-	}
-	return leaders[0], holder
-}
-
 // leadsByLog tells whether replica n's current process (its log starts over with each start)
 // acquired the controller Lease and has not lost it since.
 func leadsByLog(t *testing.T, replica int) bool {
@@ -300,16 +272,6 @@ func readServerLog(replica int) (string, error) {
 		log = log[i:]
 	}
 	return log, err
-}
-
-func waitLog(t *testing.T, replica int, line string, timeout time.Duration) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return strings.Contains(serverLog(t, replica), line), nil
-	})
-	if err != nil {
-		t.Fatalf("replica %d never logged %s", replica, line)
-	}
 }
 
 func serverPID(t *testing.T, replica int) int {
@@ -371,21 +333,6 @@ func checkServes(t *testing.T, replica int, name string, pods int) {
 	if err != nil {
 		t.Errorf("replica %d does not serve %s as expected: %s", replica, name, summary)
 	}
-}
-
-// waitSidecarImage waits until every pod of the app runs sidecar1 on image, ready, and returns them.
-func waitSidecarImage(t *testing.T, app, image string) []*corev1.Pod {
-	t.Helper()
-	waitPods(t, app, func(pods []*corev1.Pod) bool {
-		for _, p := range pods {
-			st := sidecar.ContainerStatus(p, "sidecar1")
-			if st == nil || st.Image != image || !st.Ready || !podIsReady(p) {
-				return false
-			}
-		}
-		return len(pods) > 0
-	})
-	return listPods(t, app)
 }
 
 // upgradedPods reads replica n's sidecarset_pods_upgraded_total for the SidecarSet (0 if absent).

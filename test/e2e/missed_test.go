@@ -10,15 +10,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -109,46 +106,6 @@ func TestMissedInjectionRepair(t *testing.T) {
 		if n != 1 {
 			t.Errorf("pod %s evicted %d times", uid, n)
 		}
-	}
-}
-
-// waitMissed waits until the SidecarSet "missed" reports n pods not injected, with its condition.
-func waitMissed(t *testing.T, n int32) {
-	t.Helper()
-	var st v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "missed", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		st = ss.Status
-		c := meta.FindStatusCondition(st.Conditions, controller.ConditionPodsNotInjected)
-		return st.NotInjectedPods == n && c != nil && c.Status == metav1.ConditionTrue &&
-			strings.Contains(c.Message, fmt.Sprintf("%d %s", n, rollout.ReasonCreatedBefore)), nil
-	})
-	if err != nil {
-		t.Fatalf("status %+v, want notInjectedPods %d with condition %s", st, n, controller.ConditionPodsNotInjected)
-	}
-}
-
-// waitWorkload waits until the Deployment "web" has exactly `replicas` pods, all running, ready
-// and satisfying cond.
-func waitWorkload(t *testing.T, replicas int, cond func(*corev1.Pod) bool) {
-	t.Helper()
-	var summary string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		pods := workloadPods(ctx)
-		ok := 0
-		for _, p := range pods {
-			if p.DeletionTimestamp == nil && podIsReady(p) && cond(p) {
-				ok++
-			}
-		}
-		summary = fmt.Sprintf("%d pods, %d as wanted", len(pods), ok)
-		return len(pods) == replicas && ok == replicas, nil
-	})
-	if err != nil {
-		t.Fatalf("the Deployment's pods: %s, want %d", summary, replicas)
 	}
 }
 

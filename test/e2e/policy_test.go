@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -165,28 +164,6 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	waitInjectedImage(t, pod, "sidecar1", "centos:7")
 }
 
-// waitWebhookLeavesLabels waits until the injection webhook's match condition selects pods by no
-// label: only policy-path SidecarSets are stored and their grace period is over, so the webhook
-// receives only pods that declare a sidecar's name.
-func waitWebhookLeavesLabels(t *testing.T) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector-active", metav1.GetOptions{})
-		if err != nil || len(cfg.Webhooks) == 0 {
-			return false, nil
-		}
-		for _, w := range cfg.Webhooks {
-			if len(w.MatchConditions) != 1 || strings.Contains(w.MatchConditions[0].Expression, "object.metadata.?labels") {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("the webhook's match condition still selects pods by label: %v", err)
-	}
-}
-
 // checkInjectionPath checks the path the /rollout view reports for a SidecarSet, its Injected
 // condition once its generation is observed (True with the path as reason, or False when nothing
 // injects), and the PATH column of `kubectl get -o wide`.
@@ -232,66 +209,6 @@ func restartServer(t *testing.T, mode string) {
 	if _, err := localUp("restart-server"); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitOwnedPolicies waits until the policies the server owns inject n SidecarSets in all, each
-// policy with its binding.
-func waitOwnedPolicies(t *testing.T, n int) {
-	t.Helper()
-	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
-	ar := kube.AdmissionregistrationV1()
-	// A thousand SidecarSets take the controller well under a minute on an idle machine; allow for
-	// a busy one.
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ps, err := ar.MutatingAdmissionPolicies().List(ctx, sel)
-		if err != nil {
-			return false, nil
-		}
-		served := 0
-		for i := range ps.Items {
-			recs := map[string]json.RawMessage{}
-			if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
-				return false, nil
-			}
-			served += len(recs)
-		}
-		if served != n {
-			return false, nil
-		}
-		bs, err := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
-		return err == nil && len(bs.Items) == len(ps.Items), nil
-	})
-	if err != nil {
-		t.Fatalf("the server's policies do not inject %d SidecarSets: %v", n, err)
-	}
-}
-
-// waitInjected dry-runs pod until container is injected (kube-apiserver loads new policies
-// asynchronously) and returns the admitted pod.
-func waitInjected(t *testing.T, pod *corev1.Pod, container string) *corev1.Pod {
-	t.Helper()
-	return waitInjectedImage(t, pod, container, "")
-}
-
-func waitInjectedImage(t *testing.T, pod *corev1.Pod, container, image string) *corev1.Pod {
-	t.Helper()
-	var got *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		var err error
-		if got, err = createPodDryRun(pod); err != nil {
-			return false, nil
-		}
-		for _, c := range got.Spec.Containers {
-			if c.Name == container && (image == "" || c.Image == image) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s never gets container %s %s: %v", pod.Name, container, image, err)
-	}
-	return got
 }
 
 // storeCorpus creates every case's SidecarSets in the server and returns them as stored

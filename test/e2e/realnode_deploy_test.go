@@ -318,34 +318,6 @@ func checkDefrag(t *testing.T, ns string) {
 	t.Logf("defragmentation Job %s: 3 members defragmented", created.Name)
 }
 
-// waitReady waits until n pods match selector in ns, all running and ready, and returns them
-// sorted by name.
-func waitReady(t *testing.T, ns, selector string, n int, timeout time.Duration) []corev1.Pod {
-	t.Helper()
-	var pods []corev1.Pod
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, nil
-		}
-		pods, last = nil, ""
-		for _, p := range list.Items {
-			last += fmt.Sprintf("%s %s ready=%v; ", p.Name, p.Status.Phase, podIsReady(&p))
-			if p.DeletionTimestamp == nil && podIsReady(&p) {
-				pods = append(pods, p)
-			}
-		}
-		return len(pods) == n && len(list.Items) == n, nil
-	})
-	if err != nil {
-		out, _ := runKubectl(t, "", "-n", ns, "describe", "pods", "-l", selector)
-		t.Fatalf("%d ready pods %s: %v; %s\n%s", n, selector, err, last, out)
-	}
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	return pods
-}
-
 // checkServerImage: the server pods run the image `make image` wrote (its config digest is the
 // imageID containerd reports).
 func checkServerImage(t *testing.T, pods []corev1.Pod) {
@@ -460,17 +432,6 @@ func createLocalVolumes(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-}
-
-func waitNamespaceGone(t *testing.T, ns string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Errorf("namespace %s not deleted: %v", ns, err)
-	}
 }
 
 // clusterDNS answers A queries from the API: <pod>.<subdomain>.<ns>.svc (a pod with that hostname

@@ -117,29 +117,6 @@ func setupRealNode(t *testing.T, ss *v1alpha1.SidecarSet, pods ...*corev1.Pod) [
 	return out
 }
 
-// waitContainerLog waits until the container's log has every wanted line and returns it.
-func waitContainerLog(t *testing.T, pod, container string, want ...string) string {
-	t.Helper()
-	var log string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		data, err := kube.CoreV1().Pods(realNodeNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
-		if err != nil {
-			return false, nil
-		}
-		log = string(data)
-		for _, w := range want {
-			if !hasLine(log, w) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("log of %s/%s lacks %q:\n%s", pod, container, want, log)
-	}
-	return log
-}
-
 func hasLine(log, line string) bool {
 	for _, l := range strings.Split(log, "\n") {
 		if l == line {

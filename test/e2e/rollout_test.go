@@ -784,36 +784,6 @@ func cleanNamespace(t *testing.T, ns string) {
 	}
 }
 
-// waitGoneUID waits until the pod of that uid no longer exists (a new pod may take its name).
-func waitGoneUID(t *testing.T, ns, name string, uid types.UID) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err != nil || p.UID != uid, nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not deleted: %v", ns, name, err)
-	}
-}
-
-// waitPodRunning waits until the pod runs on a node and, if ready, is Ready.
-func waitPodRunning(t *testing.T, ns, name string, ready bool) *corev1.Pod {
-	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, nil
-		}
-		return !ready || podIsReady(pod), nil
-	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not running (ready=%v): %v; status %+v", ns, name, ready, err, pod.Status)
-	}
-	return pod
-}
-
 func podIsReady(pod *corev1.Pod) bool {
 	c := podCondition(pod, corev1.PodReady)
 	return c != nil && c.Status == corev1.ConditionTrue

@@ -130,13 +130,6 @@ func prepareScale(t *testing.T, ss *v1alpha1.SidecarSet, n int, annotations map[
 	t.Logf("created %d pods in %v", n, time.Since(start).Round(time.Millisecond))
 }
 
-// waitStatusFor waits until all n pods are matched, updated and ready.
-func waitStatusFor(t *testing.T, name string, n int, timeout time.Duration) {
-	t.Helper()
-	all := int32(n)
-	waitStatusWithin(t, name, v1alpha1.SidecarSetStatus{MatchedPods: all, UpdatedPods: all, ReadyPods: all, UpdatedReadyPods: all}, timeout)
-}
-
 func ensureNamespace(t *testing.T, name string) {
 	t.Helper()
 	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

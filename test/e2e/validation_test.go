@@ -147,22 +147,6 @@ func updateSidecarSet(ctx context.Context, ss *v1alpha1.SidecarSet) error {
 	return err
 }
 
-// waitSettled waits until the controller observed the SidecarSet's generation.
-func waitSettled(t *testing.T, name string) *v1alpha1.SidecarSet {
-	t.Helper()
-	var ss *v1alpha1.SidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			var err error
-			ss, err = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-			return err == nil && ss.Status.ObservedGeneration == ss.Generation, nil
-		})
-	if err != nil {
-		t.Fatalf("SidecarSet %s not settled: %v\n%s", name, err, settleDiagnostics(ss))
-	}
-	return ss
-}
-
 // settleDiagnostics describes, for a SidecarSet that did not settle, its generation and status and
 // the end of the server's log.
 func settleDiagnostics(ss *v1alpha1.SidecarSet) string {
