@@ -22,7 +22,6 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // sources are the SidecarSets, revisions and namespace labels injection reads: from a file (no
@@ -240,11 +239,7 @@ func stampHashes(ss *v1alpha1.SidecarSet) error {
 	if err != nil {
 		return fmt.Errorf("SidecarSet %q: %w", ss.Name, err)
 	}
-	if ss.Annotations == nil {
-		ss.Annotations = map[string]string{}
-	}
-	ss.Annotations[sidecar.HashAnnotation] = h.WithImage
-	ss.Annotations[sidecar.HashWithoutImageAnnotation] = h.WithoutImage
+	h.Stamp(ss)
 	return nil
 }
 

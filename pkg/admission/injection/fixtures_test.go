@@ -56,11 +56,7 @@ func stampHashes(t testing.TB, ss *v1alpha1.SidecarSet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ss.Annotations == nil {
-		ss.Annotations = map[string]string{}
-	}
-	ss.Annotations[sidecar.HashAnnotation] = h.WithImage
-	ss.Annotations[sidecar.HashWithoutImageAnnotation] = h.WithoutImage
+	h.Stamp(ss)
 }
 
 // mustSidecarSet decodes an inline YAML SidecarSet.

@@ -36,11 +36,7 @@ func prepare(t testing.TB, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ss.Annotations == nil {
-		ss.Annotations = map[string]string{}
-	}
-	ss.Annotations[sidecar.HashAnnotation] = h.WithImage
-	ss.Annotations[sidecar.HashWithoutImageAnnotation] = h.WithoutImage
+	h.Stamp(ss)
 	return ss
 }
 

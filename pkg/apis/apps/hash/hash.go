@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -25,6 +26,19 @@ type Hashes struct {
 	WithImage string
 	// WithoutImage changes with any sidecar container field but the image.
 	WithoutImage string
+}
+
+// Stamp sets the hash annotations of a SidecarSet (internal or versioned) to h, as the server
+// stores every SidecarSet: the registry strategy, the plugin's offline injection and test
+// fixtures all stamp with it.
+func (h Hashes) Stamp(ss metav1.Object) {
+	a := ss.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[v1alpha1.SidecarSetHashAnnotation] = h.WithImage
+	a[v1alpha1.SidecarSetHashWithoutImageAnnotation] = h.WithoutImage
+	ss.SetAnnotations(a)
 }
 
 // Of returns both hashes of spec.

@@ -70,15 +70,9 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 // stampHashes overwrites the hash annotations with the hashes of the spec; users cannot pin them.
 // A spec that cannot be hashed keeps no hash; validation reports why it is invalid.
 func stampHashes(ss *apps.SidecarSet) {
-	h, err := Hashes(&ss.Spec)
-	if err != nil {
-		return
+	if h, err := Hashes(&ss.Spec); err == nil {
+		h.Stamp(ss)
 	}
-	if ss.Annotations == nil {
-		ss.Annotations = map[string]string{}
-	}
-	ss.Annotations[v1alpha1.SidecarSetHashAnnotation] = h.WithImage
-	ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = h.WithoutImage
 }
 
 // Hashes returns the hashes of an internal spec, computed on its wire form.

@@ -16,7 +16,6 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // T0 is the time pods are injected at.
@@ -69,7 +68,8 @@ func SidecarSet(t testing.TB, doc string, edit func(*v1alpha1.SidecarSet)) *v1al
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss.Annotations = map[string]string{sidecar.HashAnnotation: h.WithImage, sidecar.HashWithoutImageAnnotation: h.WithoutImage}
+	ss.Annotations = nil
+	h.Stamp(ss)
 	ss.Status.LatestRevision = "ss-" + h.WithImage[:5]
 	return ss
 }
