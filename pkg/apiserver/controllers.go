@@ -24,7 +24,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	policyctrl "github.com/sidecarset/apiserver/pkg/controller/policy"
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
@@ -148,7 +148,7 @@ func (c *ExtraConfig) excludedNamespaces() []string {
 // mode left and keeps the webhook's match condition to the SidecarSets' selectors; it is nil
 // without a main cluster, or where the cluster serves no admissionregistration.k8s.io/v1
 // MutatingAdmissionPolicy (the webhook then injects everything).
-func (c completedConfig) policyController(set *informerSet, paths *injectionPaths) (*policyctrl.Controller, func(<-chan struct{}), error) {
+func (c completedConfig) policyController(set *informerSet, paths *injectionPaths) (*injectionsync.Controller, func(<-chan struct{}), error) {
 	if c.main == nil {
 		return nil, nil, nil
 	}
@@ -158,9 +158,9 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
-	// The template and the active configuration (policyctrl.ActiveWebhooks); a cluster has few.
+	// The template and the active configuration (injectionsync.ActiveWebhooks); a cluster has few.
 	webhooks := kubeinformers.NewSharedInformerFactory(kube, 0)
-	opts := policyctrl.Options{
+	opts := injectionsync.Options{
 		Kube:                 kube,
 		SidecarSets:          set.own.Apps().V1alpha1().SidecarSets(),
 		Webhooks:             webhooks.Admissionregistration().V1().MutatingWebhookConfigurations(),
@@ -185,7 +185,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		opts.WebhookOnly = true
 		klog.InfoS("the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: the webhook injects every SidecarSet")
 	}
-	ctrl, err := policyctrl.New(opts)
+	ctrl, err := injectionsync.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}

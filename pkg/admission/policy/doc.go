@@ -8,6 +8,6 @@
 // select, within CEL's and etcd's limits), and what the injection webhooks must select (label
 // selectors per key, match conditions only where needed, the SidecarSets still within a policy's
 // grace period, and the SidecarSets that leave them without a label selector). The controller in
-// pkg/controller/policy gathers its inputs and applies the plan; the webhook path injects with
+// pkg/controller/injectionsync gathers its inputs and applies the plan; the webhook path injects with
 // pkg/admission/injection, the one renderer both paths share.
 package policy

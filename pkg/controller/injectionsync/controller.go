@@ -1,12 +1,13 @@
-// Package policy keeps the main cluster's injection objects in step with the SidecarSets: one
-// MutatingAdmissionPolicy and binding per policy-path SidecarSet (package admission/policy
-// compiles them), and the injection webhook's match condition, so that kube-apiserver sends the
-// webhook only the pods it has work for. It is a thin adapter: gather (listers) -> plan (pure,
+// Package injectionsync keeps the main cluster's injection objects in step with the SidecarSets:
+// the group MutatingAdmissionPolicies and their bindings for policy-path SidecarSets (package
+// admission/policy compiles and plans them), and the injection webhooks' configuration, rendered
+// from its shipped template, so that kube-apiserver sends the webhook only the pods it has work
+// for. It is a thin adapter: gather (listers) -> plan (pure,
 // admission/policy.PlanPolicies) -> apply (create, update or delete what differs). Objects it owns
 // carry the label app.kubernetes.io/managed-by=sidecarset-apiserver; owned objects that no
 // SidecarSet wants (deleted SidecarSets, ones now served by the webhook) are deleted, and objects
 // edited by hand are put back (drift), on every change and at least every resync period.
-package policy
+package injectionsync
 
 import (
 	"bytes"
