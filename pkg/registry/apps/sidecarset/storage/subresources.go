@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 )
 
 // RevisionsREST serves GET sidecarsets/<name>/revisions: the SidecarSet's revisions, newest first.
@@ -135,7 +136,7 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if req.Name != "" && req.Name != name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q does not match the SidecarSet %q", req.Name, name))
 	}
-	if errs := validateAction(&req.Spec); len(errs) > 0 {
+	if errs := validation.ValidateRolloutAction(&req.Spec); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(apps.Kind("SidecarSetRollout"), name, errs)
 	}
 	if createValidation != nil {
@@ -234,34 +235,6 @@ func (r *RolloutREST) defaulted(ss *apps.SidecarSet) error {
 	}
 	r.scheme.Default(external)
 	return r.scheme.Convert(external, ss, nil)
-}
-
-func validateAction(spec *apps.SidecarSetRolloutSpec) field.ErrorList {
-	path := field.NewPath("spec")
-	if spec.Proposed != nil && spec.Action != apps.RolloutActionPreview {
-		return field.ErrorList{field.Forbidden(path.Child("proposed"), "only allowed with action Preview")}
-	}
-	switch spec.Action {
-	case apps.RolloutActionPreview:
-		if spec.Proposed == nil {
-			return field.ErrorList{field.Required(path.Child("proposed"), "the SidecarSet spec to preview")}
-		}
-		if spec.RevisionName != "" {
-			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
-		}
-	case apps.RolloutActionPause, apps.RolloutActionResume:
-		if spec.RevisionName != "" {
-			return field.ErrorList{field.Forbidden(path.Child("revisionName"), "only allowed with action Rollback")}
-		}
-	case apps.RolloutActionRollback:
-		if spec.RevisionName == "" {
-			return field.ErrorList{field.Required(path.Child("revisionName"), "the revision to roll back to")}
-		}
-	default:
-		return field.ErrorList{field.NotSupported(path.Child("action"), spec.Action,
-			[]apps.RolloutAction{apps.RolloutActionPause, apps.RolloutActionResume, apps.RolloutActionRollback, apps.RolloutActionPreview})}
-	}
-	return nil
 }
 
 // revisionOf returns the named revision if it belongs to the SidecarSet.

@@ -1,4 +1,4 @@
-package storage
+package validation
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
-func TestValidateAction(t *testing.T) {
+func TestValidateRolloutAction(t *testing.T) {
 	spec := &apps.SidecarSetSpec{}
 	tests := []struct {
 		name    string
@@ -23,13 +23,13 @@ func TestValidateAction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := validateAction(&tt.action)
+			errs := ValidateRolloutAction(&tt.action)
 			got := ""
 			if len(errs) > 0 {
 				got = errs[0].Field
 			}
 			if got != tt.invalid {
-				t.Errorf("validateAction: field %q, want %q (%v)", got, tt.invalid, errs)
+				t.Errorf("ValidateRolloutAction: field %q, want %q (%v)", got, tt.invalid, errs)
 			}
 		})
 	}
