@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -18,8 +16,6 @@ import (
 	"k8s.io/component-base/featuregate"
 	netutils "k8s.io/utils/net"
 
-	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apiserver"
 )
 
@@ -44,8 +40,7 @@ type Options struct {
 // NewOptions returns the default options.
 func NewOptions() *Options {
 	o := &Options{
-		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
-			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		RecommendedOptions: apiserver.NewRecommendedOptions(etcdPathPrefix),
 		Settings: apiserver.Settings{
 			Namespace:            "kruise-system",
 			LeaderElect:          true,
@@ -61,11 +56,6 @@ func NewOptions() *Options {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
 	}
-	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
-		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
-	crossvalidation.Register(o.RecommendedOptions.Admission.Plugins)
-	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(
-		o.RecommendedOptions.Admission.RecommendedPluginOrder, crossvalidation.PluginName)
 	return o
 }
 
