@@ -111,6 +111,29 @@ steps:
   expect: {}
 `
 
+// TestThenDeletePodsForms: thenDeletePods inside labelNamespace (true) or beside it (a namespace),
+// as the scenario format allows both.
+func TestThenDeletePodsForms(t *testing.T) {
+	for _, tc := range []struct {
+		action string
+		ns     string
+		ok     bool
+	}{
+		{`{labelNamespace: {name: a, labels: {env: x}, thenDeletePods: true}}`, "a", true},
+		{`{labelNamespace: {name: a, labels: {env: x}}, thenDeletePods: {namespace: b}}`, "b", true},
+		{`{labelNamespace: {name: a, labels: {env: x}}}`, "", false},
+		{`{labelNamespace: {namespace: a, labels: {env: x}, thenDeletePods: false}}`, "", false},
+	} {
+		var a Action
+		if err := DecodeStrict([]byte(tc.action), &a); err != nil {
+			t.Fatalf("%s: %v", tc.action, err)
+		}
+		if ns, ok := a.PodsToDelete(); ns != tc.ns || ok != tc.ok {
+			t.Errorf("%s: pods to delete in %q (%v), want %q (%v)", tc.action, ns, ok, tc.ns, tc.ok)
+		}
+	}
+}
+
 func TestScenarioFields(t *testing.T) {
 	var sc Scenario
 	if err := DecodeStrict([]byte(scenarioYAML), &sc); err != nil {
@@ -143,6 +166,9 @@ func TestScenarioFields(t *testing.T) {
 	}
 	if ln := sc.Steps[5].Action.LabelNamespace; ln.NamespaceName() != "r-ns-b" || !ln.ThenDeletePods {
 		t.Errorf("labelNamespace: %+v", ln)
+	}
+	if ns, ok := sc.Steps[5].Action.PodsToDelete(); ns != "r-ns-b" || !ok {
+		t.Errorf("pods to delete after labelNamespace: %q, %v", ns, ok)
 	}
 	if rejected, msg := sc.Steps[7].ExpectsRejection(); !rejected || msg != "selector" {
 		t.Errorf("step messageContains: rejected %v, %q", rejected, msg)

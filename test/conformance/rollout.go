@@ -119,14 +119,37 @@ func (s Step) ExpectsRejection() (bool, string) {
 
 // Action is what a step does. Exactly one kind is set.
 type Action struct {
-	PatchSidecarSet       *Patch           `json:"patchSidecarSet,omitempty"`
-	ReplaceSidecarSet     Object           `json:"replaceSidecarSet,omitempty"`
-	RepeatPatchSidecarSet *RepeatPatch     `json:"repeatPatchSidecarSet,omitempty"`
-	CreatePods            []Pod            `json:"createPods,omitempty"`
-	LabelPod              *LabelPod        `json:"labelPod,omitempty"`
-	LabelNamespace        *LabelNamespace  `json:"labelNamespace,omitempty"`
-	ScaleDeployments      map[string]int32 `json:"scaleDeployments,omitempty"`
-	Notes                 Text             `json:"notes,omitempty"`
+	PatchSidecarSet       *Patch          `json:"patchSidecarSet,omitempty"`
+	ReplaceSidecarSet     Object          `json:"replaceSidecarSet,omitempty"`
+	RepeatPatchSidecarSet *RepeatPatch    `json:"repeatPatchSidecarSet,omitempty"`
+	CreatePods            []Pod           `json:"createPods,omitempty"`
+	LabelPod              *LabelPod       `json:"labelPod,omitempty"`
+	LabelNamespace        *LabelNamespace `json:"labelNamespace,omitempty"`
+	// ThenDeletePods, beside LabelNamespace, deletes the scenario's pods in its namespace once the
+	// labels are set (the same as LabelNamespace.ThenDeletePods, for a namespace given here).
+	ThenDeletePods   *DeletePods      `json:"thenDeletePods,omitempty"`
+	ScaleDeployments map[string]int32 `json:"scaleDeployments,omitempty"`
+	Notes            Text             `json:"notes,omitempty"`
+}
+
+// DeletePods names the namespace whose scenario pods are deleted (their Deployments recreate them).
+type DeletePods struct {
+	Namespace string `json:"namespace"`
+}
+
+// PodsToDelete returns the namespace whose scenario pods are deleted after the action's
+// labelNamespace, whichever form asked for it (thenDeletePods: true inside labelNamespace, or
+// thenDeletePods: {namespace: NS} beside it), and whether any did.
+func (a Action) PodsToDelete() (string, bool) {
+	switch {
+	case a.ThenDeletePods != nil && a.ThenDeletePods.Namespace != "":
+		return a.ThenDeletePods.Namespace, true
+	case a.LabelNamespace == nil:
+		return "", false
+	case a.ThenDeletePods != nil || a.LabelNamespace.ThenDeletePods:
+		return a.LabelNamespace.NamespaceName(), true
+	}
+	return "", false
 }
 
 // Kinds lists the action kinds set.

@@ -318,7 +318,7 @@ func (r *scenarioRun) act(step *conformance.Step) error {
 	case a.LabelPod != nil:
 		return r.labelPod(a.LabelPod)
 	case a.LabelNamespace != nil:
-		return r.labelNamespace(a.LabelNamespace)
+		return r.labelNamespace(a)
 	case len(a.ScaleDeployments) > 0:
 		return r.scaleDeployments(a.ScaleDeployments)
 	}
@@ -355,17 +355,18 @@ func (r *scenarioRun) labelPod(l *conformance.LabelPod) error {
 
 // labelNamespace patches the namespace's labels; with thenDeletePods it deletes the scenario's pods
 // there and waits until they are gone and the Deployments there have their replicas again.
-func (r *scenarioRun) labelNamespace(l *conformance.LabelNamespace) error {
+func (r *scenarioRun) labelNamespace(a *conformance.Action) error {
 	ctx := context.Background()
-	name := l.NamespaceName()
+	l := a.LabelNamespace
 	patch, err := conformance.LabelPatch(l.Labels)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("label namespace %s: %w", name, err)
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, l.NamespaceName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label namespace %s: %w", l.NamespaceName(), err)
 	}
-	if !l.ThenDeletePods {
+	name, ok := a.PodsToDelete()
+	if !ok {
 		return nil
 	}
 	time.Sleep(3 * time.Second) // let the injection objects (webhook cache, policies) see the new labels
