@@ -47,6 +47,7 @@
 # SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
 # SERVER_POLICY_GRACE (default 3s): its --policy-grace (a local kube-apiserver loads policies fast).
 # SERVER_V (default 2): its log verbosity (2 logs every write of policies and webhooks).
+# SERVER_ARGS: more flags for the server (split on spaces), e.g. --refuse-pod-security-violations.
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
 # REAL_NODE=1: up starts the real node too (node-up). NODE_NAME, NODE_IP (default the host's first
@@ -278,7 +279,8 @@ server_flags() {
     --etcd-certfile="${CERTS}/server-etcd-client.crt" --etcd-keyfile="${CERTS}/server-etcd-client.key" \
     --secure-port="$1" --bind-address=127.0.0.1 --cert-dir="$2" --kubeconfig="${STATE}/server.kubeconfig" \
     --authentication-kubeconfig="${STATE}/server.kubeconfig" --authorization-kubeconfig="${STATE}/server.kubeconfig" \
-    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}" --v="${SERVER_V:-2}"
+    --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}" --v="${SERVER_V:-2}" \
+    ${SERVER_ARGS:-}
 }
 
 start_server() {

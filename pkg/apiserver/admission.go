@@ -30,6 +30,7 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		Revisions:                       revs.Lister(),
 		Whitelist:                       func() (*string, error) { return nil, nil },
 		PatchPodMetadataDefaultsAllowed: c.ExtraConfig.PatchPodMetadataDefaultsAllowed,
+		RefusePodSecurityViolations:     c.ExtraConfig.RefusePodSecurityViolations,
 	}
 	synced := []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced}
 	if gc.ClientConfig != nil {
@@ -40,6 +41,9 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		inf := cms.Core().V1().ConfigMaps()
 		inputs.Whitelist = crossvalidation.WhitelistFrom(inf.Lister().ConfigMaps(c.ExtraConfig.Namespace))
 		synced = append(synced, inf.Informer().HasSynced)
+		namespaces := gc.SharedInformerFactory.Core().V1().Namespaces()
+		inputs.Namespaces = namespaces.Lister()
+		synced = append(synced, namespaces.Informer().HasSynced)
 	}
 	inputs.HasSynced = allSynced(synced)
 	return []admission.PluginInitializer{crossvalidation.Initializer{Inputs: inputs}}, nil

@@ -91,6 +91,9 @@ type Settings struct {
 	PolicyGrace time.Duration
 	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
 	PatchPodMetadataDefaultsAllowed bool
+	// RefusePodSecurityViolations refuses a SidecarSet whose sidecars break Pod Security baseline
+	// when a namespace it selects enforces baseline or restricted (otherwise a warning).
+	RefusePodSecurityViolations bool
 }
 
 // ExtraConfig holds the server's own configuration.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,24 +134,69 @@ func TestShippedUserRoles(t *testing.T) {
 }
 
 // TestPodSecurityWarning: kubectl tells the author of a SidecarSet whose sidecar is privileged that
-// its pods are refused where Pod Security baseline is enforced.
+// its pods are refused where Pod Security baseline is enforced, naming the namespaces it selects
+// that do; with --refuse-pod-security-violations the server refuses such a SidecarSet instead.
 func TestPodSecurityWarning(t *testing.T) {
 	deleteAllSidecarSets(t)
 	t.Cleanup(func() { deleteAllSidecarSets(t) })
-	out, err := runKubectl(t, `apiVersion: apps.kruise.io/v1alpha1
+	ctx := context.Background()
+	enforced := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-psa-baseline-",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+	enforced, err := kube.CoreV1().Namespaces().Create(ctx, enforced, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.Background(), enforced.Name, metav1.DeleteOptions{})
+	})
+	manifest := func(name, namespace string) string {
+		return `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
-metadata: {name: privileged-agent}
+metadata: {name: ` + name + `}
 spec:
+  namespace: ` + namespace + `
   selector: {matchLabels: {app: privileged-agent}}
   containers:
   - name: agent
     image: busybox
     securityContext: {privileged: true}
-`, "apply", "-f", "-")
+`
+	}
+	// Selecting no namespace that enforces baseline: the warning in general.
+	out, err := runKubectl(t, manifest("privileged-agent", "e2e-psa-nowhere"), "apply", "-f", "-")
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if !strings.Contains(out, "Warning:") || !strings.Contains(out, `"baseline"`) || !strings.Contains(out, "privileged") {
 		t.Errorf("kubectl apply printed no Pod Security warning: %s", out)
+	}
+	// Selecting one: the warning names it.
+	out, err = runKubectl(t, manifest("privileged-agent", enforced.Name), "apply", "-f", "-")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "Warning:") || !strings.Contains(out, "enforce baseline or restricted: "+enforced.Name) {
+		t.Errorf("the Pod Security warning does not name namespace %s: %s", enforced.Name, out)
+	}
+	// With --refuse-pod-security-violations, refused.
+	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "privileged-agent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SERVER_ARGS", "--refuse-pod-security-violations")
+	if _, err := localUp("restart-server"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Unsetenv("SERVER_ARGS")
+		if _, err := localUp("restart-server"); err != nil {
+			t.Error(err)
+		}
+	})
+	out, err = runKubectl(t, manifest("privileged-agent-2", enforced.Name), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "spec.containers") || !strings.Contains(out, enforced.Name) {
+		t.Errorf("a SidecarSet whose pods %s refuses was not refused: %v: %s", enforced.Name, err, out)
+	}
+	if out, err := runKubectl(t, manifest("privileged-agent-3", "e2e-psa-nowhere"), "apply", "-f", "-"); err != nil {
+		t.Errorf("refused although no namespace it selects enforces baseline: %v: %s", err, out)
 	}
 }

@@ -92,6 +92,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Burst of requests the controller may send to the main cluster; upgrading a pod in place takes up to three.")
+	fs.BoolVar(&o.RefusePodSecurityViolations, "refuse-pod-security-violations", o.RefusePodSecurityViolations,
+		"Refuse a SidecarSet whose sidecars break the Pod Security Standard baseline when a namespace it selects enforces baseline or restricted (their pods would be refused after injection); otherwise the write gets a warning naming those namespaces.")
 }
 
 // Validate checks the options.

@@ -21,3 +21,26 @@ func PodSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
 	}
 	return metav1.LabelSelectorAsSelector(sel)
 }
+
+// SelectsNamespace reports whether a SidecarSet injects pods of the namespace ns (with these
+// labels): its spec.namespace, when set, wins over namespaceSelector (as OpenKruise converts it);
+// no namespaceSelector selects every namespace. kubernetes.io/metadata.name is ns whatever the
+// labels say. A selector that cannot be parsed selects nothing.
+func SelectsNamespace(ss *SidecarSet, ns string, nsLabels map[string]string) bool {
+	switch {
+	case ss.Spec.Namespace != "":
+		return ss.Spec.Namespace == ns
+	case ss.Spec.NamespaceSelector == nil:
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
+	if err != nil {
+		return false
+	}
+	set := labels.Set{}
+	for k, v := range nsLabels {
+		set[k] = v
+	}
+	set["kubernetes.io/metadata.name"] = ns
+	return sel.Matches(set)
+}

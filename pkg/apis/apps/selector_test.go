@@ -33,3 +33,28 @@ func TestPodSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectsNamespace: spec.namespace wins over namespaceSelector; no selector selects every
+// namespace; the name label is the namespace's own.
+func TestSelectsNamespace(t *testing.T) {
+	prod := map[string]string{"env": "prod"}
+	for _, tc := range []struct {
+		name   string
+		spec   SidecarSetSpec
+		ns     string
+		labels map[string]string
+		want   bool
+	}{
+		{"no restriction", SidecarSetSpec{}, "shop", nil, true},
+		{"spec.namespace", SidecarSetSpec{Namespace: "shop"}, "shop", nil, true},
+		{"spec.namespace elsewhere", SidecarSetSpec{Namespace: "shop"}, "other", prod, false},
+		{"spec.namespace wins", SidecarSetSpec{Namespace: "shop", NamespaceSelector: &metav1.LabelSelector{MatchLabels: prod}}, "shop", nil, true},
+		{"selector", SidecarSetSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: prod}}, "shop", prod, true},
+		{"selector, other labels", SidecarSetSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: prod}}, "shop", nil, false},
+		{"the name label", SidecarSetSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "shop"}}}, "shop", nil, true},
+	} {
+		if got := SelectsNamespace(&SidecarSet{Spec: tc.spec}, tc.ns, tc.labels); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/sidecarset/apiserver/pkg/admission/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -37,6 +38,12 @@ type Inputs struct {
 	Whitelist func() (*string, error)
 	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist.
 	PatchPodMetadataDefaultsAllowed bool
+	// Namespaces lists the main cluster's namespaces (nil without one): a SidecarSet whose sidecars
+	// break Pod Security baseline is told which of the namespaces it selects would refuse its pods.
+	Namespaces corelisters.NamespaceLister
+	// RefusePodSecurityViolations refuses such a SidecarSet when a namespace it selects enforces
+	// baseline or restricted, instead of warning.
+	RefusePodSecurityViolations bool
 	// HasSynced reports whether the listers are ready.
 	HasSynced func() bool
 }
@@ -92,7 +99,7 @@ func (p *Plugin) ValidateInitialization() error {
 }
 
 // Validate checks a SidecarSet write.
-func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetResource().GroupResource() != apps.Resource("sidecarsets") || a.GetSubresource() != "" {
 		return nil
 	}
@@ -106,6 +113,11 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	errs, err := p.check(ss)
 	if err != nil {
 		return apierrors.NewInternalError(err)
+	}
+	if len(errs) == 0 {
+		if errs, err = p.checkPodSecurity(ctx, ss); err != nil {
+			return apierrors.NewInternalError(err)
+		}
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(apps.Kind("SidecarSet"), ss.Name, errs)
@@ -135,6 +147,35 @@ func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
 		return nil, err
 	}
 	return validation.ValidateConflicts(ss, others), nil
+}
+
+// checkPodSecurity warns the author of a SidecarSet whose sidecars break Pod Security baseline,
+// naming the namespaces it selects that enforce baseline or restricted, where its pods would be
+// refused; with RefusePodSecurityViolations such a SidecarSet is refused when there are any.
+func (p *Plugin) checkPodSecurity(ctx context.Context, ss *apps.SidecarSet) (field.ErrorList, error) {
+	violations := validation.PodSecurityViolations(ss)
+	if len(violations) == 0 {
+		return nil, nil
+	}
+	var enforcing []string
+	if p.in.Namespaces != nil {
+		nss, err := p.in.Namespaces.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range nss {
+			if validation.EnforcesBaseline(ns.Labels) && apps.SelectsNamespace(ss, ns.Name, ns.Labels) {
+				enforcing = append(enforcing, ns.Name)
+			}
+		}
+		sort.Strings(enforcing)
+	}
+	msg := validation.PodSecurityMessage(violations, enforcing)
+	if p.in.RefusePodSecurityViolations && len(enforcing) > 0 {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "containers"), msg+" (the server refuses such SidecarSets: --refuse-pod-security-violations)")}, nil
+	}
+	warning.AddWarning(ctx, "", msg)
+	return nil, nil
 }
 
 func (p *Plugin) checkCanary(ss *apps.SidecarSet) (field.ErrorList, error) {

@@ -92,7 +92,7 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 // WarningsOnCreate returns no warnings.
 func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
 	ss := obj.(*apps.SidecarSet)
-	return append(selectorWarnings(ss), podSecurityWarnings(ss)...)
+	return selectorWarnings(ss)
 }
 
 // selectorWarnings warn of a selector that requires no label: kube-apiserver cannot turn away,
@@ -123,7 +123,7 @@ func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field
 // WarningsOnUpdate returns no warnings.
 func (Strategy) WarningsOnUpdate(_ context.Context, obj, _ runtime.Object) []string {
 	ss := obj.(*apps.SidecarSet)
-	return append(selectorWarnings(ss), podSecurityWarnings(ss)...)
+	return selectorWarnings(ss)
 }
 
 // StatusStrategy implements the sidecarsets/status subresource: only status changes.
