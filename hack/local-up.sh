@@ -117,7 +117,11 @@ stop() {
   pid=$(cat "${RUN}/${name}.pid")
   kill -TERM -- "-${pid}" 2>/dev/null || kill -TERM "${pid}" 2>/dev/null || true
   for _ in $(seq 50); do alive "${pid}" || break; sleep 0.1; done
-  kill -KILL -- "-${pid}" 2>/dev/null || true
+  if alive "${pid}"; then
+    kill -KILL -- "-${pid}" 2>/dev/null || kill -KILL "${pid}" 2>/dev/null || true
+    # Until it is gone: a process still holding its ports would make the next start fail.
+    for _ in $(seq 100); do alive "${pid}" || break; sleep 0.1; done
+  fi
   rm -f "${RUN}/${name}.pid"
 }
 
