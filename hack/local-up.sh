@@ -119,9 +119,10 @@ stop() {
   for _ in $(seq 50); do alive "${pid}" || break; sleep 0.1; done
   if alive "${pid}"; then
     kill -KILL -- "-${pid}" 2>/dev/null || kill -KILL "${pid}" 2>/dev/null || true
-    # Until it is gone: a process still holding its ports would make the next start fail.
-    for _ in $(seq 100); do alive "${pid}" || break; sleep 0.1; done
   fi
+  # Until it is gone, threads and all (a leader already a zombie may still have threads holding
+  # its ports, which would make the next start fail).
+  for _ in $(seq 100); do [[ -e "/proc/${pid}" ]] || break; sleep 0.1; done
   rm -f "${RUN}/${name}.pid"
 }
 
@@ -242,12 +243,21 @@ kwok_nodes_untainted() {
 # start_server_etcd runs the server's etcd as artifacts/deploy runs it: TLS only, client
 # certificates required from clients and peers.
 start_server_etcd() {
-  local client="https://127.0.0.1:${SERVER_ETCD_PORT}" peer="https://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
-  start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" -listen-client-urls "${client}" -listen-peer-urls "${peer}" \
-    -cert-file "${CERTS}/server-etcd.crt" -key-file "${CERTS}/server-etcd.key" \
-    -client-cert-auth -trusted-ca-file "${CERTS}/etcd-ca.crt" \
-    -peer-cert-file "${CERTS}/server-etcd.crt" -peer-key-file "${CERTS}/server-etcd.key" \
-    -peer-client-cert-auth -peer-trusted-ca-file "${CERTS}/etcd-ca.crt"
+  local client="https://127.0.0.1:${SERVER_ETCD_PORT}" peer="https://127.0.0.1:$((SERVER_ETCD_PORT + 1))" try
+  # A port still held by the previous etcd (or anything else) makes it exit at once: try again.
+  for try in 1 2 3 4 5; do
+    start server-etcd "${BIN}/etcd" -data-dir "${STATE}/server-etcd" -listen-client-urls "${client}" -listen-peer-urls "${peer}" \
+      -cert-file "${CERTS}/server-etcd.crt" -key-file "${CERTS}/server-etcd.key" \
+      -client-cert-auth -trusted-ca-file "${CERTS}/etcd-ca.crt" \
+      -peer-cert-file "${CERTS}/server-etcd.crt" -peer-key-file "${CERTS}/server-etcd.key" \
+      -peer-client-cert-auth -peer-trusted-ca-file "${CERTS}/etcd-ca.crt"
+    sleep 1
+    alive "$(cat "${RUN}/server-etcd.pid")" && return 0
+    log "the server's etcd exited at once (try ${try}); last lines of ${LOGS}/server-etcd.log:"
+    tail -n 3 "${LOGS}/server-etcd.log" >&2 || true
+    sleep 2
+  done
+  return 1
 }
 
 # server_kubeconfig applies the shipped namespace, ServiceAccount and RBAC and writes a kubeconfig
