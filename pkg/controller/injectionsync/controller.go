@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
@@ -742,16 +743,16 @@ func keepWithdrawn(have map[string]*admissionregistrationv1.MutatingAdmissionPol
 	if len(kept) == 0 {
 		return want, wantBindings, nil
 	}
-	keep := setOf(kept)
+	keep := sets.New(kept...)
 	var policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	for _, p := range want {
-		if !keep[p.Name] {
+		if !keep.Has(p.Name) {
 			policies = append(policies, p)
 		}
 	}
 	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	for _, b := range wantBindings {
-		if !keep[b.Spec.PolicyName] {
+		if !keep.Has(b.Spec.PolicyName) {
 			bindings = append(bindings, b)
 		}
 	}
@@ -776,14 +777,6 @@ func members(p *admissionregistrationv1.MutatingAdmissionPolicy, want []*admissi
 				out = append(out, name)
 			}
 		}
-	}
-	return out
-}
-
-func setOf(items []string) map[string]bool {
-	out := make(map[string]bool, len(items))
-	for _, i := range items {
-		out[i] = true
 	}
 	return out
 }
