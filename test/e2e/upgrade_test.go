@@ -144,6 +144,11 @@ func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
 		t.Errorf("rollout view: states %v (want %v), maxUnavailable %d, unavailable %d", states, want,
 			view.Status.MaxUnavailable, view.Status.Unavailable)
 	}
+	if view.Status.Phase != v1alpha1.RolloutStalled || !strings.Contains(view.Status.Message, "ImagePullBackOff") ||
+		!strings.Contains(view.Status.Summary, "0 of 6 pods updated") {
+		t.Errorf("rollout view: phase %q, message %q, summary %q; want Stalled on ImagePullBackOff, 0 of 6 updated",
+			view.Status.Phase, view.Status.Message, view.Status.Summary)
+	}
 	if m := serverMetrics(t); !strings.Contains(m, `sidecarset_pods_waiting{reason="MaxUnavailable",sidecarset="stall"} 4`) {
 		t.Errorf("metrics lack the waiting pods:\n%s", grepLines(m, "sidecarset_"))
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
 func newRolloutCommand(o *options) *cobra.Command {
@@ -57,17 +56,21 @@ type progress struct {
 	stalled string // why the rollout cannot progress; "" when it can
 }
 
-// assess reads a rollout view, as the server's Ready and Progressing conditions read its plan
-// (rollout.Assess): its progress line, whether it is done, and whether it stalled.
+// assess reads the server's verdict on a rollout from its view: the progress line, whether it is
+// done, and why it cannot go on (a paused rollout gets the command that resumes it).
 func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
-	items := make([]rollout.Item, 0, len(r.Status.Pods))
-	for _, p := range r.Status.Pods {
-		items = append(items, rollout.Item{Namespace: p.Namespace, Name: p.Name, State: p.State, Reason: p.Reason, Message: p.Message})
+	st := r.Status
+	pr := progress{line: st.Summary, done: st.Phase == v1alpha1.RolloutDone, stalled: st.Message}
+	if pr.line == "" {
+		pr.line = fmt.Sprintf("SidecarSet %q rollout: no progress reported yet", name)
 	}
-	p := rollout.Assess(items, r.Status.Paused)
-	pr := progress{line: p.Summary(name), done: p.Done(), stalled: p.Stalled()}
-	if p.Paused && !p.Done() && len(p.Failed) == 0 {
+	switch st.Phase {
+	case v1alpha1.RolloutPaused:
 		pr.stalled += " (kubectl sidecarset rollout resume " + name + ")"
+	case v1alpha1.RolloutStalled:
+		if pr.stalled == "" {
+			pr.stalled = "the rollout is stalled"
+		}
 	}
 	return pr
 }

@@ -9,32 +9,29 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
+// TestAssess: the plugin prints the server's verdict (phase, summary, message) and decides nothing
+// itself; a paused rollout gets the command that resumes it.
 func TestAssess(t *testing.T) {
-	pod := func(state v1alpha1.PodRolloutState, reason string) v1alpha1.RolloutPod {
-		return v1alpha1.RolloutPod{Namespace: "ns", Name: "p", State: state, Reason: reason}
-	}
-	view := func(paused bool, pods ...v1alpha1.RolloutPod) *v1alpha1.SidecarSetRollout {
-		return &v1alpha1.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Generation: 2},
-			Status: v1alpha1.SidecarSetRolloutStatus{ObservedGeneration: 2, Paused: paused, Pods: pods}}
+	view := func(phase v1alpha1.RolloutPhase, summary, message string) *v1alpha1.SidecarSetRollout {
+		return &v1alpha1.SidecarSetRollout{Status: v1alpha1.SidecarSetRolloutStatus{Phase: phase, Summary: summary, Message: message}}
 	}
 	tests := []struct {
-		name          string
-		view          *v1alpha1.SidecarSetRollout
-		done, stalled bool
+		name string
+		view *v1alpha1.SidecarSetRollout
+		want progress
 	}{
-		{"all updated", view(false, pod("Updated", ""), pod("Updated", "")), true, false},
-		{"partition and not upgradable hold nothing up", view(false, pod("Updated", ""), pod("Waiting", "Partition"), pod("NotUpgradable", "UpdateImmutableField")), true, false},
-		{"missed injection holds nothing up", view(false, pod("Updated", ""), pod("NotInjected", "")), true, false},
-		{"upgrading", view(false, pod("Updated", ""), pod("Upgrading", "Restarting")), false, false},
-		{"updated but not ready", view(false, pod("Updated", "NotReady")), false, false},
-		{"failed image stalls", view(false, pod("Failed", "ImagePullBackOff"), pod("Waiting", "MaxUnavailable")), false, true},
-		{"paused stalls", view(true, pod("Waiting", "Paused")), false, true},
+		{"done", view("Done", "2 of 2 pods updated", ""), progress{line: "2 of 2 pods updated", done: true}},
+		{"progressing", view("Progressing", "1 of 2 pods updated", ""), progress{line: "1 of 2 pods updated"}},
+		{"stalled", view("Stalled", "0 of 1 pods updated", "pods fail to run the new sidecar: ns/p: ImagePullBackOff"),
+			progress{line: "0 of 1 pods updated", stalled: "pods fail to run the new sidecar: ns/p: ImagePullBackOff"}},
+		{"paused", view("Paused", "0 of 1 pods updated", "the rollout is paused"),
+			progress{line: "0 of 1 pods updated", stalled: "the rollout is paused (kubectl sidecarset rollout resume s)"}},
+		{"no verdict yet", view("", "", ""), progress{line: `SidecarSet "s" rollout: no progress reported yet`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := assess("s", tt.view)
-			if got.done != tt.done || (got.stalled != "") != tt.stalled {
-				t.Errorf("assess = %+v, want done %v stalled %v", got, tt.done, tt.stalled)
+			if diff := cmp.Diff(tt.want, assess("s", tt.view), cmp.AllowUnexported(progress{})); diff != "" {
+				t.Errorf("assess (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -471,6 +471,23 @@ const (
 	PodRolloutNotInjected PodRolloutState = "NotInjected"
 )
 
+// RolloutPhase is where a rollout stands, as the server reads its pods' states.
+type RolloutPhase string
+
+const (
+	// RolloutProgressing means pods are still to be upgraded or to become available, and nothing
+	// stops the rollout.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutDone means every pod the rollout upgrades runs the current spec and is available
+	// (pods held by partition or updateStrategy.selector, pods that cannot be upgraded in place and
+	// pods that missed the injection do not hold it up).
+	RolloutDone RolloutPhase = "Done"
+	// RolloutPaused means updateStrategy.paused stops the rollout before it is done.
+	RolloutPaused RolloutPhase = "Paused"
+	// RolloutStalled means upgraded pods fail to run the new sidecar; the rollout waits for them.
+	RolloutStalled RolloutPhase = "Stalled"
+)
+
 // SidecarSetRolloutStatus is the state of a rollout.
 type SidecarSetRolloutStatus struct {
 	// ObservedGeneration is the SidecarSet generation this view was computed for.
@@ -489,6 +506,12 @@ type SidecarSetRolloutStatus struct {
 	Revisions []RolloutRevision
 	// Pods lists every matched pod with its rollout state.
 	Pods []RolloutPod
+	// Phase is where the rollout stands: Progressing, Done, Paused or Stalled.
+	Phase RolloutPhase
+	// Summary is one line on the pods' progress (updated, upgrading, waiting, unavailable, held).
+	Summary string
+	// Message says why a Paused or Stalled rollout does not go on; empty otherwise.
+	Message string
 	// Injection says which admission path injects the SidecarSet into new pods, and why.
 	Injection *RolloutInjection
 }

@@ -80,6 +80,8 @@ func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollo
 		st.Pods = append(st.Pods, v1alpha1.RolloutPod{Namespace: m.Pod.Namespace, Name: m.Pod.Name,
 			State: v1alpha1.PodRolloutNotInjected, Reason: m.Reason, Message: m.Message})
 	}
+	p := rollout.Assess(viewItems(st.Pods), st.Paused)
+	st.Phase, st.Summary, st.Message = p.Phase(), p.Summary(ss.Name), p.Stalled()
 	for name, n := range counts {
 		st.Revisions = append(st.Revisions, v1alpha1.RolloutRevision{Name: name, Pods: n})
 	}
@@ -94,4 +96,14 @@ func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollo
 		return a.Name < b.Name
 	})
 	return st
+}
+
+// viewItems are the pods of a rollout view as the items rollout.Assess reads, the pods that missed
+// the injection included (they are counted in the summary, and hold nothing up).
+func viewItems(pods []v1alpha1.RolloutPod) []rollout.Item {
+	out := make([]rollout.Item, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, rollout.Item{Namespace: p.Namespace, Name: p.Name, State: p.State, Reason: p.Reason, Message: p.Message})
+	}
+	return out
 }

@@ -1664,6 +1664,27 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutStatus(ref common.ReferenceC
 							},
 						},
 					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is where the rollout stands: Progressing, Done, Paused or Stalled.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"summary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Summary is one line on the pods' progress (updated, upgrading, waiting, unavailable, held).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why a Paused or Stalled rollout does not go on; empty otherwise.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"injection": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Injection says which admission path injects the SidecarSet into new pods, and why.",
@@ -3273,6 +3294,27 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref common.ReferenceCa
 									},
 								},
 							},
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is where the rollout stands: Progressing, Done, Paused or Stalled.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"summary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Summary is one line on the pods' progress (updated, upgrading, waiting, unavailable, held).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why a Paused or Stalled rollout does not go on; empty otherwise.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"injection": {

@@ -865,6 +865,9 @@ func autoConvert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatu
 	out.Unavailable = in.Unavailable
 	out.Revisions = *(*[]apps.RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]apps.RolloutPod)(unsafe.Pointer(&in.Pods))
+	out.Phase = apps.RolloutPhase(in.Phase)
+	out.Summary = in.Summary
+	out.Message = in.Message
 	out.Injection = (*apps.RolloutInjection)(unsafe.Pointer(in.Injection))
 	return nil
 }
@@ -883,6 +886,9 @@ func autoConvert_apps_SidecarSetRolloutStatus_To_v1alpha1_SidecarSetRolloutStatu
 	out.Unavailable = in.Unavailable
 	out.Revisions = *(*[]RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]RolloutPod)(unsafe.Pointer(&in.Pods))
+	out.Phase = RolloutPhase(in.Phase)
+	out.Summary = in.Summary
+	out.Message = in.Message
 	out.Injection = (*RolloutInjection)(unsafe.Pointer(in.Injection))
 	return nil
 }

@@ -781,6 +781,9 @@ func autoConvert_v1beta1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus
 	out.Unavailable = in.Unavailable
 	out.Revisions = *(*[]apps.RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]apps.RolloutPod)(unsafe.Pointer(&in.Pods))
+	out.Phase = apps.RolloutPhase(in.Phase)
+	out.Summary = in.Summary
+	out.Message = in.Message
 	out.Injection = (*apps.RolloutInjection)(unsafe.Pointer(in.Injection))
 	return nil
 }
@@ -799,6 +802,9 @@ func autoConvert_apps_SidecarSetRolloutStatus_To_v1beta1_SidecarSetRolloutStatus
 	out.Unavailable = in.Unavailable
 	out.Revisions = *(*[]RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]RolloutPod)(unsafe.Pointer(&in.Pods))
+	out.Phase = RolloutPhase(in.Phase)
+	out.Summary = in.Summary
+	out.Message = in.Message
 	out.Injection = (*RolloutInjection)(unsafe.Pointer(in.Injection))
 	return nil
 }

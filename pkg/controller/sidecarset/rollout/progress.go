@@ -86,6 +86,20 @@ func (p Progress) Stalled() string {
 	return ""
 }
 
+// Phase is where the rollout stands: Stalled when pods fail to run the new sidecar, Done, Paused,
+// or Progressing.
+func (p Progress) Phase() v1alpha1.RolloutPhase {
+	switch {
+	case len(p.Failed) > 0:
+		return v1alpha1.RolloutStalled
+	case p.Done():
+		return v1alpha1.RolloutDone
+	case p.Paused:
+		return v1alpha1.RolloutPaused
+	}
+	return v1alpha1.RolloutProgressing
+}
+
 // Summary is one line on the rollout of SidecarSet name.
 func (p Progress) Summary(name string) string {
 	line := fmt.Sprintf("SidecarSet %q rollout: %d of %d pods updated, %d upgrading, %d waiting, %d unavailable", name, p.Updated, p.Total, p.Upgrading, p.Waiting, p.Unavailable)
