@@ -3,9 +3,13 @@ GO ?= go
 
 .PHONY: run test unit verify lint verify-fresh e2e e2e-node e2e-moves fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
 
+# The version stamped into the server, the plugin and the image (pkg/version): git describe, or
+# VERSION=v1.2.3 make build.
+VERSION_LDFLAGS = $(shell VERSION=$(VERSION) hack/version.sh)
+
 build:
-	$(GO) build -o _output/bin/sidecarset-apiserver ./cmd/apiserver
-	$(GO) build -o _output/bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o _output/bin/sidecarset-apiserver ./cmd/apiserver
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o _output/bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
 
 # The server's OCI image, without a container daemon: the static binary and an /etc/passwd entry for
 # uid 65532 in one layer, written by hack/image as an image layout (_output/image/oci) and its tar
@@ -17,7 +21,7 @@ IMAGE_TAG ?= latest
 
 image:
 	mkdir -p _output/image
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags='-s -w' -o _output/image/sidecarset-apiserver ./cmd/apiserver
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags='-s -w $(VERSION_LDFLAGS)' -o _output/image/sidecarset-apiserver ./cmd/apiserver
 	$(GO) run ./hack/image -binary _output/image/sidecarset-apiserver -arch $(IMAGE_ARCH) -ref $(IMAGE_TAG) \
 		-layout _output/image/oci -archive _output/image/sidecarset-apiserver.tar
 

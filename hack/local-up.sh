@@ -306,7 +306,7 @@ start_server() {
 # cannot load its SidecarSets).
 start_server_process() {
   server_kubeconfig
-  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  (cd "${ROOT}" && go build -ldflags "$(hack/version.sh)" -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_PORT}" "${STATE}/server-certs")
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
@@ -316,7 +316,7 @@ start_server_process() {
 # cert dir, and waits until it is ready.
 start_replica() {
   [[ -f "${RUN}/server-etcd.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
-  (cd "${ROOT}" && go build -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  (cd "${ROOT}" && go build -ldflags "$(hack/version.sh)" -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_REPLICA_PORT}" "${STATE}/server-2-certs")
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"

@@ -193,6 +193,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, err
 	}
+	serveVersion(generic.Handler.GoRestfulContainer)
 	s := &Server{GenericAPIServer: generic}
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 	if s.Revisions, err = sidecarsetrevision.NewStore(Scheme, optsGetter); err != nil {

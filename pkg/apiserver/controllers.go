@@ -28,6 +28,7 @@ import (
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/version"
 )
 
 // injectionPaths says, for the /rollout view and the SidecarSet status, which admission path
@@ -170,6 +171,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		Grace:                c.ExtraConfig.PolicyGrace,
 		WebhookOnly:          paths.webhookOnly,
 		Owner:                apiServiceOwner(kube, c.ExtraConfig.InjectionOwner),
+		Version:              version.Get().GitVersion,
 	}
 	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue

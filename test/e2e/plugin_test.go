@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -36,7 +37,12 @@ func plugin(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	pluginOnce.Do(func() {
 		pluginPath = filepath.Join(root, "_output", "bin", "kubectl-sidecarset")
-		cmd := exec.Command("go", "build", "-o", pluginPath, "./cmd/kubectl-sidecarset")
+		ldflags, err := exec.Command(filepath.Join(root, "hack", "version.sh")).Output()
+		if err != nil {
+			pluginErr = &buildError{"hack/version.sh", err}
+			return
+		}
+		cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", pluginPath, "./cmd/kubectl-sidecarset")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginErr = &buildError{string(out), err}
@@ -388,4 +394,43 @@ func containerLayout(p *corev1.Pod) string {
 		names = append(names, c.Name+"="+c.Image)
 	}
 	return strings.Join(names, ",")
+}
+
+// TestVersion: the build stamps one version (hack/version.sh) into the server and the plugin; the
+// server serves it on /version and as sidecarset_build_info, records it on the injection webhooks,
+// and `kubectl sidecarset version` prints both.
+func TestVersion(t *testing.T) {
+	ldflags, err := exec.Command(filepath.Join(root, "hack", "version.sh")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, f := range strings.Fields(string(ldflags)) {
+		if v, ok := strings.CutPrefix(f, "github.com/sidecarset/apiserver/pkg/version.gitVersion="); ok {
+			want = v
+		}
+	}
+	if want == "" {
+		t.Fatalf("hack/version.sh sets no gitVersion: %s", ldflags)
+	}
+	data, err := replicaClient(t, 1).Get().AbsPath("/version").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("GET /version: %v", err)
+	}
+	var served struct{ GitVersion, GitCommit, GoVersion string }
+	if err := json.Unmarshal(data, &served); err != nil || served.GitVersion != want || served.GitCommit == "" {
+		t.Errorf("server /version %s (%v), want gitVersion %s and a commit", data, err, want)
+	}
+	if m := serverMetrics(t); !strings.Contains(m, `sidecarset_build_info{git_commit="`+served.GitCommit+`",git_version="`+want+`"`) {
+		t.Errorf("metrics lack the build info of %s:\n%s", want, grepLines(m, "build_info"))
+	}
+	wantOut := "Client Version: " + want + "\nServer Version: " + want + "\n"
+	var out, errOut string
+	err = wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, errOut, err = plugin(t, "version")
+		return err == nil && out == wantOut, nil // the leader records its version on its first reconcile
+	})
+	if err != nil {
+		t.Errorf("kubectl sidecarset version:\n%s%s\nwant:\n%s", out, errOut, wantOut)
+	}
 }

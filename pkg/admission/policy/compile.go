@@ -25,6 +25,9 @@ const (
 	// from SidecarSet name to the spec hash it was compiled from, when (the updateTimestamp its
 	// pods' hash annotation entries carry) and a digest of what it injects where.
 	SidecarSetsAnnotation = "apps.kruise.io/sidecarsets"
+	// ServerVersionAnnotation on the active injection webhook configuration is the version of the
+	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
+	ServerVersionAnnotation = "apps.kruise.io/server-version"
 )
 
 // Path says which admission path injects a SidecarSet.

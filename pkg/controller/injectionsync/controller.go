@@ -78,6 +78,9 @@ type Options struct {
 	// Owner, when set, returns the owner reference every policy and binding carries (read on each
 	// reconcile: the owner may be re-created), so that the garbage collector deletes them with it.
 	Owner func(context.Context) (*metav1.OwnerReference, error)
+	// Version is this server's version, recorded on the active webhook configuration
+	// (policy.ServerVersionAnnotation); empty records none.
+	Version string
 }
 
 // Controller reconciles policy injection.
@@ -665,6 +668,9 @@ func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.Webhook
 		Name:   ActiveWebhooks(tmpl.Name),
 		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue},
 	}, Webhooks: policy.ExpandWebhooks(tmpl.Webhooks, matches, c.opts.ExcludedNamespaces)}
+	if c.opts.Version != "" {
+		want.Annotations = map[string]string{policy.ServerVersionAnnotation: c.opts.Version}
+	}
 	if owner != nil {
 		want.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
@@ -694,6 +700,9 @@ func (c *Controller) applyWebhooks(ctx context.Context, matches []policy.Webhook
 			update.Labels = map[string]string{}
 		}
 		update.Labels[policy.ManagedByLabel] = policy.ManagedByValue
+		for k, v := range want.Annotations {
+			metav1.SetMetaDataAnnotation(&update.ObjectMeta, k, v)
+		}
 		written, err = client.Update(ctx, update, metav1.UpdateOptions{})
 	}
 	if err != nil {

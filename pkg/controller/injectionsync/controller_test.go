@@ -83,7 +83,7 @@ func newFixture(t *testing.T, webhookOnly bool, sets []*v1alpha1.SidecarSet, obj
 		Bindings:             kinf.Admissionregistration().V1().MutatingAdmissionPolicyBindings(),
 		Webhooks:             kinf.Admissionregistration().V1().MutatingWebhookConfigurations(),
 		WebhookConfiguration: "sidecarset-injector",
-		Grace:                10 * time.Second, Clock: f.clock, WebhookOnly: webhookOnly,
+		Grace:                10 * time.Second, Clock: f.clock, WebhookOnly: webhookOnly, Version: "v1.2.3",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -506,8 +506,14 @@ func TestActiveWebhooksFromTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if active.Labels[policy.ManagedByLabel] != policy.ManagedByValue {
-		t.Errorf("active configuration labels %v", active.Labels)
+	if active.Labels[policy.ManagedByLabel] != policy.ManagedByValue || active.Annotations[policy.ServerVersionAnnotation] != "v1.2.3" {
+		t.Errorf("active configuration labels %v, annotations %v; want managed-by and the server's version", active.Labels, active.Annotations)
+	}
+	// A server of another version takes over: it records its version, and nothing else changes.
+	f.ctrl.opts.Version = "v1.3.0"
+	f.reconcile(t)
+	if active, err = ar.Get(context.Background(), active.Name, metav1.GetOptions{}); err != nil || active.Annotations[policy.ServerVersionAnnotation] != "v1.3.0" {
+		t.Errorf("after an upgrade: annotations %v (%v), want the new version", active.Annotations, err)
 	}
 	if w := f.webhooks(t); w != "app in (a) | " {
 		t.Errorf("active webhooks %q", w)
