@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit verify lint verify-fresh e2e e2e-node e2e-moves fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -48,10 +48,22 @@ verify-fresh:
 
 # The main module's tests, then the differential test of the SidecarSet validation against
 # kube-apiserver's pod validation (its own module, test/podvalidation, which requires
-# k8s.io/kubernetes; about 20 s).
+# k8s.io/kubernetes; about 20 s). test/chart needs helm and kubectl: built first (once, into
+# _output/tools), so that no test waits for them.
 unit:
+	GO=$(GO) hack/install-helm.sh >/dev/null
+	hack/install-tools.sh >/dev/null
 	$(GO) test -count=1 ./...
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The Helm chart charts/sidecarset-apiserver: helm lint (here with cert-manager, which needs no
+# certificate files; TestHelmLint lints both sources), and test/chart, which renders the chart
+# against `kubectl kustomize artifacts/deploy` (and the cert-manager and namespace overlays) object
+# by object. helm is built by hack/install-helm.sh the first time.
+chart:
+	GO=$(GO) hack/install-helm.sh >/dev/null
+	$$(hack/install-helm.sh | tail -n 1) lint --strict charts/sidecarset-apiserver --set certificates.source=cert-manager
+	$(GO) test -count=1 -v ./test/chart/
 
 # REAL_NODE=1: the cluster also gets the real node (containerd and a kubelet; hack/local-up.sh
 # node-up, root only), on which TestRealNodeInjection and TestRealNodeUpgrade run.

@@ -19,11 +19,14 @@
 #
 # Existing files are kept (a second run changes nothing); a missing certificate is issued by the
 # existing CA, so deleting the leaf certificates and running again renews them. --force replaces
-# everything, CAs included. NAMESPACE (default kruise-system) is the namespace the names are in.
+# everything, CAs included. NAMESPACE (default kruise-system) is the namespace the names are in;
+# ETCD_MEMBERS (default 3) the number of etcd members named (the Helm chart's etcd.replicas).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 NAMESPACE=${NAMESPACE:-kruise-system}
+ETCD_MEMBERS=${ETCD_MEMBERS:-3}
+[[ "${ETCD_MEMBERS}" =~ ^[1-9][0-9]*$ ]] || { echo "deploy-certs: ETCD_MEMBERS=${ETCD_MEMBERS} is not a number of members" >&2; exit 2; }
 CA_DAYS=${CA_DAYS:-3650}
 CERT_DAYS=${CERT_DAYS:-730}
 FORCE=0
@@ -31,7 +34,7 @@ OUT=""
 for arg in "$@"; do
   case "${arg}" in
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "deploy-certs: unknown flag ${arg}" >&2; exit 2 ;;
     *) [[ -z "${OUT}" ]] || { echo "deploy-certs: one OUT_DIR only" >&2; exit 2; }; OUT=${arg} ;;
   esac
@@ -102,7 +105,7 @@ cert() {
 }
 
 members=""
-for i in 0 1 2; do members+="DNS:sidecarset-etcd-${i}.sidecarset-etcd.${NAMESPACE}.svc,"; done
+for ((i = 0; i < ETCD_MEMBERS; i++)); do members+="DNS:sidecarset-etcd-${i}.sidecarset-etcd.${NAMESPACE}.svc,"; done
 members=${members%,}
 
 ca etcd-ca "sidecarset-etcd-ca"
@@ -115,10 +118,11 @@ ca serving-ca "sidecarset-apiserver-ca"
 cert apiserver serving-ca "sidecarset-apiserver.${NAMESPACE}.svc" serverAuth \
   "DNS:sidecarset-apiserver.${NAMESPACE}.svc,DNS:sidecarset-apiserver.${NAMESPACE}.svc.cluster.local"
 
+last="sidecarset-etcd-$((ETCD_MEMBERS - 1)).sidecarset-etcd.${NAMESPACE}.svc"
 for want in "apiserver DNS:sidecarset-apiserver.${NAMESPACE}.svc" "etcd-server DNS:sidecarset-etcd.${NAMESPACE}.svc" \
-  "etcd-peer DNS:sidecarset-etcd-0.sidecarset-etcd.${NAMESPACE}.svc"; do
+  "etcd-server DNS:${last}" "etcd-peer DNS:${last}"; do
   if ! openssl x509 -in "${OUT}/${want%% *}.crt" -noout -ext subjectAltName 2>/dev/null | grep -qF "${want#* }"; then
-    log "${OUT}/${want%% *}.crt has no SAN ${want#* } (another NAMESPACE?): run again with --force"
+    log "${OUT}/${want%% *}.crt has no SAN ${want#* } (another NAMESPACE or ETCD_MEMBERS?): run again with --force"
     exit 1
   fi
 done

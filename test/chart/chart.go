@@ -1,0 +1,345 @@
+// Package chart renders the Helm chart charts/sidecarset-apiserver and the kustomization it
+// reproduces, artifacts/deploy, and compares the two object by object. Its tests (ordinary go
+// test, no cluster) prove that the chart's default values install exactly what the kustomization
+// installs; Render is for tests against a cluster (helm template | kubectl apply --dry-run=server).
+//
+// helm is built from the Go module proxy by hack/install-helm.sh (the first time, about two
+// minutes), kubectl by hack/install-tools.sh; both into _output/tools.
+package chart
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// Dir is the chart, relative to the repository root.
+	Dir = "charts/sidecarset-apiserver"
+	// Release is the release name the tests render with.
+	Release = "sidecarset"
+)
+
+// HelmLabels are the labels the chart adds to every object's metadata (helm.sh/chart,
+// app.kubernetes.io/managed-by=Helm, app.kubernetes.io/instance): Normalize drops them, and only
+// them, before a comparison with the kustomization. A value of nil drops the label whatever its
+// value.
+var HelmLabels = map[string]*string{
+	"helm.sh/chart":                nil,
+	"app.kubernetes.io/managed-by": ptr("Helm"),
+	"app.kubernetes.io/instance":   nil,
+	"app.kubernetes.io/version":    nil,
+}
+
+func ptr(s string) *string { return &s }
+
+// CertFiles maps the chart's certificate values (certificates.source=secrets) to the files
+// hack/deploy-certs.sh writes.
+var CertFiles = map[string]string{
+	"certificates.etcdCA":          "etcd-ca.crt",
+	"certificates.etcdServer.cert": "etcd-server.crt",
+	"certificates.etcdServer.key":  "etcd-server.key",
+	"certificates.etcdPeer.cert":   "etcd-peer.crt",
+	"certificates.etcdPeer.key":    "etcd-peer.key",
+	"certificates.etcdClient.cert": "etcd-client.crt",
+	"certificates.etcdClient.key":  "etcd-client.key",
+	"certificates.servingCA":       "serving-ca.crt",
+	"certificates.apiserver.cert":  "apiserver.crt",
+	"certificates.apiserver.key":   "apiserver.key",
+}
+
+// Root returns the repository root, found from the working directory upwards (the directory with
+// the chart and hack/install-helm.sh).
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack/install-helm.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no hack/install-helm.sh above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Helm returns the helm binary of hack/install-helm.sh, which builds it when it is missing.
+func Helm(root string) (string, error) {
+	out, err := run(root, nil, filepath.Join(root, "hack/install-helm.sh"))
+	if err != nil {
+		return "", err
+	}
+	return lastLine(out), nil
+}
+
+var kubeVersion = regexp.MustCompile(`(?m)^KUBE_VERSION=(\S+)`)
+
+// Kubectl returns the kubectl of hack/install-tools.sh, running it (which builds the local
+// cluster's binaries) only when that kubectl is missing.
+func Kubectl(root string) (string, error) {
+	script := filepath.Join(root, "hack/install-tools.sh")
+	src, err := os.ReadFile(script)
+	if err != nil {
+		return "", err
+	}
+	if m := kubeVersion.FindSubmatch(src); m != nil {
+		kubectl := filepath.Join(root, "_output/tools", "k8s-"+string(m[1]), "bin/kubectl")
+		if _, err := os.Stat(kubectl); err == nil {
+			return kubectl, nil
+		}
+	}
+	out, err := run(root, nil, script)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(lastLine(out), "kubectl"), nil
+}
+
+// WriteCerts runs hack/deploy-certs.sh into dir, for namespace (empty: its default, kruise-system).
+func WriteCerts(root, dir, namespace string) error {
+	var env []string
+	if namespace != "" {
+		env = []string{"NAMESPACE=" + namespace}
+	}
+	_, err := run(root, env, filepath.Join(root, "hack/deploy-certs.sh"), dir)
+	return err
+}
+
+// CertFlags returns helm's --set-file flags for the certificates hack/deploy-certs.sh wrote into dir.
+func CertFlags(dir string) []string {
+	keys := make([]string, 0, len(CertFiles))
+	for k := range CertFiles {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	flags := make([]string, 0, len(keys))
+	for _, k := range keys {
+		flags = append(flags, "--set-file", k+"="+filepath.Join(dir, CertFiles[k]))
+	}
+	return flags
+}
+
+// Template returns `helm template` of the chart (release Release) with args (values flags).
+func Template(helm, root string, args ...string) ([]byte, error) {
+	return run(root, nil, helm, append([]string{"template", Release, filepath.Join(root, Dir)}, args...)...)
+}
+
+// Render builds helm if needed and returns the chart rendered with the certificates of certDir
+// (written there by hack/deploy-certs.sh first: it keeps existing files) and args, for
+// `kubectl apply --dry-run=server -f -` against a cluster. hack/chart-template.sh does the same
+// from a shell.
+func Render(root, certDir string, args ...string) ([]byte, error) {
+	helm, err := Helm(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteCerts(root, certDir, ""); err != nil {
+		return nil, err
+	}
+	return Template(helm, root, append(CertFlags(certDir), args...)...)
+}
+
+// Kustomize returns `kubectl kustomize dir`.
+func Kustomize(kubectl, dir string) ([]byte, error) {
+	return run(dir, nil, kubectl, "kustomize", dir)
+}
+
+func run(dir string, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Key names an object: kind, namespace (empty for cluster-scoped objects) and name.
+type Key struct{ Kind, Namespace, Name string }
+
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
+}
+
+// Parse reads a multi-document YAML stream (helm template's or kubectl kustomize's output) into
+// objects by key; empty documents are skipped, a key seen twice is an error.
+func Parse(manifest []byte) (map[Key]*unstructured.Unstructured, error) {
+	objs := map[Key]*unstructured.Unstructured{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]interface{}
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			return nil, fmt.Errorf("%w in\n%s", err, doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		k := Key{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		if k.Kind == "" || k.Name == "" {
+			return nil, fmt.Errorf("a document without kind or name:\n%s", doc)
+		}
+		if _, dup := objs[k]; dup {
+			return nil, fmt.Errorf("%s twice", k)
+		}
+		objs[k] = u
+	}
+}
+
+// Normalize returns a copy of obj without the chart's HelmLabels (and without metadata.labels if
+// nothing else is left) and with each Secret data value replaced by the length and SHA-256 of the
+// bytes it encodes (kustomize wraps the base64 lines, helm does not; and differences are reported
+// without printing key material).
+func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	obj = obj.DeepCopy()
+	if labels, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels"); ok {
+		if labels, ok := labels.(map[string]interface{}); ok {
+			for k, want := range HelmLabels {
+				if v, ok := labels[k]; ok && (want == nil || v == *want) {
+					delete(labels, k)
+				}
+			}
+			if len(labels) == 0 {
+				unstructured.RemoveNestedField(obj.Object, "metadata", "labels")
+			}
+		}
+	}
+	if obj.GetKind() == "Secret" {
+		if data, ok := obj.Object["data"].(map[string]interface{}); ok {
+			for k, v := range data {
+				s, ok := v.(string)
+				if !ok {
+					continue
+				}
+				if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), "")); err == nil {
+					data[k] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
+				}
+			}
+		}
+	}
+	return obj
+}
+
+// Compare returns every difference between the chart's objects and the kustomization's, after
+// Normalize: objects only one side has, and each differing field of the others (by its path).
+func Compare(chart, kustomize map[Key]*unstructured.Unstructured) []string {
+	var diffs []string
+	for k, c := range chart {
+		kz, ok := kustomize[k]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: only in the chart", k))
+			continue
+		}
+		for _, d := range diff("", Normalize(c).Object, Normalize(kz).Object) {
+			diffs = append(diffs, fmt.Sprintf("%s: %s", k, d))
+		}
+	}
+	for k := range kustomize {
+		if _, ok := chart[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: only in the kustomization", k))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+// diff returns the paths at which a (the chart's) and b (the kustomization's) differ.
+func diff(path string, a, b interface{}) []string {
+	switch av := a.(type) {
+	case map[string]interface{}:
+		bv, ok := b.(map[string]interface{})
+		if !ok {
+			break
+		}
+		keys := map[string]bool{}
+		for k := range av {
+			keys[k] = true
+		}
+		for k := range bv {
+			keys[k] = true
+		}
+		var out []string
+		for k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			x, inA := av[k]
+			y, inB := bv[k]
+			switch {
+			case !inA:
+				out = append(out, fmt.Sprintf("%s: missing in the chart (kustomization: %s)", p, show(y)))
+			case !inB:
+				out = append(out, fmt.Sprintf("%s: only in the chart (%s)", p, show(x)))
+			default:
+				out = append(out, diff(p, x, y)...)
+			}
+		}
+		return out
+	case []interface{}:
+		bv, ok := b.([]interface{})
+		if !ok || len(av) != len(bv) {
+			break
+		}
+		var out []string
+		for i := range av {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i])...)
+		}
+		return out
+	default:
+		if reflect.DeepEqual(a, b) {
+			return nil
+		}
+	}
+	if reflect.DeepEqual(a, b) {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s: chart %s, kustomization %s", path, show(a), show(b))}
+}
+
+func show(v interface{}) string {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	s := strings.TrimSpace(string(b))
+	if strings.Contains(s, "\n") {
+		return "\n" + s
+	}
+	return fmt.Sprintf("%s (%T)", s, v)
+}

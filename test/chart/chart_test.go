@@ -1,0 +1,478 @@
+package chart
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/test/deploycheck"
+)
+
+// env is what every test shares: the tools, and a copy of artifacts/deploy and
+// artifacts/deploy-example (without an operator's certs/) with certificates of hack/deploy-certs.sh.
+type env struct {
+	root, helm, kubectl string
+	dir                 string // the copy: dir/artifacts/deploy, dir/artifacts/deploy-example
+	certs               string // dir/artifacts/deploy/certs
+}
+
+var (
+	setupOnce sync.Once
+	shared    env
+	setupErr  error
+	tmpDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tmpDir != "" {
+		_ = os.RemoveAll(tmpDir)
+	}
+	os.Exit(code)
+}
+
+// setup builds helm (hack/install-helm.sh) and finds kubectl the first time; a missing tool is
+// built, never a reason to skip.
+func setup(t *testing.T) env {
+	t.Helper()
+	setupOnce.Do(func() {
+		e := env{}
+		if e.root, setupErr = Root(); setupErr != nil {
+			return
+		}
+		if e.helm, setupErr = Helm(e.root); setupErr != nil {
+			return
+		}
+		if e.kubectl, setupErr = Kubectl(e.root); setupErr != nil {
+			return
+		}
+		if tmpDir, setupErr = os.MkdirTemp("", "chart-test-"); setupErr != nil {
+			return
+		}
+		e.dir = tmpDir
+		for _, d := range []string{"artifacts/deploy", "artifacts/deploy-example"} {
+			if setupErr = copyTree(filepath.Join(e.root, d), filepath.Join(e.dir, d), "certs"); setupErr != nil {
+				return
+			}
+		}
+		e.certs = filepath.Join(e.dir, "artifacts/deploy/certs")
+		if setupErr = WriteCerts(e.root, e.certs, ""); setupErr != nil {
+			return
+		}
+		shared = e
+	})
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	return shared
+}
+
+func (e env) template(t *testing.T, args ...string) map[Key]*unstructured.Unstructured {
+	t.Helper()
+	out, err := Template(e.helm, e.root, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Parse(out)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	return objs
+}
+
+func (e env) kustomize(t *testing.T, dir string) map[Key]*unstructured.Unstructured {
+	t.Helper()
+	out, err := Kustomize(e.kubectl, filepath.Join(e.dir, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Parse(out)
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", dir, err)
+	}
+	return objs
+}
+
+// TestHelmLint lints the chart with either certificate source (with the default one, secrets, the
+// certificate files of hack/deploy-certs.sh).
+func TestHelmLint(t *testing.T) {
+	e := setup(t)
+	for name, args := range map[string][]string{
+		"secrets":      CertFlags(e.certs),
+		"cert-manager": {"--set", "certificates.source=cert-manager"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(e.helm, append([]string{"lint", "--strict", filepath.Join(e.root, Dir)}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("helm lint: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestChartMatchesKustomization renders the chart and builds the kustomization it reproduces, with
+// the same certificates, and compares them object by object (the same kinds, namespaces and names,
+// the same content but for the labels Helm adds): the default values against artifacts/deploy,
+// certificates.source=cert-manager against overlays/cert-manager, and the namespace and image of
+// artifacts/deploy-example (which moves everything to another namespace) against that overlay.
+func TestChartMatchesKustomization(t *testing.T) {
+	e := setup(t)
+	example := readExample(t, filepath.Join(e.dir, "artifacts/deploy-example/kustomization.yaml"))
+	for _, tc := range []struct {
+		name, kustomization string
+		values              []string
+	}{
+		{"default values, certificates from files", "artifacts/deploy", CertFlags(e.certs)},
+		{"certificates from cert-manager", "artifacts/deploy/overlays/cert-manager", []string{"--set", "certificates.source=cert-manager"}},
+		{"namespace and image of deploy-example", "artifacts/deploy-example", append(CertFlags(e.certs),
+			"--set", "namespace="+example.Namespace,
+			"--set", "image.repository="+example.Images[0].NewName, "--set", "image.tag="+example.Images[0].NewTag)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := e.kustomize(t, tc.kustomization)
+			got := e.template(t, tc.values...)
+			if len(want) < 30 {
+				t.Fatalf("kubectl kustomize %s built %d objects, expected the whole deployment", tc.kustomization, len(want))
+			}
+			if diffs := Compare(got, want); len(diffs) > 0 {
+				t.Errorf("the chart (helm template %s) differs from kubectl kustomize %s in %d places:\n%s",
+					describe(tc.values), tc.kustomization, len(diffs), strings.Join(diffs, "\n"))
+			} else {
+				t.Logf("%d objects, identical", len(want))
+			}
+		})
+	}
+}
+
+type exampleOverlay struct {
+	Namespace string `json:"namespace"`
+	Images    []struct {
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+func readExample(t *testing.T, path string) exampleOverlay {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k exampleOverlay
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Namespace == "" || len(k.Images) != 1 || k.Images[0].NewName == "" || k.Images[0].NewTag == "" {
+		t.Fatalf("%s: expected a namespace and one image with newName and newTag, got %+v", path, k)
+	}
+	return k
+}
+
+// TestCompareFindsDivergence checks the comparison itself: a changed field, an added label, a
+// missing object and an extra one are each reported; the labels Helm adds and kustomize's wrapping
+// of Secret data are not.
+func TestCompareFindsDivergence(t *testing.T) {
+	e := setup(t)
+	want := e.kustomize(t, "artifacts/deploy")
+	got := e.template(t, CertFlags(e.certs)...)
+	if diffs := Compare(got, want); len(diffs) > 0 {
+		t.Fatalf("unexpected differences:\n%s", strings.Join(diffs, "\n"))
+	}
+	deployment := Key{Kind: "Deployment", Namespace: "kruise-system", Name: "sidecarset-apiserver"}
+	if _, ok := got[deployment]; !ok {
+		t.Fatalf("no %s in the chart", deployment)
+	}
+
+	changed := map[Key]*unstructured.Unstructured{}
+	for k, v := range got {
+		changed[k] = v.DeepCopy()
+	}
+	d := changed[deployment]
+	if err := unstructured.SetNestedField(d.Object, int64(3), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	d.SetLabels(map[string]string{"extra": "x", "helm.sh/chart": "y"})
+	service := Key{Kind: "Service", Namespace: "kruise-system", Name: "sidecarset-apiserver"}
+	delete(changed, service)
+	extra := Key{Kind: "ConfigMap", Namespace: "kruise-system", Name: "extra"}
+	changed[extra] = &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "extra", "namespace": "kruise-system"},
+	}}
+	diffs := strings.Join(Compare(changed, want), "\n")
+	for _, w := range []string{
+		deployment.String() + ": spec.replicas: chart 3",
+		deployment.String() + ": metadata.labels: only in the chart",
+		service.String() + ": only in the kustomization",
+		extra.String() + ": only in the chart",
+	} {
+		if !strings.Contains(diffs, w) {
+			t.Errorf("the differences do not report %q:\n%s", w, diffs)
+		}
+	}
+	if n := strings.Count(diffs, "\n") + 1; n != 4 {
+		t.Errorf("%d differences reported, want 4:\n%s", n, diffs)
+	}
+}
+
+// TestChartValues renders values the kustomization has no overlay for and checks where they land:
+// server replicas, image pull policy, resources, etcd members (the server's --etcd-servers, etcd's
+// --initial-cluster, cert-manager's DNS names), etcd's storage and quota, the backup hours and
+// their claim; and that the etcd StatefulSet still listens only with TLS and client certificates.
+func TestChartValues(t *testing.T) {
+	e := setup(t)
+	for _, source := range []string{"secrets", "cert-manager"} {
+		t.Run(source, func(t *testing.T) {
+			args := []string{"--set", "certificates.source=" + source,
+				"--set", "replicas=3", "--set", "image.pullPolicy=IfNotPresent",
+				"--set", "resources.limits.memory=2Gi",
+				"--set", "etcd.replicas=5", "--set", "etcd.resources.requests.cpu=1500m",
+				"--set", "etcd.persistence.storageClassName=fast", "--set", "etcd.persistence.size=50Gi",
+				"--set", "etcd.quotaBackendBytes=8589934592",
+				"--set", "etcd.backup.hours={3}", "--set", "etcd.backup.persistence.size=40Gi"}
+			if source == "secrets" {
+				args = append(args, CertFlags(e.certs)...)
+			}
+			objs := e.template(t, args...)
+			ns := "kruise-system"
+
+			dep := get(t, objs, Key{"Deployment", ns, "sidecarset-apiserver"})
+			expect(t, dep, int64(3), "spec", "replicas")
+			c := container(t, dep)
+			expect(t, c, "IfNotPresent", "imagePullPolicy")
+			expect(t, c, "2Gi", "resources", "limits", "memory")
+			expect(t, c, "100m", "resources", "requests", "cpu")
+			servers := members(5, "https://", ".sidecarset-etcd.$(POD_NAMESPACE).svc:2379", false)
+			if args := strings.Join(stringsAt(t, c, "args"), " "); !strings.Contains(args, "--etcd-servers="+servers+" ") {
+				t.Errorf("the server's args %q have no --etcd-servers=%s", args, servers)
+			}
+
+			sts := get(t, objs, Key{"StatefulSet", ns, "sidecarset-etcd"})
+			expect(t, sts, int64(5), "spec", "replicas")
+			c = container(t, sts)
+			expect(t, c, "1500m", "resources", "requests", "cpu")
+			expect(t, c, "2Gi", "resources", "limits", "memory")
+			etcdArgs := strings.Join(stringsAt(t, c, "args"), " ")
+			for _, w := range []string{
+				"--initial-cluster=" + members(5, "https://", ".sidecarset-etcd.$(POD_NAMESPACE).svc:2380", true) + " ",
+				"--quota-backend-bytes=8589934592 ",
+			} {
+				if !strings.Contains(etcdArgs, w) {
+					t.Errorf("etcd's args %q have no %s", etcdArgs, w)
+				}
+			}
+			claims, _, _ := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
+			if len(claims) != 1 {
+				t.Fatalf("%d volumeClaimTemplates", len(claims))
+			}
+			claim := &unstructured.Unstructured{Object: claims[0].(map[string]interface{})}
+			expect(t, claim, "fast", "spec", "storageClassName")
+			expect(t, claim, "50Gi", "spec", "resources", "requests", "storage")
+			var typed appsv1.StatefulSet
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(sts.Object, &typed); err != nil {
+				t.Fatal(err)
+			}
+			if err := deploycheck.EtcdTLS(&typed); err != nil {
+				t.Errorf("etcd accepts or offers insecure connections:\n%v", err)
+			}
+
+			backup := get(t, objs, Key{"PersistentVolumeClaim", ns, "sidecarset-etcd-backup"})
+			expect(t, backup, "fast", "spec", "storageClassName") // etcd.persistence's by default
+			expect(t, backup, "40Gi", "spec", "resources", "requests", "storage")
+			var cronJobs []string
+			for k := range objs {
+				if k.Kind == "CronJob" {
+					cronJobs = append(cronJobs, k.Name)
+				}
+			}
+			if len(cronJobs) != 1 || cronJobs[0] != "sidecarset-etcd-backup-03" {
+				t.Fatalf("CronJobs %v, want sidecarset-etcd-backup-03 alone", cronJobs)
+			}
+			cron := get(t, objs, Key{"CronJob", ns, "sidecarset-etcd-backup-03"})
+			expect(t, cron, "0 3 * * *", "spec", "schedule")
+			jobContainers, _, _ := unstructured.NestedSlice(cron.Object, "spec", "jobTemplate", "spec", "template", "spec", "containers")
+			if cmd := stringsAt(t, &unstructured.Unstructured{Object: jobContainers[0].(map[string]interface{})}, "command"); cmd[len(cmd)-1] != "/backup/snapshot-03.db" {
+				t.Errorf("the backup writes %v", cmd)
+			}
+
+			if source == "cert-manager" {
+				for name, extra := range map[string]int{"sidecarset-etcd-server": 4, "sidecarset-etcd-peer": 0} {
+					cert := get(t, objs, Key{"Certificate", ns, name})
+					dns := strings.Join(stringsAt(t, cert, "spec", "dnsNames"), ",")
+					if !strings.HasPrefix(dns, members(5, "", ".sidecarset-etcd.kruise-system.svc", false)) || strings.Count(dns, ",") != 4+extra {
+						t.Errorf("Certificate %s: dnsNames %s do not name the 5 members first", name, dns)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChartRefusesInvalidValues: what the chart refuses to render, with a message that says why.
+func TestChartRefusesInvalidValues(t *testing.T) {
+	e := setup(t)
+	cm := []string{"--set", "certificates.source=cert-manager"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no certificate files", nil, "certificates.etcdCA is required with certificates.source=secrets: --set-file certificates.etcdCA=artifacts/deploy/certs/etcd-ca.crt"},
+		{"one certificate file missing", without(CertFlags(e.certs), "certificates.apiserver.key="), "certificates.apiserver.key is required"},
+		{"unknown certificate source", []string{"--set", "certificates.source=vault"}, `certificates.source is "vault": secrets or cert-manager`},
+		{"even etcd members", append(cm, "--set", "etcd.replicas=4"), "etcd.replicas is 4: an etcd cluster needs an odd number of members"},
+		{"no etcd member", append(cm, "--set", "etcd.replicas=0"), "etcd.replicas is 0"},
+		{"backup hour out of range", append(cm, "--set", "etcd.backup.hours={6,24}"), "etcd.backup.hours: 24 is not an hour of the day"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Template(e.helm, e.root, tc.args...)
+			if err == nil {
+				t.Fatalf("helm template rendered:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the error does not say %q:\n%v", tc.want, err)
+			}
+		})
+	}
+}
+
+// TestChartTemplateScript: hack/chart-template.sh, for a shell's `| kubectl apply --dry-run=server
+// -f -`, prints what Template renders with the same certificates and values.
+func TestChartTemplateScript(t *testing.T) {
+	e := setup(t)
+	cmd := exec.Command(filepath.Join(e.root, "hack/chart-template.sh"), "--set", "replicas=3")
+	cmd.Env = append(os.Environ(), "CERT_DIR="+e.certs)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("hack/chart-template.sh: %v\n%s", err, stderr)
+	}
+	want, err := Template(e.helm, e.root, append(CertFlags(e.certs), "--set", "replicas=3")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(want) {
+		t.Errorf("hack/chart-template.sh printed\n%s\nwant\n%s", out, want)
+	}
+	rendered, err := Render(e.root, e.certs, "--set", "replicas=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rendered) != string(want) {
+		t.Errorf("Render returned\n%s\nwant\n%s", rendered, want)
+	}
+}
+
+// describe returns args with the certificate files of CertFlags in short.
+func describe(args []string) string {
+	var out []string
+	certs := false
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--set-file" && i+1 < len(args) && strings.HasPrefix(args[i+1], "certificates.") {
+			if !certs {
+				out = append(out, "--set-file certificates.*=<hack/deploy-certs.sh's files>")
+				certs = true
+			}
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return strings.Join(out, " ")
+}
+
+// without returns the --set-file flags but the one whose value starts with prefix.
+func without(flags []string, prefix string) []string {
+	var out []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if !strings.HasPrefix(flags[i+1], prefix) {
+			out = append(out, flags[i], flags[i+1])
+		}
+	}
+	return out
+}
+
+// members returns the etcd members' names (name=URL with named), each prefix+name+suffix, joined by commas.
+func members(n int, prefix, suffix string, named bool) string {
+	var m []string
+	for i := 0; i < n; i++ {
+		s := fmt.Sprintf("%ssidecarset-etcd-%d%s", prefix, i, suffix)
+		if named {
+			s = fmt.Sprintf("sidecarset-etcd-%d=%s", i, s)
+		}
+		m = append(m, s)
+	}
+	return strings.Join(m, ",")
+}
+
+func get(t *testing.T, objs map[Key]*unstructured.Unstructured, k Key) *unstructured.Unstructured {
+	t.Helper()
+	o, ok := objs[k]
+	if !ok {
+		t.Fatalf("no %s rendered", k)
+	}
+	return o
+}
+
+// container returns the first container of a Deployment's or StatefulSet's pod template.
+func container(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	cs, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("%s %s: no containers (%v)", o.GetKind(), o.GetName(), err)
+	}
+	return &unstructured.Unstructured{Object: cs[0].(map[string]interface{})}
+}
+
+func expect(t *testing.T, o *unstructured.Unstructured, want interface{}, path ...string) {
+	t.Helper()
+	got, found, err := unstructured.NestedFieldNoCopy(o.Object, path...)
+	if f, ok := got.(float64); ok {
+		got = int64(f)
+	}
+	if err != nil || !found || got != want {
+		t.Errorf("%s %s: %s is %v (found %t, %v), want %v", o.GetKind(), o.GetName(), strings.Join(path, "."), got, found, err, want)
+	}
+}
+
+func stringsAt(t *testing.T, o *unstructured.Unstructured, path ...string) []string {
+	t.Helper()
+	s, found, err := unstructured.NestedStringSlice(o.Object, path...)
+	if err != nil || !found {
+		t.Fatalf("%s %s: %s: found %t, %v", o.GetKind(), o.GetName(), strings.Join(path, "."), found, err)
+	}
+	return s
+}
+
+// copyTree copies the regular files under src to dst, leaving out top-level directories named skip.
+func copyTree(src, dst, skip string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if rel == skip {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+}
