@@ -16,7 +16,7 @@ import (
 // MutatingAdmissionPolicy) or Webhook (this server's injection webhook, the message says why);
 // either is a healthy state. False (reason InjectionPaused or NoSelector) when no new pod gets
 // them.
-const ConditionInjected = "Injected"
+const ConditionInjected = v1alpha1.SidecarSetInjected
 
 // injectionCondition is the Injected condition of a SidecarSet at generation, from the path that
 // serves it.
@@ -52,7 +52,7 @@ func setInjectionCondition(st *v1alpha1.SidecarSetStatus, inj *v1alpha1.RolloutI
 // without a label selector (policy.Widening): every pod created in the namespaces they serve then
 // reaches their match condition or this server, and while this server is down such creates may
 // fail. False (Narrowed) once that ends; absent on a SidecarSet that never caused it.
-const ConditionWebhookReceivesEveryPod = "WebhookReceivesEveryPod"
+const ConditionWebhookReceivesEveryPod = v1alpha1.SidecarSetWebhookReceivesEveryPod
 
 // setWideningCondition records the WebhookReceivesEveryPod condition in st: True with w's reason
 // when widened, False once it no longer is (only where it was True before).
@@ -72,7 +72,7 @@ func setWideningCondition(st *v1alpha1.SidecarSetStatus, w policy.Widening, wide
 // ConditionPodsNotInjected is True while pods the SidecarSet selects run without its sidecars
 // (status.notInjectedPods; the sidecarsets/rollout view lists them with the reason), and False
 // once every one of them runs them again.
-const ConditionPodsNotInjected = "PodsNotInjected"
+const ConditionPodsNotInjected = v1alpha1.SidecarSetPodsNotInjected
 
 // setMissedCondition records the PodsNotInjected condition in st: True with a summary while pods
 // missed the injection; False once none does, only where it was True before (a SidecarSet that
@@ -97,11 +97,11 @@ const (
 	// ConditionReady is True once the SidecarSet's generation is observed (its injection is in
 	// place) and every pod the rollout upgrades runs the current spec and is available (pods held
 	// by partition or updateStrategy.selector, or not upgradable in place, do not hold it up).
-	ConditionReady = "Ready"
+	ConditionReady = v1alpha1.SidecarSetReady
 	// ConditionProgressing is True while the rollout goes on by itself; False once it is done
 	// (RolloutComplete), paused (Paused) or stalled on pods whose new sidecar does not run
 	// (PodsFailed).
-	ConditionProgressing = "Progressing"
+	ConditionProgressing = v1alpha1.SidecarSetProgressing
 )
 
 // Reasons of the rollout conditions.

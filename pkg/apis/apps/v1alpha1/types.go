@@ -362,6 +362,23 @@ type UpdateScatterTerm struct {
 	Value string `json:"value"`
 }
 
+// The condition types of a SidecarSet's status (status.conditions), which the server sets and
+// tools read.
+const (
+	// SidecarSetInjected is True while new pods the SidecarSet selects get its sidecars, with the
+	// admission path as its reason (Policy or Webhook); False when no new pod gets them.
+	SidecarSetInjected = "Injected"
+	// SidecarSetReady is True once the generation is observed and the rollout is done.
+	SidecarSetReady = "Ready"
+	// SidecarSetProgressing is True while the rollout goes on by itself.
+	SidecarSetProgressing = "Progressing"
+	// SidecarSetPodsNotInjected is True while pods the SidecarSet selects run without its sidecars.
+	SidecarSetPodsNotInjected = "PodsNotInjected"
+	// SidecarSetWebhookReceivesEveryPod is True while the SidecarSet leaves the injection webhooks
+	// without a label selector.
+	SidecarSetWebhookReceivesEveryPod = "WebhookReceivesEveryPod"
+)
+
 // SidecarSetStatus is the observed state of a SidecarSet.
 type SidecarSetStatus struct {
 	// ObservedGeneration is the generation the status was computed for.

@@ -1,0 +1,177 @@
+package app
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+var checkNow = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+
+func testCA(t *testing.T, notAfter time.Time) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, NotBefore: checkNow.Add(-time.Hour),
+		NotAfter: notAfter, IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func crd(kind, plural string, versions ...string) apiextensionsv1.CustomResourceDefinition {
+	c := apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + ".apps.kruise.io"}}
+	c.Spec.Group, c.Spec.Names.Kind, c.Spec.Names.Plural = "apps.kruise.io", kind, plural
+	for _, v := range versions {
+		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
+	}
+	return c
+}
+
+// installedFacts is a healthy installation with a CA valid for a year.
+func installedFacts(t *testing.T) *clusterFacts {
+	ca := testCA(t, checkNow.AddDate(1, 0, 0))
+	f := &clusterFacts{Now: checkNow, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}, Policies: 2}
+	for _, name := range apiServiceNames {
+		f.APIServices[name] = &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:   apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Name: "sidecarset-apiserver"}, CABundle: ca},
+			Status: apiregistrationv1.APIServiceStatus{Conditions: []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue}}}}
+	}
+	f.Template = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"}}
+	f.Active = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector-active",
+		Labels:      map[string]string{policy.ManagedByLabel: policy.ManagedByValue},
+		Annotations: map[string]string{policy.ServerVersionAnnotation: "v1.2.3"}},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "a", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca}}}}
+	f.SidecarSets = []v1alpha1.SidecarSet{sidecarSetInjected("a", "True", "Policy"), sidecarSetInjected("b", "True", "Webhook")}
+	return f
+}
+
+func sidecarSetInjected(name string, status metav1.ConditionStatus, reason string) v1alpha1.SidecarSet {
+	ss := v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}}
+	ss.Status.Conditions = []metav1.Condition{{Type: v1alpha1.SidecarSetInjected, Status: status, Reason: reason, ObservedGeneration: 2}}
+	return ss
+}
+
+// TestAssessCluster: each subject's verdict, before and after installation.
+func TestAssessCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		facts  func(*testing.T) *clusterFacts
+		want   map[string]checkStatus // the checks named, with their status
+		inMsg  map[string]string      // words a check's message must hold
+		failed bool
+	}{
+		{"not installed, no OpenKruise", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow}
+		}, map[string]checkStatus{"openkruise-crds": checkOK, "server": checkSkipped}, nil, false},
+		{"not installed beside OpenKruise's CloneSet", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("CloneSet", "clonesets", "v1alpha1"), crd("SidecarSet", "sidecarsets", "v1alpha1", "v1beta1")},
+				Objects: map[string]int{"clonesets.apps.kruise.io/v1alpha1": 3, "sidecarsets.apps.kruise.io/v1alpha1": 1, "sidecarsets.apps.kruise.io/v1beta1": 1}}
+		}, map[string]checkStatus{"openkruise-crds": checkError}, map[string]string{"openkruise-crds": "would hide every kind of apps.kruise.io at those versions: apps.kruise.io/v1alpha1 CloneSet (clonesets.apps.kruise.io, 3 objects)"}, true},
+		{"not installed, only OpenKruise's SidecarSet", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("SidecarSet", "sidecarsets", "v1alpha1")},
+				Objects: map[string]int{"sidecarsets.apps.kruise.io/v1alpha1": 1}}
+		}, map[string]checkStatus{"openkruise-crds": checkWarning}, map[string]string{"openkruise-crds": "SidecarSet (sidecarsets.apps.kruise.io, 1 object)"}, false},
+		{"a kind at another version is not hidden", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("Future", "futures", "v2")}}
+		}, map[string]checkStatus{"openkruise-crds": checkOK}, nil, false},
+		{"healthy", installedFacts, map[string]checkStatus{"openkruise-crds": checkOK, "apiservices": checkOK, "storage": checkOK,
+			"webhooks": checkOK, "version": checkOK, "injection": checkOK, "certificates": checkOK},
+			map[string]string{"version": "v1.2.3", "webhooks": "2 MutatingAdmissionPolicies", "certificates": "365 days left"}, false},
+		{"installed beside a CloneSet CRD", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.CRDs = []apiextensionsv1.CustomResourceDefinition{crd("CloneSet", "clonesets", "v1alpha1")}
+			return f
+		}, map[string]checkStatus{"openkruise-crds": checkError}, map[string]string{"openkruise-crds": "hides every kind"}, true},
+		{"server not ready", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.APIServices["v1beta1.apps.kruise.io"].Status.Conditions[0] = apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available,
+				Status: apiregistrationv1.ConditionFalse, Reason: "MissingEndpoints", Message: "no endpoints"}
+			delete(f.APIServices, "v1.admission.kruise.io")
+			return f
+		}, map[string]checkStatus{"apiservices": checkError}, map[string]string{"apiservices": "v1beta1.apps.kruise.io is not Available: MissingEndpoints: no endpoints; v1.admission.kruise.io is missing"}, true},
+		{"etcd down", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets, f.SidecarSetsErr = nil, errors.New("the server is currently unable to handle the request")
+			return f
+		}, map[string]checkStatus{"storage": checkError}, nil, true},
+		{"no active webhooks yet", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Active = nil
+			return f
+		}, map[string]checkStatus{"webhooks": checkError, "version": checkWarning}, nil, true},
+		{"no policies served", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Policies = -1
+			return f
+		}, map[string]checkStatus{"webhooks": checkOK}, map[string]string{"webhooks": "serves no MutatingAdmissionPolicy"}, false},
+		{"a paused and an unobserved SidecarSet", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets = append(f.SidecarSets, sidecarSetInjected("p", "False", policy.ReasonInjectionPaused))
+			return f
+		}, map[string]checkStatus{"injection": checkWarning}, map[string]string{"injection": "p (InjectionPaused)"}, false},
+		{"an unobserved SidecarSet", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			ss := sidecarSetInjected("new", "True", "Policy")
+			ss.Generation = 3
+			f.SidecarSets = append(f.SidecarSets, ss)
+			return f
+		}, map[string]checkStatus{"injection": checkError}, map[string]string{"injection": "new: not yet observed"}, true},
+		{"a CA expiring in 10 days", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Active.Webhooks[0].ClientConfig.CABundle = testCA(t, checkNow.AddDate(0, 0, 10))
+			return f
+		}, map[string]checkStatus{"certificates": checkWarning}, map[string]string{"certificates": "expires in 10 days: the first to expire is webhook a"}, false},
+		{"an expired serving certificate", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.ServingCertificate = testCA(t, checkNow.Add(-time.Minute))
+			return f
+		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "expired: the first to expire is the server's serving certificate"}, true},
+		{"a broken CA bundle", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.APIServices["v1alpha1.apps.kruise.io"].Spec.CABundle = []byte("not PEM")
+			return f
+		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "APIService v1alpha1.apps.kruise.io: no PEM certificate"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := assessCluster(tc.facts(t))
+			got := map[string]checkResult{}
+			for _, c := range r.Checks {
+				got[c.Name] = c
+			}
+			for name, status := range tc.want {
+				if got[name].Status != status {
+					t.Errorf("%s: %s (%s), want %s", name, got[name].Status, got[name].Message, status)
+				}
+			}
+			for name, words := range tc.inMsg {
+				if !strings.Contains(got[name].Message, words) {
+					t.Errorf("%s: message %q lacks %q", name, got[name].Message, words)
+				}
+			}
+			if r.failed() != tc.failed {
+				t.Errorf("failed = %v, want %v: %+v", r.failed(), tc.failed, r.Checks)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// openKruiseCRDs are OpenKruise's CloneSet and SidecarSet CRDs as it installs them (group
+// apps.kruise.io; CloneSet at v1alpha1, SidecarSet at v1alpha1 and v1beta1), schemas left open.
+const openKruiseCRDs = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clonesets.apps.kruise.io
+spec:
+  group: apps.kruise.io
+  names: {kind: CloneSet, listKind: CloneSetList, plural: clonesets, singular: cloneset, shortNames: [clone]}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.labelSelector}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sidecarsets.apps.kruise.io
+spec:
+  group: apps.kruise.io
+  names: {kind: SidecarSet, listKind: SidecarSetList, plural: sidecarsets, singular: sidecarset}
+  scope: Cluster
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {status: {}}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    subresources: {status: {}}
+`
+
+type checkOutput struct {
+	Installed bool `json:"installed"`
+	Checks    []struct{ Name, Status, Message string }
+}
+
+func runCheck(t *testing.T) (checkOutput, string, error) {
+	t.Helper()
+	out, errOut, err := plugin(t, "check", "-o", "json")
+	var report checkOutput
+	if jerr := json.Unmarshal([]byte(out), &report); jerr != nil {
+		t.Fatalf("check -o json: %v\n%s%s", jerr, out, errOut)
+	}
+	return report, out + errOut, err
+}
+
+func (c checkOutput) status(name string) (string, string) {
+	for _, r := range c.Checks {
+		if r.Name == name {
+			return r.Status, r.Message
+		}
+	}
+	return "", ""
+}
+
+// TestCheck: on the installed local cluster every check passes (exit 0); with OpenKruise's
+// CloneSet CRD beside it, check reports the kind hidden by the server's APIServices and exits 1,
+// while OpenKruise's SidecarSet alone is only a warning.
+func TestCheck(t *testing.T) {
+	var report checkOutput
+	var out string
+	var err error
+	if werr := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
+		report, out, err = runCheck(t)
+		return err == nil, nil // SidecarSets of earlier tests may still be settling
+	}); werr != nil {
+		t.Fatalf("check on the installed cluster: %v\n%s", err, out)
+	}
+	for _, name := range []string{"openkruise-crds", "apiservices", "storage", "webhooks", "version", "certificates"} {
+		if status, msg := report.status(name); status != "ok" || !report.Installed {
+			t.Errorf("check %s: %s %q (installed %v), want ok", name, status, msg, report.Installed)
+		}
+	}
+
+	t.Cleanup(func() {
+		if out, err := runKubectl(t, openKruiseCRDs, "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
+			t.Errorf("deleting the CRDs: %v\n%s", err, out)
+		}
+	})
+	if out, err := runKubectl(t, openKruiseCRDs, "apply", "-f", "-"); err != nil {
+		t.Fatalf("OpenKruise's CRDs: %v\n%s", err, out)
+	}
+	report, out, err = runCheck(t)
+	status, msg := report.status("openkruise-crds")
+	if err == nil || status != "error" || !strings.Contains(msg, "hides every kind of apps.kruise.io") ||
+		!strings.Contains(msg, "apps.kruise.io/v1alpha1 CloneSet (clonesets.apps.kruise.io") {
+		t.Errorf("check beside OpenKruise's CloneSet: exit %v, %s %q; want exit 1 and the CloneSet named\n%s", err, status, msg, out)
+	}
+	if status, _ := report.status("apiservices"); status != "ok" {
+		t.Errorf("the CRDs changed the APIServices: %s", status)
+	}
+
+	if out, err := runKubectl(t, "", "delete", "crd", "clonesets.apps.kruise.io"); err != nil {
+		t.Fatalf("deleting the CloneSet CRD: %v\n%s", err, out)
+	}
+	if werr := wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		report, out, err = runCheck(t)
+		status, msg = report.status("openkruise-crds")
+		return err == nil && status == "warning", nil
+	}); werr != nil {
+		t.Errorf("check beside OpenKruise's SidecarSet only: exit %v, %s %q; want exit 0 and a warning\n%s", err, status, msg, out)
+	}
+	if !strings.Contains(msg, "SidecarSet (sidecarsets.apps.kruise.io") {
+		t.Errorf("the warning does not name OpenKruise's SidecarSet CRD: %q", msg)
+	}
+}
