@@ -1,4 +1,5 @@
-// Package podvalidation is a differential test of the SidecarSet validation against
+// Package podvalidation is a differential test of the SidecarSet validation of pod fields
+// (package pkg/apis/apps/validation/podfields, as the SidecarSet validation calls it) against
 // kube-apiserver's own pod validation (k8s.io/kubernetes/pkg/apis/core/validation), in a module
 // of its own so that the server's module never depends on k8s.io/kubernetes. It requires
 // k8s.io/kubernetes at the version hack/tools builds kube-apiserver from (with the same replace

@@ -81,7 +81,10 @@ func (r result) String() string {
 
 // run validates the SidecarSet made of in with this server's validation, injects it into a pod
 // and validates the pod as kube-apiserver does, and returns both sets of errors on the sidecar
-// fields, canonicalized.
+// fields, canonicalized. The SidecarSet is validated whole (validation.ValidateSidecarSet, which
+// validates its pod fields with package podfields), not with podfields alone: the SidecarSet
+// rules on those fields count too (a HotUpgrade sidecar binds no host port, since the injector
+// adds it twice), and the errors on the SidecarSet-only fields are left out.
 func run(t testing.TB, in sidecars) result {
 	t.Helper()
 	wire := storedSidecarSet(t, in)

@@ -5,62 +5,67 @@ import (
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation/podfields"
 	"github.com/sidecarset/apiserver/pkg/resourceexpr"
 )
 
 // validateContainers validates spec.initContainers and spec.containers: at least one of them,
-// names unique across both (a duplicate is reported where kube-apiserver reports it in a pod:
-// on the second regular container, or on the init container), host ports used once among the
-// containers (which run together) and within each init container, the Kubernetes container rules
-// and the SidecarSet policies.
+// the Kubernetes rules of package podfields (the fields of each, names unique across both lists,
+// host ports) and the SidecarSet policies, each container's next to its Kubernetes errors.
 func validateContainers(spec *apps.SidecarSetSpec, volumes map[string]*corev1.Volume, path *field.Path) field.ErrorList {
 	if len(spec.InitContainers) == 0 && len(spec.Containers) == 0 {
 		return field.ErrorList{field.Required(path.Child("containers"), "no initContainer or container defined for SidecarSet")}
 	}
+	kube := podfields.ValidateContainers(podContainers(spec.Containers), podContainers(spec.InitContainers), volumes, path)
+	allErrs := validateSidecarContainers(spec.Containers, kube.Containers, path.Child("containers"))
+	allErrs = append(allErrs, kube.HostPorts...)
+	return append(allErrs, validateInitSidecarContainers(spec.InitContainers, kube.InitContainers, path.Child("initContainers"))...)
+}
+
+// podContainers returns the corev1.Container of each sidecar container.
+func podContainers(cs []apps.SidecarContainer) []*corev1.Container {
+	out := make([]*corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = &cs[i].Container
+	}
+	return out
+}
+
+// validateSidecarContainers returns, for each container, its Kubernetes errors kube[i], then the
+// errors of its policies and resourcesPolicy.
+func validateSidecarContainers(cs []apps.SidecarContainer, kube []field.ErrorList, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	names := sets.New[string]()
-	var regular []*corev1.Container
-	var regularPaths []*field.Path
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		p := path.Child("containers").Index(i)
-		allErrs = append(allErrs, validateContainer(&c.Container, regularContainer, volumes, p)...)
-		if names.Has(c.Name) {
-			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
-		}
-		names.Insert(c.Name)
-		regular, regularPaths = append(regular, &c.Container), append(regularPaths, p)
+	for i := range cs {
+		c := &cs[i]
+		p := path.Index(i)
+		allErrs = append(allErrs, kube[i]...)
 		allErrs = append(allErrs, validateSidecarPolicies(c, p)...)
 		if c.ResourcesPolicy != nil {
 			allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
 		}
 	}
-	allErrs = append(allErrs, validateHostPortConflicts(regular, regularPaths)...)
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		p := path.Child("initContainers").Index(i)
-		kind := initContainer
-		if isNativeSidecar(c) {
-			kind = nativeSidecar
+	return allErrs
+}
+
+// validateInitSidecarContainers returns, for each init container, its Kubernetes errors kube[i],
+// then the errors of its resourcesPolicy, which only a native sidecar may have.
+func validateInitSidecarContainers(cs []apps.SidecarContainer, kube []field.ErrorList, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range cs {
+		c := &cs[i]
+		p := path.Index(i)
+		allErrs = append(allErrs, kube[i]...)
+		if c.ResourcesPolicy == nil {
+			continue
 		}
-		allErrs = append(allErrs, validateContainer(&c.Container, kind, volumes, p)...)
-		if names.Has(c.Name) {
-			allErrs = append(allErrs, field.Duplicate(p.Child("name"), c.Name))
-		} else if c.Name != "" {
-			names.Insert(c.Name)
+		if !isNativeSidecar(c) {
+			allErrs = append(allErrs, field.Forbidden(p.Child("resourcesPolicy"),
+				"resourcesPolicy is only supported for containers with RestartPolicy Always"))
 		}
-		allErrs = append(allErrs, validateHostPortConflicts([]*corev1.Container{&c.Container}, []*field.Path{p})...)
-		if c.ResourcesPolicy != nil {
-			if kind != nativeSidecar {
-				allErrs = append(allErrs, field.Forbidden(p.Child("resourcesPolicy"),
-					"resourcesPolicy is only supported for containers with RestartPolicy Always"))
-			}
-			allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
-		}
+		allErrs = append(allErrs, validateResourcesPolicy(c, p.Child("resourcesPolicy"))...)
 	}
 	return allErrs
 }

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation/podfields"
 )
 
 const (
@@ -88,7 +90,7 @@ func validateSpec(spec *apps.SidecarSetSpec, path *field.Path) field.ErrorList {
 	if l := spec.RevisionHistoryLimit; l != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*l), path.Child("revisionHistoryLimit"))...)
 	}
-	volumes, volErrs := validateVolumes(spec.Volumes, path.Child("volumes"))
+	volumes, volErrs := podfields.ValidateVolumes(spec.Volumes, path.Child("volumes"))
 	allErrs = append(allErrs, volErrs...)
 	allErrs = append(allErrs, validateContainers(spec, volumes, path)...)
 	return append(allErrs, validatePatchPodMetadata(spec.PatchPodMetadata, path.Child("patchPodMetadata"))...)
@@ -146,4 +148,15 @@ func validateInjectionStrategy(s *apps.SidecarSetInjectionStrategy, path *field.
 func withDetail(e *field.Error, format string, args ...interface{}) *field.Error {
 	e.Detail = fmt.Sprintf(format, args...)
 	return e
+}
+
+// validateEnum requires value to be one of valid.
+func validateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
+	switch {
+	case value == "":
+		return field.ErrorList{field.Required(path, "")}
+	case slices.Contains(valid, value):
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, value, valid)}
 }

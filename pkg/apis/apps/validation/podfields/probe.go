@@ -1,4 +1,4 @@
-package validation
+package podfields
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package validation
+package podfields
 
 import (
 	"path/filepath"
@@ -16,12 +16,13 @@ const maxFileMode = 0777
 
 const fileModeMsg = "must be a number between 0 and 0777 (octal), both inclusive"
 
-// validateVolumes validates spec.volumes as kube-apiserver validates a pod's volumes and returns
-// the valid ones by name, for the containers' volume references: a volume with any error is
-// left out (its mounts are then reported as not found), and a name is a duplicate only of a valid
-// volume. That an ephemeral volume's PVC name (<pod name>-<volume name>) is valid, and that no
-// persistentVolumeClaim volume names it, depend on the pod's name and are the pod's problem.
-func validateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]*corev1.Volume, field.ErrorList) {
+// ValidateVolumes validates volumes (at path, spec.volumes of a SidecarSet) as kube-apiserver
+// validates a pod's volumes and returns the valid ones by name, for ValidateContainers: a volume
+// with any error is left out (its mounts are then reported as not found), and a name is a
+// duplicate only of a valid volume. That an ephemeral volume's PVC name (<pod name>-<volume name>)
+// is valid, and that no persistentVolumeClaim volume names it, depend on the pod's name and are
+// the pod's problem.
+func ValidateVolumes(volumes []corev1.Volume, path *field.Path) (map[string]*corev1.Volume, field.ErrorList) {
 	byName := map[string]*corev1.Volume{}
 	var allErrs field.ErrorList
 	for i := range volumes {

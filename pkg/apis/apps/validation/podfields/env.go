@@ -1,4 +1,4 @@
-package validation
+package podfields
 
 import (
 	"strings"
@@ -259,42 +259,6 @@ func validateResourceDivisor(name string, divisor resource.Quantity, path *field
 	}
 	if (strings.HasPrefix(name, hugePagesRequestsField) || strings.HasPrefix(name, hugePagesLimitsField)) && !sizeDivisors.Has(d) {
 		allErrs = append(allErrs, field.Invalid(path, name, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource"))
-	}
-	return allErrs
-}
-
-// validateFieldRef validates the fieldRef of a transferEnv source as OpenKruise does: apiVersion
-// v1 and a fieldPath that is in plain or is metadata.labels['<key>'] or
-// metadata.annotations['<key>'] with a qualified key (annotation keys are lower-cased first).
-func validateFieldRef(ref *corev1.ObjectFieldSelector, plain sets.Set[string], path *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if ref.APIVersion == "" {
-		allErrs = append(allErrs, field.Required(path.Child("apiVersion"), ""))
-	} else if ref.APIVersion != "v1" {
-		allErrs = append(allErrs, field.Invalid(path.Child("apiVersion"), ref.APIVersion, "unsupported pod version: "+ref.APIVersion))
-	}
-	if ref.FieldPath == "" {
-		allErrs = append(allErrs, field.Required(path.Child("fieldPath"), ""))
-	}
-	if len(allErrs) > 0 {
-		return allErrs
-	}
-	p := path.Child("fieldPath")
-	base, key, ok := splitSubscript(ref.FieldPath)
-	switch {
-	case ok && base == "metadata.annotations":
-		key = strings.ToLower(key)
-	case ok && base == "metadata.labels":
-	case ok:
-		return field.ErrorList{field.Invalid(p, ref.FieldPath, "does not support subscript")}
-	case plain.Has(ref.FieldPath):
-		return nil
-	default:
-		supported := append(sets.List(plain), "metadata.annotations['<KEY>']", "metadata.labels['<KEY>']")
-		return field.ErrorList{field.NotSupported(p, ref.FieldPath, supported)}
-	}
-	for _, msg := range utilvalidation.IsQualifiedName(key) {
-		allErrs = append(allErrs, field.Invalid(p, key, msg))
 	}
 	return allErrs
 }

@@ -1,7 +1,6 @@
-package validation
+package podfields
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,9 +42,9 @@ var (
 // validateContainer applies the rules kube-apiserver applies to a container of a pod whose
 // volumes are the valid volumes of the SidecarSet (Kubernetes' validateContainerCommon, the rules
 // of its container kind and the pod-only image rule). The name's uniqueness and host port
-// conflicts between containers are checked by the caller. Rules that depend on the rest of the pod
-// (its restartPolicy, terminationGracePeriodSeconds, hostUsers, os, resourceClaims, volumes named
-// by fileKeyRef) and the cluster's --allow-privileged are left to kube-apiserver.
+// conflicts between containers are checked by ValidateContainers. Rules that depend on the rest
+// of the pod (its restartPolicy, terminationGracePeriodSeconds, hostUsers, os, resourceClaims,
+// volumes named by fileKeyRef) and the cluster's --allow-privileged are left to kube-apiserver.
 func validateContainer(c *corev1.Container, kind containerKind, volumes map[string]*corev1.Volume, path *field.Path) field.ErrorList {
 	allErrs := validateDNSLabel(c.Name, path.Child("name"))
 	allErrs = append(allErrs, validateImage(c.Image, path.Child("image"))...)
@@ -201,26 +200,6 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 			allErrs = append(allErrs, validatePortNum(int(port.HostPort), p.Child("hostPort"))...)
 		}
 		allErrs = append(allErrs, validateEnum(port.Protocol, protocols, p.Child("protocol"))...)
-	}
-	return allErrs
-}
-
-// validateHostPortConflicts reports a host port (protocol, host IP, port) used twice among
-// containers, which all run in the same pod at the same time.
-func validateHostPortConflicts(containers []*corev1.Container, paths []*field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	used := sets.New[string]()
-	for ci, c := range containers {
-		for pi, port := range c.Ports {
-			if port.HostPort == 0 {
-				continue
-			}
-			key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
-			if used.Has(key) {
-				allErrs = append(allErrs, field.Duplicate(paths[ci].Child("ports").Index(pi).Child("hostPort"), key))
-			}
-			used.Insert(key)
-		}
 	}
 	return allErrs
 }
