@@ -72,11 +72,30 @@ type result struct {
 
 func (r result) rejectedByUs() bool   { return r.ours.Len() > 0 }
 func (r result) rejectedByKube() bool { return r.kube.Len() > 0 }
-func (r result) same() bool           { return r.ours.Equal(r.kube) }
+func (r result) same() bool           { return r.ours.Equal(r.kube) && len(r.wordingDiffers()) == 0 }
+
+// wordingDiffers lists kube-apiserver's errors whose words this server does not give: for each,
+// no error of ours on the same path and of the same type has a detail that it begins with or that
+// begins with it (kube-apiserver may add what depends on the pod, this server what only a
+// SidecarSet explains). Users match on these words, as they do on OpenKruise's, which returns
+// kube-apiserver's.
+func (r result) wordingDiffers() []string {
+	var out []string
+	for _, k := range r.kubeRaw {
+		if !slices.ContainsFunc(r.oursRaw, func(o *field.Error) bool { return sameWords(o, k) }) {
+			out = append(out, k.Error())
+		}
+	}
+	return out
+}
+
+func sameWords(ours, kube *field.Error) bool {
+	return canonical(ours) == canonical(kube) && (strings.HasPrefix(ours.Detail, kube.Detail) || strings.HasPrefix(kube.Detail, ours.Detail))
+}
 
 func (r result) String() string {
-	return fmt.Sprintf("ours: %v\nkube: %v\nours (raw): %v\nkube (raw): %v\npod-dependent: %v\npod-level: %v",
-		sets.List(r.ours), sets.List(r.kube), r.oursRaw, r.kubeRaw, r.podDependent, r.podLevel)
+	return fmt.Sprintf("ours: %v\nkube: %v\nkube's words we do not give: %v\nours (raw): %v\nkube (raw): %v\npod-dependent: %v\npod-level: %v",
+		sets.List(r.ours), sets.List(r.kube), r.wordingDiffers(), r.oursRaw, r.kubeRaw, r.podDependent, r.podLevel)
 }
 
 // run validates the SidecarSet made of in with this server's validation, injects it into a pod
@@ -337,6 +356,8 @@ var podDependentErrors = []struct {
 	// fileKeyRef names an emptyDir volume of the pod.
 	{regexp.MustCompile(`\.valueFrom\.fileKeyRef\.volumeName$`), field.ErrorTypeNotFound, ""},
 	{regexp.MustCompile(`\.valueFrom\.fileKeyRef\.volumeName$`), field.ErrorTypeInvalid, "referenced volume must be of type emptyDir"},
+	// An ephemeral volume's claim is named after the pod and the volume.
+	{regexp.MustCompile(`^spec\.volumes\[\d+\]\.name$`), field.ErrorTypeInvalid, `PVC name "`},
 }
 
 func podDependent(e *field.Error, mapped string, ss *v1alpha1.SidecarSet) bool {

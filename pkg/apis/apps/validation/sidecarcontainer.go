@@ -103,7 +103,7 @@ func validateSidecarPolicies(c *apps.SidecarContainer, path *field.Path) field.E
 	}
 	for i, te := range c.TransferEnv {
 		if from := te.SourceContainerNameFrom; from != nil && from.FieldRef != nil {
-			allErrs = append(allErrs, validateFieldRef(from.FieldRef, nil,
+			allErrs = append(allErrs, validateFieldRef(from.FieldRef,
 				path.Child("transferEnv").Index(i).Child("sourceContainerNameFrom", "fieldRef"))...)
 		}
 	}

@@ -368,15 +368,15 @@ func TestValidateSidecarSetTransferEnv(t *testing.T) {
 		{name: "label", mutate: ref("v1", "metadata.labels['biz']")},
 		{name: "annotation is lower-cased", mutate: ref("v1", "metadata.annotations['Example.com/Biz']")},
 		{name: "apiVersion v2 (validation/75)", mutate: ref("v2", "metadata.labels['biz']"),
-			want: []wantErr{{p + "apiVersion", invalid, "unsupported pod version"}}},
+			want: []wantErr{{p + "fieldPath", invalid, "error converting fieldPath: unsupported pod version: v2"}}},
 		{name: "missing apiVersion and fieldPath", mutate: ref("", ""),
 			want: []wantErr{{p + "apiVersion", required, ""}, {p + "fieldPath", required, ""}}},
 		{name: "bad label key (validation/77)", mutate: ref("v1", "metadata.labels['bad key!']"),
 			want: []wantErr{{p + "fieldPath", invalid, "bad key!"}}},
 		{name: "metadata.name is not supported", mutate: ref("v1", "metadata.name"),
-			want: []wantErr{{p + "fieldPath", notSupported, ""}}},
+			want: []wantErr{{p + "fieldPath", invalid, "error converting fieldPath: field label not supported: metadata.name"}}},
 		{name: "subscript of another field", mutate: ref("v1", "spec.containers['x']"),
-			want: []wantErr{{p + "fieldPath", invalid, "does not support subscript"}}},
+			want: []wantErr{{p + "fieldPath", invalid, "error converting fieldPath: field path not supported: spec.containers"}}},
 	})
 }
 

@@ -4,20 +4,19 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// validateFieldRef validates the fieldRef of a transferEnv source as OpenKruise does: apiVersion
-// v1 and a fieldPath that is in plain or is metadata.labels['<key>'] or
-// metadata.annotations['<key>'] with a qualified key (annotation keys are lower-cased first).
-func validateFieldRef(ref *corev1.ObjectFieldSelector, plain sets.Set[string], path *field.Path) field.ErrorList {
+// validateFieldRef validates the fieldRef of a transferEnv source as OpenKruise does, with the
+// words of Kubernetes' downward API helpers that OpenKruise returns ("error converting fieldPath:
+// unsupported pod version", "field label not supported", "field path not supported"): apiVersion
+// v1 and a fieldPath metadata.labels['<key>'] or metadata.annotations['<key>'] with a qualified
+// key (annotation keys are lower-cased first).
+func validateFieldRef(ref *corev1.ObjectFieldSelector, path *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if ref.APIVersion == "" {
 		allErrs = append(allErrs, field.Required(path.Child("apiVersion"), ""))
-	} else if ref.APIVersion != "v1" {
-		allErrs = append(allErrs, field.Invalid(path.Child("apiVersion"), ref.APIVersion, "unsupported pod version: "+ref.APIVersion))
 	}
 	if ref.FieldPath == "" {
 		allErrs = append(allErrs, field.Required(path.Child("fieldPath"), ""))
@@ -26,23 +25,32 @@ func validateFieldRef(ref *corev1.ObjectFieldSelector, plain sets.Set[string], p
 		return allErrs
 	}
 	p := path.Child("fieldPath")
-	base, key, ok := splitSubscript(ref.FieldPath)
-	switch {
-	case ok && base == "metadata.annotations":
+	if why := convertFieldRef(ref.APIVersion, ref.FieldPath); why != "" {
+		return field.ErrorList{field.Invalid(p, ref.FieldPath, "error converting fieldPath: "+why)}
+	}
+	base, key, _ := splitSubscript(ref.FieldPath)
+	if base == "metadata.annotations" {
 		key = strings.ToLower(key)
-	case ok && base == "metadata.labels":
-	case ok:
-		return field.ErrorList{field.Invalid(p, ref.FieldPath, "does not support subscript")}
-	case plain.Has(ref.FieldPath):
-		return nil
-	default:
-		supported := append(sets.List(plain), "metadata.annotations['<KEY>']", "metadata.labels['<KEY>']")
-		return field.ErrorList{field.NotSupported(p, ref.FieldPath, supported)}
 	}
 	for _, msg := range utilvalidation.IsQualifiedName(key) {
 		allErrs = append(allErrs, field.Invalid(p, key, msg))
 	}
 	return allErrs
+}
+
+// convertFieldRef says why a transferEnv fieldRef has no value to read, "" when it has one.
+func convertFieldRef(apiVersion, fieldPath string) string {
+	if apiVersion != "v1" {
+		return "unsupported pod version: " + apiVersion
+	}
+	base, _, ok := splitSubscript(fieldPath)
+	switch {
+	case !ok:
+		return "field label not supported: " + fieldPath
+	case base != "metadata.annotations" && base != "metadata.labels":
+		return "field path not supported: " + base
+	}
+	return ""
 }
 
 // splitSubscript splits "metadata.labels['k']" into "metadata.labels" and "k" (package podfields

@@ -113,7 +113,11 @@ func validateHandler(path *field.Path, exec *corev1.ExecAction, httpGet *corev1.
 	handle(tcp != nil, "tcpSocket", func(p *field.Path) field.ErrorList { return validatePortNumOrName(tcp.Port, p.Child("port")) })
 	handle(grpc != nil, "grpc", func(p *field.Path) field.ErrorList { return validatePortNum(int(grpc.Port), p.Child("port")) })
 	handle(sleep != nil, "sleep", func(p *field.Path) field.ErrorList {
-		return apivalidation.ValidateNonnegativeField(sleep.Seconds, p.Child("seconds"))
+		// kube-apiserver's words, without the pod's terminationGracePeriodSeconds it compares with.
+		if sleep.Seconds < 0 {
+			return field.ErrorList{field.Invalid(p.Child("seconds"), sleep.Seconds, "must be non-negative")}
+		}
+		return nil
 	})
 	if n == 0 {
 		allErrs = append(allErrs, field.Required(path, "must specify a handler type"))
