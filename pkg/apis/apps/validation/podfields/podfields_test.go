@@ -161,7 +161,7 @@ func TestValidateSidecarSetContainerRules(t *testing.T) {
 				PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 86400}}, // bounded by the pod's grace period
 				PreStop:   &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: -1}},
 			}
-		}), want: []wantErr{{p + "lifecycle.preStop.sleep.seconds", invalid, "must be greater than or equal to 0"}}},
+		}), want: []wantErr{{p + "lifecycle.preStop.sleep.seconds", invalid, "must be non-negative"}}},
 		{name: "stop signal: dropped by kube-apiserver 1.36 (ContainerStopSignals off)", mutate: withInit(func(c *apps.SidecarContainer) {
 			c.Lifecycle = &corev1.Lifecycle{StopSignal: ptr.To(corev1.Signal("SIGBOGUS"))}
 		})},
