@@ -178,6 +178,25 @@ spec:
 	if !strings.Contains(out, "Warning:") || !strings.Contains(out, "enforce baseline or restricted: "+enforced.Name) {
 		t.Errorf("the Pod Security warning does not name namespace %s: %s", enforced.Name, out)
 	}
+	// A pod there is refused by Pod Security after injection: the webhook's warning names the
+	// SidecarSet (transferEnv keeps the SidecarSet on the webhook path: a policy cannot warn).
+	withTransferEnv := manifest("privileged-agent", enforced.Name) + "    transferEnv: [{sourceContainerName: app, envName: TZ}]\n"
+	if out, err := runKubectl(t, withTransferEnv, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: psa-refused, namespace: ` + enforced.Name + `, labels: {app: privileged-agent}}
+spec:
+  containers: [{name: app, image: busybox}]
+`
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, err = runKubectl(t, pod, "create", "--dry-run=server", "-f", "-")
+		return err != nil && strings.Contains(out, `Warning: SidecarSet "privileged-agent"`), nil
+	})
+	if err != nil || !strings.Contains(out, "namespace "+enforced.Name+" enforces") || !strings.Contains(out, "PodSecurity") {
+		t.Errorf("a pod refused by Pod Security after injection: the output does not name the SidecarSet: %v: %s", err, out)
+	}
 	// With --refuse-pod-security-violations, refused.
 	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "privileged-agent", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

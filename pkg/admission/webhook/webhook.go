@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
 
@@ -108,7 +110,7 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 	} else if !apierrors.IsNotFound(err) {
 		return injection.Result{}, err
 	}
-	return injection.Inject(injection.Input{
+	res, err := injection.Inject(injection.Input{
 		Pod:             pod,
 		Namespace:       namespace,
 		NamespaceLabels: nsLabels,
@@ -118,6 +120,34 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		Rand:            r.Rand,
 		Options:         r.Options,
 	})
+	if err == nil && validation.EnforcesBaseline(nsLabels) {
+		res.Warnings = append(res.Warnings, podSecurityWarnings(res.Decisions, candidates, namespace)...)
+	}
+	return res, err
+}
+
+// podSecurityWarnings name the injected SidecarSets whose sidecars break the Pod Security
+// Standard baseline, in a namespace that enforces it: kube-apiserver refuses the pod after
+// injection, with an error about containers its owner never wrote, and these warnings (which
+// kubectl prints beside that error) say where they come from.
+func podSecurityWarnings(decisions []injection.Decision, candidates []*v1alpha1.SidecarSet, namespace string) []injection.Warning {
+	byName := make(map[string]*v1alpha1.SidecarSet, len(candidates))
+	for _, ss := range candidates {
+		byName[ss.Name] = ss
+	}
+	var out []injection.Warning
+	for _, d := range decisions {
+		ss := byName[d.SidecarSet]
+		if !d.Injected || ss == nil {
+			continue
+		}
+		if v := validation.StoredPodSecurityViolations(ss); len(v) > 0 {
+			out = append(out, injection.Warning{SidecarSet: ss.Name, Field: "spec.containers", Message: fmt.Sprintf(
+				"its sidecars break the Pod Security Standard \"baseline\" that namespace %s enforces (%s): kube-apiserver refuses this pod for them",
+				namespace, strings.Join(v, "; "))})
+		}
+	}
+	return out
 }
 
 func deny(code int32, err error) *admissionv1.AdmissionResponse {

@@ -18,6 +18,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -106,6 +107,65 @@ func TestReview(t *testing.T) {
 			}
 			if tc.denied != "" && (resp.Result == nil || !strings.Contains(resp.Result.Message, tc.denied)) {
 				t.Errorf("denial %v does not name %s", resp.Result, tc.denied)
+			}
+		})
+	}
+}
+
+// TestPodSecurityWarnings: in a namespace that enforces baseline (or restricted), a pod injected
+// with a privileged sidecar gets a warning naming the SidecarSet (kube-apiserver then refuses it);
+// not in a privileged or unlabelled namespace, nor for sidecars that keep to baseline.
+func TestPodSecurityWarnings(t *testing.T) {
+	sidecarSet := func(name string, privileged bool) *v1alpha1.SidecarSet {
+		c := corev1.Container{Name: name, Image: "busybox"}
+		if privileged {
+			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		}
+		return &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			sidecar.HashAnnotation: "h-" + name, sidecar.HashWithoutImageAnnotation: "w-" + name}},
+			Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Containers: []v1alpha1.SidecarContainer{{Container: c, PodInjectPolicy: v1alpha1.AfterAppContainerType,
+					UpgradeStrategy: v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade}}}}}
+	}
+	index := injection.NewIndex()
+	index.Add(sidecarSet("agent", true))
+	index.Add(sidecarSet("log", false))
+	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for name, level := range map[string]string{"baseline": "baseline", "restricted": "restricted", "privileged": "privileged", "open": ""} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if level != "" {
+			ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": level}
+		}
+		_ = nsIndexer.Add(ns)
+	}
+	r := &Reviewer{Index: index, Namespaces: corelisters.NewNamespaceLister(nsIndexer),
+		Revisions: listers.NewSidecarSetRevisionLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		Clock:     clocktesting.NewFakePassiveClock(time.Unix(0, 0)), Rand: func() float64 { return 0 }, HasSynced: func() bool { return true }}
+	for _, tc := range []struct {
+		namespace string
+		warned    bool
+	}{{"baseline", true}, {"restricted", true}, {"privileged", false}, {"open", false}} {
+		t.Run(tc.namespace, func(t *testing.T) {
+			raw, _ := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tc.namespace, Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}})
+			resp, err := r.Review(context.Background(), &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: tc.namespace,
+				Resource: podResource, Object: runtime.RawExtension{Raw: raw}})
+			if err != nil || !resp.Allowed || len(resp.Patch) == 0 {
+				t.Fatalf("response %+v, error %v; want the pod injected", resp, err)
+			}
+			var got []string
+			for _, w := range resp.Warnings {
+				if strings.Contains(w, "Pod Security") {
+					got = append(got, w)
+				}
+			}
+			want := 0
+			if tc.warned {
+				want = 1
+			}
+			if len(got) != want || (want == 1 && (!strings.HasPrefix(got[0], `SidecarSet "agent"`) || !strings.Contains(got[0], "namespace "+tc.namespace+" enforces") ||
+				!strings.Contains(got[0], "privileged"))) {
+				t.Errorf("Pod Security warnings %q; want %d naming SidecarSet agent, the namespace and the violation", got, want)
 			}
 		})
 	}

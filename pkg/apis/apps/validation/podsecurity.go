@@ -11,6 +11,7 @@ import (
 	psapolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 var (
@@ -26,22 +27,43 @@ var (
 // checked: a baseline violation of theirs is one of every pod they go into. Restricted is not
 // checked: the pod's own securityContext may satisfy it.
 func PodSecurityViolations(ss *apps.SidecarSet) []string {
+	return SidecarPodSecurityViolations(sidecarContainers(ss.Spec.InitContainers), sidecarContainers(ss.Spec.Containers), ss.Spec.Volumes)
+}
+
+// StoredPodSecurityViolations is PodSecurityViolations of a SidecarSet as stored and served
+// (v1alpha1), for the injection paths.
+func StoredPodSecurityViolations(ss *v1alpha1.SidecarSet) []string {
+	var init, containers []corev1.Container
+	for i := range ss.Spec.InitContainers {
+		init = append(init, ss.Spec.InitContainers[i].Container)
+	}
+	for i := range ss.Spec.Containers {
+		containers = append(containers, ss.Spec.Containers[i].Container)
+	}
+	return SidecarPodSecurityViolations(init, containers, ss.Spec.Volumes)
+}
+
+func sidecarContainers(scs []apps.SidecarContainer) []corev1.Container {
+	out := make([]corev1.Container, 0, len(scs))
+	for i := range scs {
+		out = append(out, scs[i].Container)
+	}
+	return out
+}
+
+// SidecarPodSecurityViolations is PodSecurityViolations of the given sidecars and volumes (of any
+// version of a SidecarSet, or of a revision).
+func SidecarPodSecurityViolations(initContainers, containers []corev1.Container, volumes []corev1.Volume) []string {
 	evaluatorOnce.Do(func() {
 		var err error
 		if evaluator, err = psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil); err != nil {
 			panic(err) // the library's own checks
 		}
 	})
-	spec := &corev1.PodSpec{Volumes: ss.Spec.Volumes}
-	for i := range ss.Spec.InitContainers {
-		spec.InitContainers = append(spec.InitContainers, ss.Spec.InitContainers[i].Container)
-	}
-	for i := range ss.Spec.Containers {
-		spec.Containers = append(spec.Containers, ss.Spec.Containers[i].Container)
-	}
-	if len(spec.Containers)+len(spec.InitContainers) == 0 {
+	if len(containers)+len(initContainers) == 0 {
 		return nil
 	}
+	spec := &corev1.PodSpec{Volumes: volumes, InitContainers: initContainers, Containers: containers}
 	lv := psaapi.LevelVersion{Level: psaapi.LevelBaseline, Version: psaapi.LatestVersion()}
 	res := psapolicy.AggregateCheckResults(evaluator.EvaluatePod(lv, &metav1.ObjectMeta{}, spec))
 	if res.Allowed {
