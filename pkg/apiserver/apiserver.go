@@ -210,7 +210,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 		"sidecarsets/status":    sets.Status,
 		"sidecarsets/revisions": sets.Revisions,
 		"sidecarsets/rollout":   sets.Rollout,
-		"sidecarsetrevisions":   sidecarsetrevision.NewReadOnlyREST(s.Revisions),
+		"sidecarsetrevisions":   sidecarsetrevision.NewREST(s.Revisions),
 	}
 	// v1beta1 serves the same storage; SidecarSetRevisions stay v1alpha1 only.
 	appsGroup.VersionedResourcesStorageMap["v1beta1"] = map[string]rest.Storage{

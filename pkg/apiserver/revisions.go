@@ -13,7 +13,7 @@ import (
 )
 
 // RevisionWriter writes SidecarSetRevisions straight to their store, for the in-process
-// controller: the API serves revisions read-only.
+// controller: clients may only read revisions, and create one to import a history.
 type RevisionWriter struct {
 	Store *genericregistry.Store
 }

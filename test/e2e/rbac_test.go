@@ -90,8 +90,8 @@ func TestRBACPerSubresource(t *testing.T) {
 }
 
 // TestShippedUserRoles applies the shipped user roles: a namespace editor (the aggregated edit
-// role) reads SidecarSets but cannot write one, since a SidecarSet injects into every namespace;
-// sidecarsets-admin can.
+// role) reads SidecarSets but cannot write one, since a SidecarSet injects into every namespace,
+// nor import a SidecarSetRevision; sidecarsets-admin can both.
 func TestShippedUserRoles(t *testing.T) {
 	applyManualExample(t)
 	ctx := context.Background()
@@ -131,6 +131,19 @@ func TestShippedUserRoles(t *testing.T) {
 		t.Errorf("sidecarsets-admin cannot create a SidecarSet: %v", err)
 	}
 	_ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, ss.Name, metav1.DeleteOptions{})
+
+	// Importing a revision (kubectl sidecarset migrate) is the SidecarSet admin's too (dry runs:
+	// authorized and validated, nothing stored).
+	rev := &v1alpha1.SidecarSetRevision{ObjectMeta: metav1.ObjectMeta{Name: "e2e-roles-imported",
+		Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "e2e-roles"}}, SidecarSetName: "e2e-roles", Revision: 1,
+		Spec: v1alpha1.SidecarSetRevisionSpec{Containers: ss.Spec.Containers}}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if _, err := editor.AppsV1alpha1().SidecarSetRevisions().Create(ctx, rev, dryRun); !apierrors.IsForbidden(err) {
+		t.Errorf("a namespace editor created a SidecarSetRevision: %v", err)
+	}
+	if _, err := admin.AppsV1alpha1().SidecarSetRevisions().Create(ctx, rev, dryRun); err != nil {
+		t.Errorf("sidecarsets-admin cannot create a SidecarSetRevision: %v", err)
+	}
 }
 
 // TestPodSecurityWarning: kubectl tells the author of a SidecarSet whose sidecar is privileged that

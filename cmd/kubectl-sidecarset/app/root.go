@@ -89,7 +89,7 @@ func newRoot(o *options) *cobra.Command {
 	flags.StringVar(&o.overrides.AuthInfo.Impersonate, "as", "", "user to impersonate")
 	flags.StringArrayVar(&o.overrides.AuthInfo.ImpersonateGroups, "as-group", nil, "group to impersonate (repeatable)")
 	flags.StringVarP(&o.output, "output", "o", "", "output format: yaml or json (default: human readable)")
-	cmd.AddCommand(newInjectCommand(o), newExplainCommand(o), newRolloutCommand(o), newVersionCommand(o), newCheckCommand(o))
+	cmd.AddCommand(newInjectCommand(o), newExplainCommand(o), newRolloutCommand(o), newVersionCommand(o), newCheckCommand(o), newMigrateCommand(o))
 	return cmd
 }
 

@@ -25,8 +25,8 @@ import (
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
 
-// RevisionWriter records and prunes revisions; revisions are read-only to API clients, so the
-// controller writes them in process.
+// RevisionWriter records, renumbers, adopts and prunes revisions; API clients may only read them
+// (and create one to import a history), so the controller writes them in process.
 type RevisionWriter interface {
 	Get(ctx context.Context, name string) (*v1alpha1.SidecarSetRevision, error)
 	Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error

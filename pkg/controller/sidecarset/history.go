@@ -40,6 +40,11 @@ func splitOwned(revs []*v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) (o
 // so the controller collects them, as the garbage collector would for its owner.
 func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.SidecarSetRevision) error {
 	for _, r := range revs {
+		if metav1.GetControllerOfNoCopy(r) == nil {
+			// Imported ahead of its SidecarSet (kubectl sidecarset migrate writes the revisions
+			// first), or the SidecarSet is not in the cache yet: it adopts the revision.
+			continue
+		}
 		if err := c.writer.Delete(ctx, r.Name); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting revision %s of a deleted SidecarSet: %w", r.Name, err)
 		}
@@ -109,6 +114,11 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 		}
 		if err != nil {
 			return "", nil, nil, false, err
+		}
+		for _, r := range plan.Adopt {
+			if err := c.writer.Update(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+				return "", nil, nil, false, fmt.Errorf("adopting revision %s: %w", r.Name, err)
+			}
 		}
 		for _, old := range plan.Prune {
 			if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {

@@ -21,8 +21,11 @@ import (
 //
 // Names follow OpenKruise's ControllerRevisions: <sidecarset>-<h>, h the safe-encoded decimal
 // FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
-// volumes as a replace patch, keys sorted) followed by the collision count. The newest revision
-// always equals the live spec; an older identical revision is renumbered instead of duplicated.
+// volumes as a replace patch, the keys of every object sorted) followed by the collision count. The
+// newest revision always equals the live spec; an older identical revision is renumbered instead of
+// duplicated. The revision of a spec is found by comparing snapshots, never by name, so a revision
+// recorded elsewhere (OpenKruise's, imported by kubectl sidecarset migrate) is reused whatever its
+// name; a revision without a controlling SidecarSet is adopted by the SidecarSet it is labelled with.
 
 // maxNamePrefix keeps revision names within the 253 characters of a name.
 const maxNamePrefix = 223
@@ -39,16 +42,27 @@ func Snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
 	}
 }
 
-// revisionData is the byte form the revision name hashes, identical to OpenKruise's.
+// revisionData is the byte form the revision name hashes, identical to the data of OpenKruise's
+// ControllerRevision: OpenKruise encodes the SidecarSet, decodes the JSON into generic maps and
+// encodes the five fields again, so the keys of every object come out sorted (not in the order
+// of the Go fields) and numbers go through float64.
 func revisionData(spec v1alpha1.SidecarSetRevisionSpec) ([]byte, error) {
-	return json.Marshal(map[string]interface{}{"spec": map[string]interface{}{
-		"$patch":           "replace",
+	typed, err := json.Marshal(map[string]interface{}{
 		"containers":       spec.Containers,
 		"imagePullSecrets": spec.ImagePullSecrets,
 		"initContainers":   spec.InitContainers,
 		"patchPodMetadata": spec.PatchPodMetadata,
 		"volumes":          spec.Volumes,
-	}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]interface{}
+	if err := json.Unmarshal(typed, &fields); err != nil {
+		return nil, err
+	}
+	fields["$patch"] = "replace"
+	return json.Marshal(map[string]interface{}{"spec": fields})
 }
 
 // RevisionName returns the name of the revision recording spec for the SidecarSet.
@@ -103,6 +117,9 @@ type HistoryPlan struct {
 	Latest string
 	// Prune lists revisions to delete, oldest first.
 	Prune []string
+	// Adopt lists revisions without a controlling SidecarSet (imported), each with the
+	// SidecarSet set as its controller, to write; a revision renumbered is adopted by Renumber.
+	Adopt []*v1alpha1.SidecarSetRevision
 }
 
 // PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions named in
@@ -137,7 +154,26 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 		revs = append(revs, plan.Create)
 	}
 	plan.Prune = prunable(ss, revs, plan.Latest, inUse)
+	pruned := sets.New(plan.Prune...)
+	for _, r := range existing {
+		if metav1.GetControllerOfNoCopy(r) != nil || pruned.Has(r.Name) {
+			continue
+		}
+		if plan.Renumber != nil && plan.Renumber.Name == r.Name {
+			adopt(plan.Renumber, ss)
+			continue
+		}
+		adopted := r.DeepCopy()
+		adopt(adopted, ss)
+		plan.Adopt = append(plan.Adopt, adopted)
+	}
+	sort.Slice(plan.Adopt, func(i, j int) bool { return plan.Adopt[i].Revision < plan.Adopt[j].Revision })
 	return plan, nil
+}
+
+// adopt makes ss the controller of r, as the revisions it records have it, so that r goes with ss.
+func adopt(r *v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) {
+	r.OwnerReferences = append(r.OwnerReferences, *metav1.NewControllerRef(ss, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet")))
 }
 
 // prunable returns the oldest revisions beyond revisionHistoryLimit (at least 1 kept), never the

@@ -1,6 +1,7 @@
 package sidecarset
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,102 @@ func TestSplitOwned(t *testing.T) {
 	}
 	if names(owned) != "mine,unowned" || names(stale) != "earlier" {
 		t.Errorf("owned %s, stale %s; want mine,unowned and earlier", names(owned), names(stale))
+	}
+}
+
+// The data and names of ControllerRevisions as OpenKruise writes them, computed with OpenKruise's
+// v1beta1 SidecarSet types and its getPatch and HashControllerRevision (collision count 0) for
+// the defaulted SidecarSets they record.
+const (
+	openKruiseData136  = `{"spec":{"$patch":"replace","containers":[{"command":["sleep","999d"],"image":"busybox:1.36","imagePullPolicy":"IfNotPresent","name":"sidecar1","podInjectPolicy":"BeforeAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"imagePullSecrets":null,"initContainers":null,"patchPodMetadata":null,"volumes":null}}`
+	openKruiseDataRich = `{"spec":{"$patch":"replace","containers":[{"env":[{"name":"LOG_LEVEL","value":"info"}],"image":"fluentd:v1.16","imagePullPolicy":"IfNotPresent","name":"fluentd","podInjectPolicy":"AfterAppContainer","ports":[{"containerPort":24224,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"64Mi"}},"shareVolumePolicy":{"type":"enabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","transferEnv":[{"envName":"TZ","sourceContainerName":"app"}],"upgradeStrategy":{"upgradeType":"ColdUpgrade"},"volumeMounts":[{"mountPath":"/var/log","name":"varlog"}]}],"imagePullSecrets":[{"name":"registry"}],"initContainers":[{"image":"agent:2","imagePullPolicy":"IfNotPresent","name":"agent-init","podInjectPolicy":"AfterAppContainer","resources":{},"restartPolicy":"Always","shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"patchPodMetadata":[{"annotations":{"oom-score":"100"},"patchPolicy":"Retain"}],"volumes":[{"emptyDir":{},"name":"varlog"},{"configMap":{"defaultMode":420,"name":"fluentd-conf"},"name":"conf"}]}}`
+)
+
+// TestRevisionNameMatchesOpenKruise: the data a revision's name hashes is byte for byte the data of
+// OpenKruise's ControllerRevision of the same spec, so the server names a spec's revision as
+// OpenKruise does.
+func TestRevisionNameMatchesOpenKruise(t *testing.T) {
+	tests := []struct {
+		name, sidecarSet, data, want string
+	}{
+		{"one container", "migrate", openKruiseData136, "migrate-cf96db497"},
+		{"every recorded field, quantities, a native sidecar", "logging", openKruiseDataRich, "logging-66977dc954"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc struct {
+				Spec v1alpha1.SidecarSetRevisionSpec `json:"spec"`
+			}
+			if err := json.Unmarshal([]byte(tc.data), &doc); err != nil {
+				t.Fatal(err)
+			}
+			data, err := revisionData(doc.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.data, string(data)); diff != "" {
+				t.Errorf("revision data (-OpenKruise's +ours):\n%s", diff)
+			}
+			if got, err := RevisionName(tc.sidecarSet, doc.Spec, 0); err != nil || got != tc.want {
+				t.Errorf("RevisionName = %s, %v; OpenKruise names it %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlanHistoryAdoptsImportedRevisions: revisions without a controller (imported from
+// OpenKruise, under OpenKruise's names) are the history of the SidecarSet they are labelled with:
+// the one equal to the spec is its latest (no duplicate recorded), an older one is renumbered on
+// rollback, and each gets the SidecarSet as its controller.
+func TestPlanHistoryAdoptsImportedRevisions(t *testing.T) {
+	imported := func(image, name string, n int64) *v1alpha1.SidecarSetRevision {
+		r := revisionOf(t, image, n)
+		r.Name, r.OwnerReferences = name, nil
+		return r
+	}
+	v1, v2 := imported("img:1", "s-okv1", 1), imported("img:2", "s-okv2", 2)
+	v3 := revisionOf(t, "img:3", 3)
+	tests := []struct {
+		name         string
+		image        string
+		wantLatest   string
+		wantCreate   int64
+		wantRenumber int64
+		wantAdopt    []string
+	}{
+		{"the spec of the newest: reused", "img:2", "s-okv2", 0, 0, []string{"s-okv1", "s-okv2"}},
+		{"the spec of an older one: renumbered", "img:1", "s-okv1", 0, 3, []string{"s-okv2"}},
+		{"a new spec: recorded", "img:3", v3.Name, 3, 0, []string{"s-okv1", "s-okv2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := sidecarSet(tc.image, 10)
+			got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v2, v1}, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Latest != tc.wantLatest || numberOf(got.Create) != tc.wantCreate || numberOf(got.Renumber) != tc.wantRenumber {
+				t.Errorf("latest %s, created %d, renumbered %d; want %s, %d, %d", got.Latest, numberOf(got.Create),
+					numberOf(got.Renumber), tc.wantLatest, tc.wantCreate, tc.wantRenumber)
+			}
+			var adopted []string
+			for _, r := range append(got.Adopt, got.Renumber) {
+				if r == nil {
+					continue
+				}
+				if owner := metav1.GetControllerOf(r); owner == nil || owner.UID != ss.UID || owner.Kind != "SidecarSet" {
+					t.Errorf("revision %s: controller %+v, want the SidecarSet", r.Name, owner)
+				}
+				if r != got.Renumber {
+					adopted = append(adopted, r.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.wantAdopt, adopted); diff != "" {
+				t.Errorf("adopted (-want +got):\n%s", diff)
+			}
+			if v1.OwnerReferences != nil || v2.OwnerReferences != nil {
+				t.Error("PlanHistory changed its input")
+			}
+		})
 	}
 }

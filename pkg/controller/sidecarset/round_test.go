@@ -408,3 +408,69 @@ func TestRoundPauseEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundAdoptsImportedRevisions: revisions created without a controller before their SidecarSet
+// (kubectl sidecarset migrate imports OpenKruise's history under OpenKruise's names) become its
+// history: the one recording the current spec is the latest, nothing new is recorded, and the
+// SidecarSet becomes the controller of each.
+func TestRoundAdoptsImportedRevisions(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	imported := func(from *v1alpha1.SidecarSet, name string, n int64) {
+		r := NewRevision(from, name, n)
+		r.OwnerReferences = nil
+		if err := h.store.Create(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	imported(old, "okv1", 1)
+	imported(h.ss, "okv2", 2)
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.stored().Status; st.LatestRevision != "okv2" {
+		t.Errorf("latest revision %q, want the imported okv2", st.LatestRevision)
+	}
+	revs := h.store.list()
+	if len(revs) != 2 {
+		t.Errorf("%d revisions, want the 2 imported only", len(revs))
+	}
+	for _, r := range revs {
+		if owner := metav1.GetControllerOf(r); owner == nil || owner.UID != h.ss.UID {
+			t.Errorf("revision %s (number %d): controller %+v, want the SidecarSet", r.Name, r.Revision, owner)
+		}
+	}
+	for _, e := range h.drain() {
+		if strings.Contains(e, "RevisionCreated") || strings.Contains(e, "RolledBack") {
+			t.Errorf("event %q: the imported history should be taken as it is", e)
+		}
+	}
+}
+
+// TestRoundKeepsRevisionsImportedAhead: a round of a SidecarSet that does not exist (yet, or not
+// in the cache yet) deletes the revisions a deleted SidecarSet controlled, not those imported
+// ahead of it.
+func TestRoundKeepsRevisionsImportedAhead(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	later := old.DeepCopy()
+	later.Name, later.UID = "later", "deleted-uid"
+	owned, importedRev := NewRevision(later, "later-1", 1), NewRevision(later, "later-2", 2)
+	importedRev.OwnerReferences = nil
+	for _, r := range []*v1alpha1.SidecarSetRevision{owned, importedRev} {
+		if err := h.store.Create(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.sync()
+	if _, err := h.c.sync(context.Background(), "later"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Get(context.Background(), "later-1"); !apierrors.IsNotFound(err) {
+		t.Errorf("the revision of the deleted SidecarSet: %v, want it deleted", err)
+	}
+	if _, err := h.store.Get(context.Background(), "later-2"); err != nil {
+		t.Errorf("the revision imported ahead of its SidecarSet: %v, want it kept", err)
+	}
+}

@@ -1272,7 +1272,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRevision(ref common.ReferenceCallba
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "SidecarSetRevision is an immutable snapshot of the injection-relevant part of a SidecarSet's spec. It is labelled apps.kruise.io/sidecarset-name=<name> and carries the SidecarSet's hash annotations.",
+				Description: "SidecarSetRevision is an immutable snapshot of the injection-relevant part of a SidecarSet's spec. It is labelled apps.kruise.io/sidecarset-name=<name> and carries the SidecarSet's hash annotations. The server's controller records them; a client may create one to import a history (OpenKruise's ControllerRevisions: kubectl sidecarset migrate), never change or delete one.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {

@@ -10,7 +10,11 @@ import (
 )
 
 // The golden values were computed by OpenKruise's algorithm over OpenKruise's own v1alpha1 types
-// for the same documents, so equality proves the wire layout of SidecarContainer is identical.
+// for the same documents, so equality proves the wire layout of SidecarContainer is identical. The
+// cases "OpenKruise v1beta1, ..." were computed over OpenKruise's v1beta1 types (what its webhook
+// and controller hash today) with its Kubernetes libraries (k8s.io/api v0.32), for the defaulted
+// SidecarSet of the migration end-to-end test (TestMigrateFromOpenKruise): pods OpenKruise injected
+// carry these values, and the server must compute the same to adopt them without an upgrade.
 func TestOfMatchesOpenKruise(t *testing.T) {
 	tests := []struct {
 		name string
@@ -60,6 +64,58 @@ initContainers:
 				WithoutImage: "fdx6c9xzd49857df8xc6dbx2z45v279b865999wb8cv2zcxf89cf46d6v689z5wd",
 			},
 		},
+		{
+			name: "OpenKruise v1beta1, busybox:1.35",
+			spec: migrateSpec("busybox:1.35"),
+			want: Hashes{
+				WithImage:    "x4czcfwwvwcx72v4v9x46vwcc4vd9zx747vf6wc8dc446dz49xzc48d4dc488598",
+				WithoutImage: "4zv6464d6c4bb89d2298d2w2cww65d2d5f89bd72zcxw4dbcf85f44774f6c4794",
+			},
+		},
+		{
+			name: "OpenKruise v1beta1, busybox:1.36",
+			spec: migrateSpec("busybox:1.36"),
+			want: Hashes{
+				WithImage:    "z752v6x4x47829vxwf6c744f948f768wf284b262w4d7z92fzbcc9d24fx254wv5",
+				WithoutImage: "4zv6464d6c4bb89d2298d2w2cww65d2d5f89bd72zcxw4dbcf85f44774f6c4794",
+			},
+		},
+		{
+			name: "OpenKruise v1beta1, resources, ports, transferEnv and a native sidecar",
+			spec: `
+initContainers:
+- name: agent-init
+  image: agent:2
+  restartPolicy: Always
+  imagePullPolicy: IfNotPresent
+  resources: {}
+  terminationMessagePath: /dev/termination-log
+  terminationMessagePolicy: File
+  podInjectPolicy: AfterAppContainer
+  shareVolumePolicy: {type: disabled}
+  upgradeStrategy: {upgradeType: ColdUpgrade}
+containers:
+- name: fluentd
+  image: fluentd:v1.16
+  env: [{name: LOG_LEVEL, value: info}]
+  ports: [{containerPort: 24224, protocol: TCP}]
+  resources:
+    limits: {cpu: 500m, memory: 256Mi}
+    requests: {cpu: 100m, memory: 64Mi}
+  volumeMounts: [{name: varlog, mountPath: /var/log}]
+  imagePullPolicy: IfNotPresent
+  terminationMessagePath: /dev/termination-log
+  terminationMessagePolicy: File
+  podInjectPolicy: AfterAppContainer
+  shareVolumePolicy: {type: enabled}
+  upgradeStrategy: {upgradeType: ColdUpgrade}
+  transferEnv: [{sourceContainerName: app, envName: TZ}]
+`,
+			want: Hashes{
+				WithImage:    "c429wb444z875ccbcv24774z9d4vddx88527xx85v88dd9vb574874wcv4fz26xx",
+				WithoutImage: "bvb7v4cc74z75dfb44b44894bb44bzffc5w4zfv2c66949f4vx6c9zvbcdv6c755",
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,4 +160,22 @@ func TestOfIgnoresWhatIsNotHashed(t *testing.T) {
 	if got.WithImage == want.WithImage || got.WithoutImage != want.WithoutImage {
 		t.Errorf("an image change must change only the with-image hash: %v vs %v", got, want)
 	}
+}
+
+// migrateSpec is the spec of TestMigrateFromOpenKruise's SidecarSet as OpenKruise stores it
+// (defaulted), with image.
+func migrateSpec(image string) string {
+	return `
+containers:
+- name: sidecar1
+  image: ` + image + `
+  command: ["sleep", "999d"]
+  imagePullPolicy: IfNotPresent
+  resources: {}
+  terminationMessagePath: /dev/termination-log
+  terminationMessagePolicy: File
+  podInjectPolicy: BeforeAppContainer
+  shareVolumePolicy: {type: disabled}
+  upgradeStrategy: {upgradeType: ColdUpgrade}
+`
 }

@@ -432,11 +432,13 @@ type SidecarSetList struct {
 
 // +genclient
 // +genclient:nonNamespaced
-// +genclient:onlyVerbs=get,list,watch
+// +genclient:onlyVerbs=create,get,list,watch
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // SidecarSetRevision is an immutable snapshot of the injection-relevant part of a SidecarSet's spec.
 // It is labelled apps.kruise.io/sidecarset-name=<name> and carries the SidecarSet's hash annotations.
+// The server's controller records them; a client may create one to import a history (OpenKruise's
+// ControllerRevisions: kubectl sidecarset migrate), never change or delete one.
 type SidecarSetRevision struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.

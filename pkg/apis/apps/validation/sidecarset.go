@@ -90,8 +90,13 @@ func validateSpec(spec *apps.SidecarSetSpec, path *field.Path) field.ErrorList {
 	if l := spec.RevisionHistoryLimit; l != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*l), path.Child("revisionHistoryLimit"))...)
 	}
-	volumes, volErrs := podfields.ValidateVolumes(spec.Volumes, path.Child("volumes"))
-	allErrs = append(allErrs, volErrs...)
+	return append(allErrs, validateInjected(spec, path)...)
+}
+
+// validateInjected validates what a SidecarSet puts into pods, the part a revision records:
+// volumes, init containers, containers and patchPodMetadata.
+func validateInjected(spec *apps.SidecarSetSpec, path *field.Path) field.ErrorList {
+	volumes, allErrs := podfields.ValidateVolumes(spec.Volumes, path.Child("volumes"))
 	allErrs = append(allErrs, validateContainers(spec, volumes, path)...)
 	return append(allErrs, validatePatchPodMetadata(spec.PatchPodMetadata, path.Child("patchPodMetadata"))...)
 }

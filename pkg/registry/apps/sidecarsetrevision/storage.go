@@ -3,6 +3,7 @@ package sidecarsetrevision
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 )
 
 // NewStore returns the full (writable) store of revisions, for in-process writers.
@@ -34,54 +36,74 @@ func NewStore(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*ge
 	return store, nil
 }
 
-// ReadOnlyREST serves revisions to clients: get, list and watch only.
-type ReadOnlyREST struct {
+// REST serves revisions to clients: get, list, watch, and create to import a history (kubectl
+// sidecarset migrate writes OpenKruise's ControllerRevisions as revisions, under their names and
+// numbers, before their SidecarSets). Nobody but the controller updates or deletes a revision.
+type REST struct {
 	store *genericregistry.Store
 }
 
 var (
-	_ rest.Getter               = &ReadOnlyREST{}
-	_ rest.Lister               = &ReadOnlyREST{}
-	_ rest.Watcher              = &ReadOnlyREST{}
-	_ rest.Scoper               = &ReadOnlyREST{}
-	_ rest.SingularNameProvider = &ReadOnlyREST{}
-	_ rest.Storage              = &ReadOnlyREST{}
+	_ rest.Creater              = &REST{}
+	_ rest.Getter               = &REST{}
+	_ rest.Lister               = &REST{}
+	_ rest.Watcher              = &REST{}
+	_ rest.Scoper               = &REST{}
+	_ rest.SingularNameProvider = &REST{}
+	_ rest.Storage              = &REST{}
 )
 
-// NewReadOnlyREST exposes store read-only.
-func NewReadOnlyREST(store *genericregistry.Store) *ReadOnlyREST { return &ReadOnlyREST{store: store} }
+// NewREST exposes store to clients.
+func NewREST(store *genericregistry.Store) *REST { return &REST{store: store} }
 
 // New returns an empty revision.
-func (r *ReadOnlyREST) New() runtime.Object { return r.store.New() }
+func (r *REST) New() runtime.Object { return r.store.New() }
 
 // Destroy releases the store.
-func (r *ReadOnlyREST) Destroy() { r.store.Destroy() }
+func (r *REST) Destroy() { r.store.Destroy() }
 
 // NamespaceScoped is false.
-func (r *ReadOnlyREST) NamespaceScoped() bool { return false }
+func (r *REST) NamespaceScoped() bool { return false }
 
 // GetSingularName returns "sidecarsetrevision".
-func (r *ReadOnlyREST) GetSingularName() string { return r.store.GetSingularName() }
+func (r *REST) GetSingularName() string { return r.store.GetSingularName() }
+
+// Create records a revision a client imports: beyond what the strategy checks for every revision
+// (its SidecarSet's name, and the label naming it), its number is 1 or more and its snapshot is
+// one a SidecarSet could hold. A revision without a controller is adopted by the SidecarSet it is
+// labelled with, which reuses it when its spec equals the snapshot rather than record another.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
+		rev := obj.(*apps.SidecarSetRevision)
+		if errs := validation.ValidateRevisionCreate(rev); len(errs) > 0 {
+			return apierrors.NewInvalid(apps.Kind("SidecarSetRevision"), rev.Name, errs)
+		}
+		if createValidation != nil {
+			return createValidation(ctx, obj)
+		}
+		return nil
+	}, options)
+}
 
 // Get returns one revision.
-func (r *ReadOnlyREST) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+func (r *REST) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	return r.store.Get(ctx, name, opts)
 }
 
 // NewList returns an empty revision list.
-func (r *ReadOnlyREST) NewList() runtime.Object { return r.store.NewList() }
+func (r *REST) NewList() runtime.Object { return r.store.NewList() }
 
 // List lists revisions.
-func (r *ReadOnlyREST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+func (r *REST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
 	return r.store.List(ctx, opts)
 }
 
 // Watch watches revisions.
-func (r *ReadOnlyREST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+func (r *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
 	return r.store.Watch(ctx, opts)
 }
 
 // ConvertToTable prints revisions.
-func (r *ReadOnlyREST) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
+func (r *REST) ConvertToTable(ctx context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
 	return r.store.ConvertToTable(ctx, obj, opts)
 }

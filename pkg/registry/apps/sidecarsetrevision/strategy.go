@@ -1,6 +1,8 @@
 // Package sidecarsetrevision holds the registry of SidecarSetRevisions: immutable snapshots of a
-// SidecarSet's injection-relevant spec. Users can only read them (get, list, watch); the server's
-// controller records and prunes them through the in-process Store.
+// SidecarSet's injection-relevant spec. Users read them (get, list, watch); a privileged client may
+// create one to import a history (REST.Create: kubectl sidecarset migrate, granted by the role
+// sidecarsets-admin only); the server's controller records, renumbers, adopts and prunes them
+// through the in-process Store. No client updates or deletes one.
 package sidecarsetrevision
 
 import (

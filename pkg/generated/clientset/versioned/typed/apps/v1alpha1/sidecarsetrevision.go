@@ -36,6 +36,7 @@ type SidecarSetRevisionsGetter interface {
 
 // SidecarSetRevisionInterface has methods to work with SidecarSetRevision resources.
 type SidecarSetRevisionInterface interface {
+	Create(ctx context.Context, sidecarSetRevision *appsv1alpha1.SidecarSetRevision, opts v1.CreateOptions) (*appsv1alpha1.SidecarSetRevision, error)
 	Get(ctx context.Context, name string, opts v1.GetOptions) (*appsv1alpha1.SidecarSetRevision, error)
 	List(ctx context.Context, opts v1.ListOptions) (*appsv1alpha1.SidecarSetRevisionList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
