@@ -127,8 +127,9 @@ func TestShippedUserRoles(t *testing.T) {
 	if _, err := editor.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("a namespace editor created a SidecarSet: %v", err)
 	}
-	if _, err := admin.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {
-		t.Errorf("sidecarsets-admin cannot create a SidecarSet: %v", err)
+	stored, err := admin.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("sidecarsets-admin cannot create a SidecarSet: %v", err)
 	}
 	_ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, ss.Name, metav1.DeleteOptions{})
 
@@ -136,7 +137,7 @@ func TestShippedUserRoles(t *testing.T) {
 	// authorized and validated, nothing stored).
 	rev := &v1alpha1.SidecarSetRevision{ObjectMeta: metav1.ObjectMeta{Name: "e2e-roles-imported",
 		Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "e2e-roles"}}, SidecarSetName: "e2e-roles", Revision: 1,
-		Spec: v1alpha1.SidecarSetRevisionSpec{Containers: ss.Spec.Containers}}
+		Spec: v1alpha1.SidecarSetRevisionSpec{Containers: stored.Spec.Containers}} // a snapshot is of a defaulted spec
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	if _, err := editor.AppsV1alpha1().SidecarSetRevisions().Create(ctx, rev, dryRun); !apierrors.IsForbidden(err) {
 		t.Errorf("a namespace editor created a SidecarSetRevision: %v", err)
@@ -192,23 +193,40 @@ spec:
 		t.Errorf("the Pod Security warning does not name namespace %s: %s", enforced.Name, out)
 	}
 	// A pod there is refused by Pod Security after injection: the webhook's warning names the
-	// SidecarSet (transferEnv keeps the SidecarSet on the webhook path: a policy cannot warn).
-	withTransferEnv := manifest("privileged-agent", enforced.Name) + "    transferEnv: [{sourceContainerName: app, envName: TZ}]\n"
-	if out, err := runKubectl(t, withTransferEnv, "apply", "-f", "-"); err != nil {
+	// SidecarSet. Its sidecar adds a capability (the local cluster refuses privileged containers
+	// before Pod Security looks); transferEnv keeps it on the webhook path (a policy cannot warn).
+	capAgent := `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: cap-agent}
+spec:
+  namespace: ` + enforced.Name + `
+  selector: {matchLabels: {app: cap-agent}}
+  containers:
+  - name: agent
+    image: busybox
+    securityContext: {capabilities: {add: [NET_ADMIN]}}
+    transferEnv: [{sourceContainerName: app, envName: TZ}]
+`
+	if out, err := runKubectl(t, capAgent, "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	pod := `apiVersion: v1
 kind: Pod
-metadata: {name: psa-refused, namespace: ` + enforced.Name + `, labels: {app: privileged-agent}}
+metadata: {name: psa-refused, namespace: ` + enforced.Name + `, labels: {app: cap-agent}}
 spec:
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, env: [{name: TZ, value: UTC}]}]
 `
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
 		out, err = runKubectl(t, pod, "create", "--dry-run=server", "-f", "-")
-		return err != nil && strings.Contains(out, `Warning: SidecarSet "privileged-agent"`), nil
+		return err != nil && strings.Contains(out, `Warning: SidecarSet "cap-agent"`), nil
 	})
-	if err != nil || !strings.Contains(out, "namespace "+enforced.Name+" enforces") || !strings.Contains(out, "PodSecurity") {
-		t.Errorf("a pod refused by Pod Security after injection: the output does not name the SidecarSet: %v: %s", err, out)
+	if err != nil || !strings.Contains(out, "namespace "+enforced.Name+" enforces") || !strings.Contains(out, "violates PodSecurity") {
+		t.Errorf("a pod Pod Security refuses after injection: the output does not name the SidecarSet: %v: %s", err, out)
+	} else {
+		t.Logf("kubectl create of a pod Pod Security refuses after injection:\n%s", out)
+	}
+	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "cap-agent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	// With --refuse-pod-security-violations, refused.
 	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "privileged-agent", metav1.DeleteOptions{}); err != nil {
