@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -228,7 +229,7 @@ func transferEnvNames(t *v1alpha1.TransferEnvVar) []string {
 // fails for other paths and for keys that are not qualified names (annotation keys are checked
 // lower-cased), like OpenKruise's ExtractContainerNameFromFieldPath.
 func containerNameFromFieldPath(fieldPath string, pod *corev1.Pod) (string, bool) {
-	path, subscript, ok := splitSubscriptedPath(fieldPath)
+	path, subscript, ok := apps.SplitSubscriptedPath(fieldPath)
 	if !ok {
 		return "", false
 	}
@@ -245,18 +246,6 @@ func containerNameFromFieldPath(fieldPath string, pod *corev1.Pod) (string, bool
 		return pod.Labels[subscript], true
 	}
 	return "", false
-}
-
-// splitSubscriptedPath splits "path['key']" into path and key, as Kubernetes' fieldpath package.
-func splitSubscriptedPath(fieldPath string) (string, string, bool) {
-	if !strings.HasSuffix(fieldPath, "']") {
-		return fieldPath, "", false
-	}
-	path, subscript, ok := strings.Cut(strings.TrimSuffix(fieldPath, "']"), "['")
-	if !ok || path == "" {
-		return fieldPath, "", false
-	}
-	return path, subscript, true
 }
 
 func findEnv(env []corev1.EnvVar, name string) *corev1.EnvVar {

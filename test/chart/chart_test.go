@@ -2,7 +2,6 @@ package chart
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +60,7 @@ func setup(t *testing.T) env {
 		}
 		e.dir = tmpDir
 		for _, d := range []string{"artifacts/deploy", "artifacts/deploy-example"} {
-			if setupErr = copyTree(filepath.Join(e.root, d), filepath.Join(e.dir, d), "certs"); setupErr != nil {
+			if setupErr = CopyTree(filepath.Join(e.root, d), filepath.Join(e.dir, d), "certs"); setupErr != nil {
 				return
 			}
 		}
@@ -454,25 +453,4 @@ func stringsAt(t *testing.T, o *unstructured.Unstructured, path ...string) []str
 		t.Fatalf("%s %s: %s: found %t, %v", o.GetKind(), o.GetName(), strings.Join(path, "."), found, err)
 	}
 	return s
-}
-
-// copyTree copies the regular files under src to dst, leaving out top-level directories named skip.
-func copyTree(src, dst, skip string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if rel == skip {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
 }

@@ -3,13 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecarset/apiserver/test/chart"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,24 +126,7 @@ func checkEtcd(t *testing.T, what, manifest string) {
 // copyTree copies the regular files under src to dst, leaving out top-level directories named skip.
 func copyTree(t *testing.T, src, dst, skip string) {
 	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			if rel == skip {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
+	if err := chart.CopyTree(src, dst, skip); err != nil {
 		t.Fatal(err)
 	}
 }

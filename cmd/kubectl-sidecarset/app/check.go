@@ -79,37 +79,21 @@ func (r checkReport) human(w io.Writer) error {
 
 // gatherCluster reads the facts the checks assess.
 func (o *options) gatherCluster(ctx context.Context, t checkTargets) (*clusterFacts, error) {
-	cfg, err := o.clientConfig().ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	c, err := o.newClients()
-	if err != nil {
-		return nil, err
-	}
-	ext, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	agg, err := aggregatorclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	md, err := metadata.NewForConfig(cfg)
+	c, err := o.clusterAPIs()
 	if err != nil {
 		return nil, err
 	}
 	f := &clusterFacts{Now: time.Now(), Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}}
-	if err := gatherAPIServices(ctx, agg, f); err != nil {
+	if err := gatherAPIServices(ctx, c.aggregator, f); err != nil {
 		return nil, err
 	}
-	if err := gatherCRDs(ctx, ext, md, f); err != nil {
+	if err := gatherCRDs(ctx, c.extensions, c.metadata, f); err != nil {
 		return nil, err
 	}
 	if !f.installed() {
 		return f, nil
 	}
-	return f, o.gatherServer(ctx, c, t, f)
+	return f, o.gatherServer(ctx, c.clients, t, f)
 }
 
 func gatherAPIServices(ctx context.Context, agg aggregatorclient.Interface, f *clusterFacts) error {
@@ -139,7 +123,7 @@ func gatherCRDs(ctx context.Context, ext apiextensionsclient.Interface, md metad
 		}
 		f.CRDs = append(f.CRDs, crd)
 		for _, v := range crd.Spec.Versions {
-			if as := f.APIServices[v.Name+"."+crd.Spec.Group]; !v.Served || (as != nil && as.Spec.Service != nil) {
+			if !v.Served || takenByThisServer(f.APIServices, crd.Spec.Group, v.Name) {
 				continue // hidden: a request reaches this server, not the CRD
 			}
 			n, err := countObjects(ctx, md, schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural})
@@ -150,6 +134,14 @@ func gatherCRDs(ctx context.Context, ext apiextensionsclient.Interface, md metad
 		}
 	}
 	return nil
+}
+
+// takenByThisServer reports whether one of this server's APIServices (routed to its service, not
+// served by kube-apiserver itself) takes group/version: a request there reaches this server, so a
+// CRD of that group and version is hidden.
+func takenByThisServer(services map[string]*apiregistrationv1.APIService, group, version string) bool {
+	as := services[version+"."+group]
+	return as != nil && as.Spec.Service != nil
 }
 
 // countObjects counts a resource's objects in every namespace from one page of metadata.

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func checkCRDs(f *clusterFacts) checkResult {
 	var hidden, replaced []string
 	for _, crd := range f.CRDs {
 		for _, v := range crd.Spec.Versions {
-			if !v.Served || !claims(v.Name) {
+			if !v.Served || !slices.Contains(claimedVersions, v.Name) {
 				continue
 			}
 			what := fmt.Sprintf("%s %s (%s, %s)", crd.Spec.Group+"/"+v.Name, crd.Spec.Names.Kind, crd.Name, f.objectCount(crd.Name, v.Name))
@@ -140,15 +141,6 @@ func checkCRDs(f *clusterFacts) checkResult {
 			strings.Join(replaced, "; "))}
 	}
 	return checkResult{"openkruise-crds", checkOK, "no custom resource of apps.kruise.io at " + strings.Join(claimedVersions, " or ")}
-}
-
-func claims(version string) bool {
-	for _, v := range claimedVersions {
-		if v == version {
-			return true
-		}
-	}
-	return false
 }
 
 func (f *clusterFacts) objectCount(crd, version string) string {

@@ -10,16 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -335,27 +332,11 @@ func writeExport(path string, objs []*unstructured.Unstructured) error {
 // readOpenKruise lists OpenKruise's SidecarSets, at the version its CRD stores and serves, and
 // the ControllerRevisions of SidecarSets in namespace.
 func (o *options) readOpenKruise(ctx context.Context, namespace string) ([]*unstructured.Unstructured, error) {
-	cfg, err := o.clientConfig().ClientConfig()
+	c, err := o.clusterAPIs()
 	if err != nil {
 		return nil, err
 	}
-	c, err := o.newClients()
-	if err != nil {
-		return nil, err
-	}
-	ext, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	agg, err := aggregatorclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, openKruiseCRD, metav1.GetOptions{})
+	crd, err := c.extensions.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, openKruiseCRD, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("OpenKruise's SidecarSet CRD %s is not installed: nothing to read (migrate the files exported before it was removed with -f)", openKruiseCRD)
 	}
@@ -363,14 +344,14 @@ func (o *options) readOpenKruise(ctx context.Context, namespace string) ([]*unst
 		return nil, fmt.Errorf("reading CRD %s: %w", openKruiseCRD, err)
 	}
 	services := map[string]*apiregistrationv1.APIService{}
-	if err := gatherAPIServices(ctx, agg, &clusterFacts{APIServices: services}); err != nil {
+	if err := gatherAPIServices(ctx, c.aggregator, &clusterFacts{APIServices: services}); err != nil {
 		return nil, err
 	}
 	version, err := openKruiseVersion(crd, services)
 	if err != nil {
 		return nil, err
 	}
-	list, err := dyn.Resource(schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}).List(ctx, metav1.ListOptions{})
+	list, err := c.dynamic.Resource(schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing OpenKruise's SidecarSets (%s/%s): %w", crd.Spec.Group, version, err)
 	}
@@ -403,7 +384,7 @@ func openKruiseVersion(crd *apiextensionsv1.CustomResourceDefinition, services m
 		if !v.Served {
 			continue
 		}
-		if as := services[v.Name+"."+crd.Spec.Group]; as != nil && as.Spec.Service != nil {
+		if takenByThisServer(services, crd.Spec.Group, v.Name) {
 			hidden = append(hidden, v.Name)
 			continue
 		}

@@ -11,9 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
@@ -121,6 +125,39 @@ func newClients(cfg *rest.Config, ns string) (*clients, error) {
 		return nil, err
 	}
 	return &clients{kube: kube, sidecarSet: ss, namespace: ns}, nil
+}
+
+// clusterAPIs are the clients of the cluster's API extensions, aggregation, metadata and dynamic
+// APIs beside the usual ones: what check and migrate read of CRDs, APIServices and custom objects.
+type clusterAPIs struct {
+	*clients
+	extensions apiextensionsclient.Interface
+	aggregator aggregatorclient.Interface
+	metadata   metadata.Interface
+	dynamic    dynamic.Interface
+}
+
+// clusterAPIs builds the clients of clusterAPIs from the kubeconfig and flags.
+func (o *options) clusterAPIs() (*clusterAPIs, error) {
+	cfg, err := o.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	c := &clusterAPIs{}
+	if c.clients, err = o.newClients(); err != nil {
+		return nil, err
+	}
+	if c.extensions, err = apiextensionsclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.aggregator, err = aggregatorclient.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	c.dynamic, err = dynamic.NewForConfig(cfg)
+	return c, err
 }
 
 // offlineNamespace is the namespace without a cluster: the -n flag, else "default".

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/validation/podfields"
 )
 
 var patchPolicies = []apps.SidecarSetPatchPolicyType{
@@ -33,7 +34,7 @@ func validatePatchPodMetadata(patches []apps.SidecarSetPatchPodMetadata, path *f
 		if patch.PatchPolicy == "" {
 			allErrs = append(allErrs, field.Required(p.Child("patchPolicy"), "no patchPolicy defined for patchPodMetadata"))
 		} else {
-			allErrs = append(allErrs, validateEnum(patch.PatchPolicy, patchPolicies, p.Child("patchPolicy"))...)
+			allErrs = append(allErrs, podfields.ValidateEnum(patch.PatchPolicy, patchPolicies, p.Child("patchPolicy"))...)
 		}
 		for _, k := range sets.List(sets.KeySet(patch.Annotations)) {
 			if seen.Has(k) {

@@ -92,7 +92,7 @@ func validateSidecarPolicies(c *apps.SidecarContainer, path *field.Path) field.E
 			fmt.Sprintf("unsupported share volume policy, must be %s or %s", apps.ShareVolumePolicyEnabled, apps.ShareVolumePolicyDisabled)))
 	}
 	us := c.UpgradeStrategy
-	allErrs = append(allErrs, validateEnum(us.UpgradeType, []apps.SidecarContainerUpgradeType{
+	allErrs = append(allErrs, podfields.ValidateEnum(us.UpgradeType, []apps.SidecarContainerUpgradeType{
 		apps.SidecarContainerColdUpgrade, apps.SidecarContainerHotUpgrade}, path.Child("upgradeStrategy", "upgradeType"))...)
 	if us.UpgradeType == apps.SidecarContainerHotUpgrade && us.HotUpgradeEmptyImage == "" {
 		allErrs = append(allErrs, field.Required(path.Child("upgradeStrategy", "hotUpgradeEmptyImage"),
@@ -133,7 +133,7 @@ func validateResourcesPolicy(c *apps.SidecarContainer, path *field.Path) field.E
 		return field.ErrorList{field.Forbidden(path, "resourcesPolicy and resources cannot be configured together")}
 	}
 	policy := c.ResourcesPolicy
-	allErrs := validateEnum(policy.TargetContainersMode, []apps.TargetContainersModeType{
+	allErrs := podfields.ValidateEnum(policy.TargetContainersMode, []apps.TargetContainersModeType{
 		apps.TargetContainersModeSum, apps.TargetContainersModeMax}, path.Child("targetContainersMode"))
 	switch regex := policy.TargetContainersNameRegex; {
 	case regex == nil:

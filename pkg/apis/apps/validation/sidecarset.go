@@ -3,7 +3,6 @@ package validation
 import (
 	"fmt"
 	"regexp"
-	"slices"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,15 +152,4 @@ func validateInjectionStrategy(s *apps.SidecarSetInjectionStrategy, path *field.
 func withDetail(e *field.Error, format string, args ...interface{}) *field.Error {
 	e.Detail = fmt.Sprintf(format, args...)
 	return e
-}
-
-// validateEnum requires value to be one of valid.
-func validateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
-	switch {
-	case value == "":
-		return field.ErrorList{field.Required(path, "")}
-	case slices.Contains(valid, value):
-		return nil
-	}
-	return field.ErrorList{field.NotSupported(path, value, valid)}
 }

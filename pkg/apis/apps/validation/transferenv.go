@@ -3,6 +3,7 @@ package validation
 import (
 	"strings"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	corev1 "k8s.io/api/core/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,7 +29,7 @@ func validateFieldRef(ref *corev1.ObjectFieldSelector, path *field.Path) field.E
 	if why := convertFieldRef(ref.APIVersion, ref.FieldPath); why != "" {
 		return field.ErrorList{field.Invalid(p, ref.FieldPath, "error converting fieldPath: "+why)}
 	}
-	base, key, _ := splitSubscript(ref.FieldPath)
+	base, key, _ := apps.SplitSubscriptedPath(ref.FieldPath)
 	if base == "metadata.annotations" {
 		key = strings.ToLower(key)
 	}
@@ -43,7 +44,7 @@ func convertFieldRef(apiVersion, fieldPath string) string {
 	if apiVersion != "v1" {
 		return "unsupported pod version: " + apiVersion
 	}
-	base, _, ok := splitSubscript(fieldPath)
+	base, _, ok := apps.SplitSubscriptedPath(fieldPath)
 	switch {
 	case !ok:
 		return "field label not supported: " + fieldPath
@@ -51,17 +52,4 @@ func convertFieldRef(apiVersion, fieldPath string) string {
 		return "field path not supported: " + base
 	}
 	return ""
-}
-
-// splitSubscript splits "metadata.labels['k']" into "metadata.labels" and "k" (package podfields
-// has the same helper for the downward API).
-func splitSubscript(fieldPath string) (base, key string, ok bool) {
-	if !strings.HasSuffix(fieldPath, "']") {
-		return fieldPath, "", false
-	}
-	base, key, found := strings.Cut(strings.TrimSuffix(fieldPath, "']"), "['")
-	if !found || base == "" {
-		return fieldPath, "", false
-	}
-	return base, key, true
 }

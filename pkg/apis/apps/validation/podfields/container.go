@@ -48,13 +48,13 @@ var (
 func validateContainer(c *corev1.Container, kind containerKind, volumes map[string]*corev1.Volume, path *field.Path) field.ErrorList {
 	allErrs := validateDNSLabel(c.Name, path.Child("name"))
 	allErrs = append(allErrs, validateImage(c.Image, path.Child("image"))...)
-	allErrs = append(allErrs, validateEnum(c.TerminationMessagePolicy, terminationPolicies, path.Child("terminationMessagePolicy"))...)
+	allErrs = append(allErrs, ValidateEnum(c.TerminationMessagePolicy, terminationPolicies, path.Child("terminationMessagePolicy"))...)
 	allErrs = append(allErrs, validateContainerPorts(c.Ports, path.Child("ports"))...)
 	allErrs = append(allErrs, validateEnv(c.Env, path.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(c, volumes, path.Child("volumeMounts"))...)
 	allErrs = append(allErrs, validateVolumeDevices(c, volumes, path.Child("volumeDevices"))...)
-	allErrs = append(allErrs, validateEnum(c.ImagePullPolicy, pullPolicies, path.Child("imagePullPolicy"))...)
+	allErrs = append(allErrs, ValidateEnum(c.ImagePullPolicy, pullPolicies, path.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateResources(&c.Resources, path.Child("resources"))...)
 	allErrs = append(allErrs, validateResizePolicy(c.ResizePolicy, kind, path.Child("resizePolicy"))...)
 	allErrs = append(allErrs, validateSecurityContext(c.SecurityContext, path.Child("securityContext"))...)
@@ -73,8 +73,9 @@ func validateImage(image string, path *field.Path) field.ErrorList {
 	return nil
 }
 
-// validateEnum requires value to be one of valid.
-func validateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
+// ValidateEnum requires value to be one of valid: Required when empty, NotSupported (listing
+// valid) otherwise, kube-apiserver's words; the SidecarSet rules use it too.
+func ValidateEnum[T ~string](value T, valid []T, path *field.Path) field.ErrorList {
 	if value == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
@@ -165,8 +166,8 @@ func validateResizePolicy(policies []corev1.ContainerResizePolicy, kind containe
 			allErrs = append(allErrs, field.Duplicate(ip, p.ResourceName))
 		}
 		seen.Insert(p.ResourceName)
-		allErrs = append(allErrs, validateEnum(p.ResourceName, resizeResources, ip.Child("resourceName"))...)
-		allErrs = append(allErrs, validateEnum(p.RestartPolicy, resizePolicies, ip.Child("restartPolicy"))...)
+		allErrs = append(allErrs, ValidateEnum(p.ResourceName, resizeResources, ip.Child("resourceName"))...)
+		allErrs = append(allErrs, ValidateEnum(p.RestartPolicy, resizePolicies, ip.Child("restartPolicy"))...)
 		if kind == initContainer && p.RestartPolicy == corev1.RestartContainer {
 			allErrs = append(allErrs, field.Invalid(ip.Child("restartPolicy"), p.RestartPolicy,
 				"must not be set to 'RestartContainer' for non-sidecar initContainers"))
@@ -199,7 +200,7 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 		if port.HostPort != 0 {
 			allErrs = append(allErrs, validatePortNum(int(port.HostPort), p.Child("hostPort"))...)
 		}
-		allErrs = append(allErrs, validateEnum(port.Protocol, protocols, p.Child("protocol"))...)
+		allErrs = append(allErrs, ValidateEnum(port.Protocol, protocols, p.Child("protocol"))...)
 	}
 	return allErrs
 }

@@ -3,6 +3,7 @@ package podfields
 import (
 	"strings"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -187,7 +188,7 @@ func validateObjectFieldSelector(ref *corev1.ObjectFieldSelector, plain sets.Set
 	if err != "" {
 		return field.ErrorList{field.Invalid(path.Child("fieldPath"), ref.FieldPath, "error converting fieldPath: "+err)}
 	}
-	base, key, subscripted := splitSubscript(label)
+	base, key, subscripted := apps.SplitSubscriptedPath(label)
 	switch {
 	case subscripted && base == "metadata.annotations":
 		return validateQualifiedName(strings.ToLower(key), path)
@@ -205,7 +206,7 @@ func convertDownwardAPIFieldLabel(apiVersion, label string) (string, string) {
 	if apiVersion != "v1" {
 		return "", "unsupported pod version: " + apiVersion
 	}
-	if base, _, ok := splitSubscript(label); ok {
+	if base, _, ok := apps.SplitSubscriptedPath(label); ok {
 		if base == "metadata.annotations" || base == "metadata.labels" {
 			return label, ""
 		}
@@ -261,16 +262,4 @@ func validateResourceDivisor(name string, divisor resource.Quantity, path *field
 		allErrs = append(allErrs, field.Invalid(path, name, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource"))
 	}
 	return allErrs
-}
-
-// splitSubscript splits "metadata.labels['k']" into "metadata.labels" and "k".
-func splitSubscript(fieldPath string) (base, key string, ok bool) {
-	if !strings.HasSuffix(fieldPath, "']") {
-		return fieldPath, "", false
-	}
-	base, key, found := strings.Cut(strings.TrimSuffix(fieldPath, "']"), "['")
-	if !found || base == "" {
-		return fieldPath, "", false
-	}
-	return base, key, true
 }

@@ -72,7 +72,7 @@ func validateSeccompProfile(sp *corev1.SeccompProfile, path *field.Path) field.E
 	if sp == nil {
 		return nil
 	}
-	allErrs := validateEnum(sp.Type, seccompTypes, path.Child("type"))
+	allErrs := ValidateEnum(sp.Type, seccompTypes, path.Child("type"))
 	if len(allErrs) > 0 && sp.Type == "" {
 		allErrs[0].Detail = "type is required when seccompProfile is set"
 	}
