@@ -203,6 +203,10 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, fmt.Errorf("sidecarsets storage: %w", err)
 	}
+	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl)
+	if err != nil {
+		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
+	}
 
 	appsGroup := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	appsGroup.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
@@ -211,6 +215,11 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 		"sidecarsets/revisions": sets.Revisions,
 		"sidecarsets/rollout":   sets.Rollout,
 		"sidecarsetrevisions":   sidecarsetrevision.NewREST(s.Revisions),
+		// Namespace owners' SidecarSets, v1alpha1 only.
+		"namespacedsidecarsets":           namespaced.SidecarSet,
+		"namespacedsidecarsets/status":    namespaced.Status,
+		"namespacedsidecarsets/revisions": namespaced.Revisions,
+		"namespacedsidecarsets/rollout":   namespaced.Rollout,
 	}
 	// v1beta1 serves the same storage; SidecarSetRevisions stay v1alpha1 only.
 	appsGroup.VersionedResourcesStorageMap["v1beta1"] = map[string]rest.Storage{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
@@ -39,6 +40,8 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 			return nil, err
 		}
 		c.informers = &informerSet{own: informers.NewSharedInformerFactory(client, 0)}
+		// Registered first: the factory's SidecarSet informer is then the one of both kinds.
+		c.informers.own.InformerFor(&v1alpha1.SidecarSet{}, allSidecarSets)
 	}
 	return c.informers, nil
 }

@@ -32,6 +32,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&SidecarSet{},
 		&SidecarSetList{},
+		&NamespacedSidecarSet{},
+		&NamespacedSidecarSetList{},
 		&SidecarSetRevision{},
 		&SidecarSetRevisionList{},
 		&SidecarSetRollout{},

@@ -369,6 +369,32 @@ type SidecarSetList struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// NamespacedSidecarSet is a SidecarSet that lives in a namespace and injects only the pods of
+// that namespace: its spec has no namespace or namespaceSelector.
+type NamespacedSidecarSet struct {
+	metav1.TypeMeta
+	// Standard object metadata.
+	metav1.ObjectMeta
+
+	// Spec is the desired state, as for a SidecarSet, without namespace and namespaceSelector.
+	Spec SidecarSetSpec
+	// Status is the most recently observed state, written by the server's controller.
+	Status SidecarSetStatus
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NamespacedSidecarSetList is a list of NamespacedSidecarSets.
+type NamespacedSidecarSetList struct {
+	metav1.TypeMeta
+	// Standard list metadata.
+	metav1.ListMeta
+	// Items is the list of NamespacedSidecarSets.
+	Items []NamespacedSidecarSet
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // SidecarSetRevision is an immutable snapshot of the injection-relevant part of a SidecarSet's spec.
 // It is labelled apps.kruise.io/sidecarset-name=<name> and carries the SidecarSet's hash annotations.
 type SidecarSetRevision struct {

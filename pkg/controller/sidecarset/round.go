@@ -133,8 +133,19 @@ func (c *Controller) record(events []event) {
 		return
 	}
 	for _, e := range events {
-		c.recorder.Event(e.object, e.eventType, e.reason, e.message)
+		c.recorder.Event(eventObject(e.object), e.eventType, e.reason, e.message)
 	}
+}
+
+// eventObject returns the object an event is about: a NamespacedSidecarSet's events are its own,
+// in its namespace, not those of the SidecarSet it takes part as.
+func eventObject(obj runtime.Object) runtime.Object {
+	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
+		if n := v1alpha1.AsNamespaced(ss); n != nil {
+			return n
+		}
+	}
+	return obj
 }
 
 // report publishes a round's metrics and returns its events: those of applying it, pods that

@@ -47,9 +47,9 @@ func (c *Controller) writeStatus(ctx context.Context, cached, ss *v1alpha1.Sidec
 		}
 		updated := current.DeepCopy()
 		updated.Status = *st
-		_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		err := c.updateStatus(ctx, updated)
 		if apierrors.IsConflict(err) {
-			fresh, getErr := c.client.AppsV1alpha1().SidecarSets().Get(ctx, cached.Name, metav1.GetOptions{})
+			fresh, getErr := c.get(ctx, cached.Name)
 			if getErr != nil {
 				return getErr
 			}
@@ -85,4 +85,27 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
+}
+
+// updateStatus writes the status of ss through its own resource: sidecarsets, or
+// namespacedsidecarsets for one that stands for a NamespacedSidecarSet.
+func (c *Controller) updateStatus(ctx context.Context, ss *v1alpha1.SidecarSet) error {
+	if n := v1alpha1.AsNamespaced(ss); n != nil {
+		_, err := c.client.AppsV1alpha1().NamespacedSidecarSets(n.Namespace).UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	}
+	_, err := c.client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, ss, metav1.UpdateOptions{})
+	return err
+}
+
+// get reads the named SidecarSet, or the NamespacedSidecarSet the name stands for, from storage.
+func (c *Controller) get(ctx context.Context, name string) (*v1alpha1.SidecarSet, error) {
+	if namespace, local, ok := v1alpha1.SplitNamespacedName(name); ok {
+		n, err := c.client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, local, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return n.AsSidecarSet(), nil
+	}
+	return c.client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 }

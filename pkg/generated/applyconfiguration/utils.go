@@ -34,6 +34,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=apps.kruise.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedSidecarSet"):
+		return &appsv1alpha1.NamespacedSidecarSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):

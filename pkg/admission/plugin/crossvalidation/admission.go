@@ -100,11 +100,11 @@ func (p *Plugin) ValidateInitialization() error {
 
 // Validate checks a SidecarSet write.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetResource().GroupResource() != apps.Resource("sidecarsets") || a.GetSubresource() != "" {
+	if a.GetSubresource() != "" {
 		return nil
 	}
-	ss, ok := a.GetObject().(*apps.SidecarSet)
-	if !ok {
+	ss, kind, name := engineForm(a)
+	if ss == nil {
 		return nil
 	}
 	if !p.WaitForReady() {
@@ -120,9 +120,25 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		}
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(apps.Kind("SidecarSet"), ss.Name, errs)
+		return apierrors.NewInvalid(apps.Kind(kind), name, errs)
 	}
 	return nil
+}
+
+// engineForm returns the SidecarSet a write of sidecarsets or namespacedsidecarsets takes part
+// in injection as, with the kind and name to report errors on; nil for other writes.
+func engineForm(a admission.Attributes) (*apps.SidecarSet, string, string) {
+	switch a.GetResource().GroupResource() {
+	case apps.Resource("sidecarsets"):
+		if ss, ok := a.GetObject().(*apps.SidecarSet); ok {
+			return ss, "SidecarSet", ss.Name
+		}
+	case apps.Resource("namespacedsidecarsets"):
+		if n, ok := a.GetObject().(*apps.NamespacedSidecarSet); ok {
+			return n.AsSidecarSet(), "NamespacedSidecarSet", n.Name
+		}
+	}
+	return nil, "", ""
 }
 
 // check gathers the other objects and runs the pure checks; conflicts are checked last, only when
@@ -205,9 +221,15 @@ func (p *Plugin) checkRevision(ss *apps.SidecarSet) field.ErrorList {
 	path := field.NewPath("spec", "injectionStrategy", "revision")
 	revisions := revision.Lister{Revisions: p.in.Revisions}
 	if r.RevisionName != nil {
-		if _, err := revisions.Revision(*r.RevisionName); err != nil {
+		rev, err := revisions.Revision(*r.RevisionName)
+		if err != nil {
 			return field.ErrorList{field.Invalid(path.Child("revisionName"), *r.RevisionName,
 				fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err))}
+		}
+		if _, _, namespaced := apps.SplitNamespacedName(ss.Name); namespaced && rev.SidecarSetName != ss.Name {
+			// A namespace's SidecarSet injects only its own revisions, never another's sidecars.
+			return field.ErrorList{field.Invalid(path.Child("revisionName"), *r.RevisionName,
+				"is not a revision of this NamespacedSidecarSet")}
 		}
 		return nil
 	}

@@ -24,6 +24,12 @@ var Funcs = func(runtimeserializer.CodecFactory) []interface{} {
 			normalize(ss, wire, v1alpha1.Convert_apps_SidecarSet_To_v1alpha1_SidecarSet,
 				v1alpha1.Convert_v1alpha1_SidecarSet_To_apps_SidecarSet, func() { v1alpha1.SetObjectDefaults_SidecarSet(wire) })
 		},
+		func(n *apps.NamespacedSidecarSet, c randfill.Continue) {
+			c.FillNoCustom(n)
+			wire := &v1alpha1.NamespacedSidecarSet{}
+			normalize(n, wire, v1alpha1.Convert_apps_NamespacedSidecarSet_To_v1alpha1_NamespacedSidecarSet,
+				v1alpha1.Convert_v1alpha1_NamespacedSidecarSet_To_apps_NamespacedSidecarSet, func() { v1alpha1.SetObjectDefaults_NamespacedSidecarSet(wire) })
+		},
 		func(r *apps.SidecarSetRevision, c randfill.Continue) {
 			c.FillNoCustom(r)
 			wire := &v1alpha1.SidecarSetRevision{}

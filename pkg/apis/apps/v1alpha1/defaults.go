@@ -17,26 +17,31 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 // container policies, Kubernetes' own container and volume defaults (they feed the spec hashes, so
 // they match what kube-apiserver would apply), the revision history limit, the patch policy and
 // the injection revision policy.
-func SetDefaults_SidecarSet(obj *SidecarSet) {
-	setDefaultsUpdateStrategy(&obj.Spec.UpdateStrategy)
-	for i := range obj.Spec.InitContainers {
-		setDefaultsSidecarContainer(&obj.Spec.InitContainers[i], AfterAppContainerType)
+func SetDefaults_SidecarSet(obj *SidecarSet) { setDefaultsSpec(&obj.Spec) }
+
+// SetDefaults_NamespacedSidecarSet applies the same defaults as SetDefaults_SidecarSet.
+func SetDefaults_NamespacedSidecarSet(obj *NamespacedSidecarSet) { setDefaultsSpec(&obj.Spec) }
+
+func setDefaultsSpec(spec *SidecarSetSpec) {
+	setDefaultsUpdateStrategy(&spec.UpdateStrategy)
+	for i := range spec.InitContainers {
+		setDefaultsSidecarContainer(&spec.InitContainers[i], AfterAppContainerType)
 	}
-	for i := range obj.Spec.Containers {
-		setDefaultsSidecarContainer(&obj.Spec.Containers[i], BeforeAppContainerType)
+	for i := range spec.Containers {
+		setDefaultsSidecarContainer(&spec.Containers[i], BeforeAppContainerType)
 	}
-	for i := range obj.Spec.Volumes {
-		SetDefaultsVolume(&obj.Spec.Volumes[i])
+	for i := range spec.Volumes {
+		SetDefaultsVolume(&spec.Volumes[i])
 	}
-	if obj.Spec.RevisionHistoryLimit == nil {
-		obj.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = ptr.To[int32](10)
 	}
-	for i := range obj.Spec.PatchPodMetadata {
-		if obj.Spec.PatchPodMetadata[i].PatchPolicy == "" {
-			obj.Spec.PatchPodMetadata[i].PatchPolicy = SidecarSetRetainPatchPolicy
+	for i := range spec.PatchPodMetadata {
+		if spec.PatchPodMetadata[i].PatchPolicy == "" {
+			spec.PatchPodMetadata[i].PatchPolicy = SidecarSetRetainPatchPolicy
 		}
 	}
-	if r := obj.Spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
+	if r := spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
 		r.Policy = AlwaysSidecarSetInjectRevisionPolicy
 	}
 }

@@ -7,10 +7,21 @@ import (
 )
 
 func addFieldLabelConversions(scheme *runtime.Scheme) error {
-	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("SidecarSet"),
+	err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("SidecarSet"),
 		func(label, value string) (string, string, error) {
 			switch label {
 			case "metadata.name", "spec.namespace":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label not supported: %s", label)
+		})
+	if err != nil {
+		return err
+	}
+	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("NamespacedSidecarSet"),
+		func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace":
 				return label, value, nil
 			}
 			return "", "", fmt.Errorf("field label not supported: %s", label)

@@ -431,6 +431,37 @@ type SidecarSetList struct {
 }
 
 // +genclient
+// +genclient:method=GetRevisions,verb=get,subresource=revisions,result=SidecarSetRevisionList
+// +genclient:method=GetRollout,verb=get,subresource=rollout,result=SidecarSetRollout
+// +genclient:method=Rollout,verb=create,subresource=rollout,input=SidecarSetRollout,result=SidecarSetRollout
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NamespacedSidecarSet is a SidecarSet that lives in a namespace and injects only the pods of that
+// namespace: namespace owners can write it without the power to inject every namespace. Its spec
+// is a SidecarSet's without namespace and namespaceSelector.
+type NamespacedSidecarSet struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state, as for a SidecarSet; namespace and namespaceSelector must be empty.
+	Spec SidecarSetSpec `json:"spec,omitempty"`
+	// Status is the most recently observed state, written by the server's controller.
+	Status SidecarSetStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// NamespacedSidecarSetList is a list of NamespacedSidecarSets.
+type NamespacedSidecarSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items is the list of NamespacedSidecarSets.
+	Items []NamespacedSidecarSet `json:"items"`
+}
+
+// +genclient
 // +genclient:nonNamespaced
 // +genclient:onlyVerbs=create,get,list,watch
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

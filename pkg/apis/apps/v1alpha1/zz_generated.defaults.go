@@ -30,12 +30,158 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&NamespacedSidecarSet{}, func(obj interface{}) { SetObjectDefaults_NamespacedSidecarSet(obj.(*NamespacedSidecarSet)) })
+	scheme.AddTypeDefaultingFunc(&NamespacedSidecarSetList{}, func(obj interface{}) { SetObjectDefaults_NamespacedSidecarSetList(obj.(*NamespacedSidecarSetList)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSet{}, func(obj interface{}) { SetObjectDefaults_SidecarSet(obj.(*SidecarSet)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSetList{}, func(obj interface{}) { SetObjectDefaults_SidecarSetList(obj.(*SidecarSetList)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSetRevision{}, func(obj interface{}) { SetObjectDefaults_SidecarSetRevision(obj.(*SidecarSetRevision)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSetRevisionList{}, func(obj interface{}) { SetObjectDefaults_SidecarSetRevisionList(obj.(*SidecarSetRevisionList)) })
 	scheme.AddTypeDefaultingFunc(&SidecarSetRollout{}, func(obj interface{}) { SetObjectDefaults_SidecarSetRollout(obj.(*SidecarSetRollout)) })
 	return nil
+}
+
+func SetObjectDefaults_NamespacedSidecarSet(in *NamespacedSidecarSet) {
+	SetDefaults_NamespacedSidecarSet(in)
+	for i := range in.Spec.InitContainers {
+		a := &in.Spec.InitContainers[i]
+		for j := range a.Container.Ports {
+			b := &a.Container.Ports[j]
+			if b.Protocol == "" {
+				b.Protocol = "TCP"
+			}
+		}
+		for j := range a.Container.Env {
+			b := &a.Container.Env[j]
+			if b.ValueFrom != nil {
+				if b.ValueFrom.FileKeyRef != nil {
+					if b.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						b.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
+			}
+		}
+		if a.Container.LivenessProbe != nil {
+			if a.Container.LivenessProbe.ProbeHandler.GRPC != nil {
+				if a.Container.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+		if a.Container.ReadinessProbe != nil {
+			if a.Container.ReadinessProbe.ProbeHandler.GRPC != nil {
+				if a.Container.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+		if a.Container.StartupProbe != nil {
+			if a.Container.StartupProbe.ProbeHandler.GRPC != nil {
+				if a.Container.StartupProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+	}
+	for i := range in.Spec.Containers {
+		a := &in.Spec.Containers[i]
+		for j := range a.Container.Ports {
+			b := &a.Container.Ports[j]
+			if b.Protocol == "" {
+				b.Protocol = "TCP"
+			}
+		}
+		for j := range a.Container.Env {
+			b := &a.Container.Env[j]
+			if b.ValueFrom != nil {
+				if b.ValueFrom.FileKeyRef != nil {
+					if b.ValueFrom.FileKeyRef.Optional == nil {
+						var ptrVar1 bool = false
+						b.ValueFrom.FileKeyRef.Optional = &ptrVar1
+					}
+				}
+			}
+		}
+		if a.Container.LivenessProbe != nil {
+			if a.Container.LivenessProbe.ProbeHandler.GRPC != nil {
+				if a.Container.LivenessProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.LivenessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+		if a.Container.ReadinessProbe != nil {
+			if a.Container.ReadinessProbe.ProbeHandler.GRPC != nil {
+				if a.Container.ReadinessProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.ReadinessProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+		if a.Container.StartupProbe != nil {
+			if a.Container.StartupProbe.ProbeHandler.GRPC != nil {
+				if a.Container.StartupProbe.ProbeHandler.GRPC.Service == nil {
+					var ptrVar1 string = ""
+					a.Container.StartupProbe.ProbeHandler.GRPC.Service = &ptrVar1
+				}
+			}
+		}
+	}
+	for i := range in.Spec.Volumes {
+		a := &in.Spec.Volumes[i]
+		if a.VolumeSource.ISCSI != nil {
+			if a.VolumeSource.ISCSI.ISCSIInterface == "" {
+				a.VolumeSource.ISCSI.ISCSIInterface = "default"
+			}
+		}
+		if a.VolumeSource.RBD != nil {
+			if a.VolumeSource.RBD.RBDPool == "" {
+				a.VolumeSource.RBD.RBDPool = "rbd"
+			}
+			if a.VolumeSource.RBD.RadosUser == "" {
+				a.VolumeSource.RBD.RadosUser = "admin"
+			}
+			if a.VolumeSource.RBD.Keyring == "" {
+				a.VolumeSource.RBD.Keyring = "/etc/ceph/keyring"
+			}
+		}
+		if a.VolumeSource.AzureDisk != nil {
+			if a.VolumeSource.AzureDisk.CachingMode == nil {
+				ptrVar1 := v1.AzureDataDiskCachingMode(v1.AzureDataDiskCachingReadWrite)
+				a.VolumeSource.AzureDisk.CachingMode = &ptrVar1
+			}
+			if a.VolumeSource.AzureDisk.FSType == nil {
+				var ptrVar1 string = "ext4"
+				a.VolumeSource.AzureDisk.FSType = &ptrVar1
+			}
+			if a.VolumeSource.AzureDisk.ReadOnly == nil {
+				var ptrVar1 bool = false
+				a.VolumeSource.AzureDisk.ReadOnly = &ptrVar1
+			}
+			if a.VolumeSource.AzureDisk.Kind == nil {
+				ptrVar1 := v1.AzureDataDiskKind(v1.AzureSharedBlobDisk)
+				a.VolumeSource.AzureDisk.Kind = &ptrVar1
+			}
+		}
+		if a.VolumeSource.ScaleIO != nil {
+			if a.VolumeSource.ScaleIO.StorageMode == "" {
+				a.VolumeSource.ScaleIO.StorageMode = "ThinProvisioned"
+			}
+			if a.VolumeSource.ScaleIO.FSType == "" {
+				a.VolumeSource.ScaleIO.FSType = "xfs"
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_NamespacedSidecarSetList(in *NamespacedSidecarSetList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_NamespacedSidecarSet(a)
+	}
 }
 
 func SetObjectDefaults_SidecarSet(in *SidecarSet) {

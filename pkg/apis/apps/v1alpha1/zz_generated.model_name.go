@@ -22,6 +22,16 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NamespacedSidecarSet) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NamespacedSidecarSet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NamespacedSidecarSetList) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NamespacedSidecarSetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceExprLimits) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.ResourceExprLimits"
 }

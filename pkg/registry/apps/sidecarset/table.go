@@ -40,7 +40,7 @@ func injectionPath(conditions []metav1.Condition) string {
 	return "None"
 }
 
-// ConvertToTable converts a SidecarSet or a list of them to a table.
+// ConvertToTable converts a SidecarSet or a NamespacedSidecarSet, or a list of them, to a table.
 func (TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts runtime.Object) (*metav1.Table, error) {
 	table := &metav1.Table{}
 	if o, ok := opts.(*metav1.TableOptions); !ok || !o.NoHeaders {
@@ -48,10 +48,9 @@ func (TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts
 	}
 	var err error
 	table.Rows, err = metatable.MetaToTableRow(obj, func(obj runtime.Object, m metav1.Object, name, age string) ([]interface{}, error) {
-		ss := obj.(*apps.SidecarSet)
-		st := ss.Status
+		spec, st := specAndStatus(obj)
 		return []interface{}{name, int64(st.MatchedPods), int64(st.UpdatedPods), int64(st.ReadyPods), age,
-			int64(st.UpdatedReadyPods), st.LatestRevision, ss.Spec.UpdateStrategy.Paused, injectionPath(st.Conditions)}, nil
+			int64(st.UpdatedReadyPods), st.LatestRevision, spec.UpdateStrategy.Paused, injectionPath(st.Conditions)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -64,4 +63,14 @@ func (TableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, opts
 		table.ResourceVersion = o.GetResourceVersion()
 	}
 	return table, nil
+}
+
+// specAndStatus returns the spec and status of a SidecarSet or a NamespacedSidecarSet: both print
+// the same columns.
+func specAndStatus(obj runtime.Object) (*apps.SidecarSetSpec, *apps.SidecarSetStatus) {
+	if n, ok := obj.(*apps.NamespacedSidecarSet); ok {
+		return &n.Spec, &n.Status
+	}
+	ss := obj.(*apps.SidecarSet)
+	return &ss.Spec, &ss.Status
 }

@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// NamespacedSidecarSetListerExpansion allows custom methods to be added to
+// NamespacedSidecarSetLister.
+type NamespacedSidecarSetListerExpansion interface{}
+
+// NamespacedSidecarSetNamespaceListerExpansion allows custom methods to be added to
+// NamespacedSidecarSetNamespaceLister.
+type NamespacedSidecarSetNamespaceListerExpansion interface{}
+
 // SidecarSetListerExpansion allows custom methods to be added to
 // SidecarSetLister.
 type SidecarSetListerExpansion interface{}

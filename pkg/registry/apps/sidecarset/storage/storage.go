@@ -1,5 +1,5 @@
-// Package storage wires the sidecarsets resource and its subresources (status, revisions, rollout)
-// to etcd through the generic registry.
+// Package storage wires the sidecarsets and namespacedsidecarsets resources and their
+// subresources (status, revisions, rollout) to etcd through the generic registry.
 package storage
 
 import (
@@ -53,8 +53,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, re
 	return SidecarSetStorage{
 		SidecarSet: &REST{store},
 		Status:     &StatusREST{store: &statusStore},
-		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions},
-		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme},
+		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions, kind: SidecarSetKind},
+		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: SidecarSetKind},
 	}, nil
 }
 
@@ -76,8 +76,8 @@ var (
 	_ rest.StorageWithReadiness = &StatusREST{}
 )
 
-// New returns an empty SidecarSet.
-func (r *StatusREST) New() runtime.Object { return &apps.SidecarSet{} }
+// New returns an empty object of the resource.
+func (r *StatusREST) New() runtime.Object { return r.store.New() }
 
 // Destroy does nothing: the main store owns the storage.
 func (r *StatusREST) Destroy() {}

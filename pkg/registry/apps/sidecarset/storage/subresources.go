@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,10 +23,46 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 )
 
+// Kind describes the resource the revisions and rollout subresources hang under: sidecarsets or
+// namespacedsidecarsets.
+type Kind struct {
+	// GVK and Resource are the v1alpha1 kind and resource, for admission attributes and defaults.
+	GVK      schema.GroupVersionKind
+	Resource schema.GroupVersionResource
+	// External returns an empty v1alpha1 object of the kind.
+	External func() runtime.Object
+	// Engine returns the SidecarSet a stored object takes part as (itself for a SidecarSet).
+	Engine func(runtime.Object) *apps.SidecarSet
+	// Spec and Status return the stored object's spec and status.
+	Spec   func(runtime.Object) *apps.SidecarSetSpec
+	Status func(runtime.Object) *apps.SidecarSetStatus
+}
+
+// SidecarSetKind is the Kind of sidecarsets.
+var SidecarSetKind = Kind{
+	GVK:      v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"),
+	Resource: v1alpha1.SchemeGroupVersion.WithResource("sidecarsets"),
+	External: func() runtime.Object { return &v1alpha1.SidecarSet{} },
+	Engine:   func(o runtime.Object) *apps.SidecarSet { return o.(*apps.SidecarSet) },
+	Spec:     func(o runtime.Object) *apps.SidecarSetSpec { return &o.(*apps.SidecarSet).Spec },
+	Status:   func(o runtime.Object) *apps.SidecarSetStatus { return &o.(*apps.SidecarSet).Status },
+}
+
+// NamespacedSidecarSetKind is the Kind of namespacedsidecarsets.
+var NamespacedSidecarSetKind = Kind{
+	GVK:      v1alpha1.SchemeGroupVersion.WithKind("NamespacedSidecarSet"),
+	Resource: v1alpha1.SchemeGroupVersion.WithResource("namespacedsidecarsets"),
+	External: func() runtime.Object { return &v1alpha1.NamespacedSidecarSet{} },
+	Engine:   func(o runtime.Object) *apps.SidecarSet { return o.(*apps.NamespacedSidecarSet).AsSidecarSet() },
+	Spec:     func(o runtime.Object) *apps.SidecarSetSpec { return &o.(*apps.NamespacedSidecarSet).Spec },
+	Status:   func(o runtime.Object) *apps.SidecarSetStatus { return &o.(*apps.NamespacedSidecarSet).Status },
+}
+
 // RevisionsREST serves GET sidecarsets/<name>/revisions: the SidecarSet's revisions, newest first.
 type RevisionsREST struct {
 	sidecarSets *genericregistry.Store
 	revisions   *genericregistry.Store
+	kind        Kind
 }
 
 var (
@@ -47,15 +84,16 @@ func (r *RevisionsREST) GroupVersionKind(schema.GroupVersion) schema.GroupVersio
 
 // Get returns the revisions of the named SidecarSet, newest first.
 func (r *RevisionsREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	if _, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{}); err != nil {
+	obj, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
 		return nil, err
 	}
-	return ListRevisions(ctx, r.revisions, name)
+	return ListRevisions(ctx, r.revisions, r.kind.Engine(obj).Name)
 }
 
 // ListRevisions lists the revisions of a SidecarSet from the revision store, newest first.
 func ListRevisions(ctx context.Context, revisions *genericregistry.Store, sidecarSet string) (*apps.SidecarSetRevisionList, error) {
-	obj, err := revisions.List(ctx, &metainternalversion.ListOptions{
+	obj, err := revisions.List(genericapirequest.WithNamespace(ctx, ""), &metainternalversion.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: sidecarSet}),
 	})
 	if err != nil {
@@ -87,6 +125,7 @@ type RolloutREST struct {
 	// of the SidecarSet (nil admits it without).
 	admit  admission.Interface
 	scheme *runtime.Scheme
+	kind   Kind
 }
 
 var (
@@ -113,10 +152,21 @@ func (r *RolloutREST) Get(ctx context.Context, name string, _ *metav1.GetOptions
 	if err != nil {
 		return nil, err
 	}
-	return r.view(ctx, obj.(*apps.SidecarSet))
+	return r.view(ctx, obj)
 }
 
-func (r *RolloutREST) view(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+// view returns the rollout view of a stored object, named as the object.
+func (r *RolloutREST) view(ctx context.Context, obj runtime.Object) (*apps.SidecarSetRollout, error) {
+	view, err := r.engineView(ctx, r.kind.Engine(obj))
+	if err != nil {
+		return nil, err
+	}
+	m, _ := meta.Accessor(obj)
+	view.Name, view.Namespace = m.GetName(), m.GetNamespace()
+	return view, nil
+}
+
+func (r *RolloutREST) engineView(ctx context.Context, ss *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
 	if r.viewer != nil {
 		return r.viewer.View(ctx, ss)
 	}
@@ -149,15 +199,18 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 	}
 	var revision *apps.SidecarSetRevision
 	if req.Spec.Action == apps.RolloutActionRollback {
-		var err error
-		if revision, err = r.revisionOf(ctx, name, req.Spec.RevisionName); err != nil {
+		current, err := r.sidecarSets.Get(ctx, name, &metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if revision, err = r.revisionOf(ctx, r.kind.Engine(current).Name, req.Spec.RevisionName); err != nil {
 			return nil, err
 		}
 	}
 	apply := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		ss := old.(*apps.SidecarSet).DeepCopy()
-		applyAction(ss, req.Spec.Action, revision)
-		return ss, nil
+		obj := old.DeepCopyObject()
+		applyAction(r.kind.Spec(obj), req.Spec.Action, revision)
+		return obj, nil
 	}
 	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
 	mutate, validate := r.admitAsUpdate(ctx, name, updateOpts)
@@ -166,7 +219,7 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err != nil {
 		return nil, err
 	}
-	return r.view(ctx, updated.(*apps.SidecarSet))
+	return r.view(ctx, updated)
 }
 
 // admitAsUpdate returns the steps that put the spec an action writes through the whole admission
@@ -180,8 +233,8 @@ func (r *RolloutREST) admitAsUpdate(ctx context.Context, name string, opts *meta
 	user, _ := genericapirequest.UserFrom(ctx)
 	o := admission.NewObjectInterfacesFromScheme(r.scheme)
 	attrs := func(obj, old runtime.Object) admission.Attributes {
-		return admission.NewAttributesRecord(obj, old, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"), "", name,
-			v1alpha1.SchemeGroupVersion.WithResource("sidecarsets"), "", admission.Update, opts, len(opts.DryRun) > 0, user)
+		return admission.NewAttributesRecord(obj, old, r.kind.GVK, genericapirequest.NamespaceValue(ctx), name,
+			r.kind.Resource, "", admission.Update, opts, len(opts.DryRun) > 0, user)
 	}
 	mutate := func(ctx context.Context, obj, old runtime.Object) (runtime.Object, error) {
 		if m, ok := r.admit.(admission.MutationInterface); ok && m.Handles(admission.Update) {
@@ -207,39 +260,43 @@ func (r *RolloutREST) preview(ctx context.Context, name string, spec *apps.Sidec
 	if err != nil {
 		return nil, err
 	}
-	current := obj.(*apps.SidecarSet)
-	proposed := current.DeepCopy()
-	proposed.Spec = *spec.DeepCopy()
-	proposed.Status.LatestRevision = "" // the proposed spec has no revision yet
+	proposed := obj.DeepCopyObject()
+	*r.kind.Spec(proposed) = *spec.DeepCopy()
+	r.kind.Status(proposed).LatestRevision = "" // the proposed spec has no revision yet
 	if err := r.defaulted(proposed); err != nil {
 		return nil, err
 	}
-	r.sidecarSets.UpdateStrategy.PrepareForUpdate(ctx, proposed, current)
-	if errs := r.sidecarSets.UpdateStrategy.ValidateUpdate(ctx, proposed, current); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(apps.Kind("SidecarSet"), name, errs)
+	r.sidecarSets.UpdateStrategy.PrepareForUpdate(ctx, proposed, obj)
+	if errs := r.sidecarSets.UpdateStrategy.ValidateUpdate(ctx, proposed, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(apps.Kind(r.kind.GVK.Kind), name, errs)
 	}
 	if r.viewer == nil {
 		return r.view(ctx, proposed)
 	}
-	return r.viewer.Preview(ctx, proposed)
+	view, err := r.viewer.Preview(ctx, r.kind.Engine(proposed))
+	if err != nil {
+		return nil, err
+	}
+	view.Name, view.Namespace = name, genericapirequest.NamespaceValue(ctx)
+	return view, nil
 }
 
-// defaulted applies the v1alpha1 defaults to an internal SidecarSet, as decoding a PUT does.
-func (r *RolloutREST) defaulted(ss *apps.SidecarSet) error {
+// defaulted applies the v1alpha1 defaults to an internal object, as decoding a PUT does.
+func (r *RolloutREST) defaulted(obj runtime.Object) error {
 	if r.scheme == nil {
 		return nil
 	}
-	external := &v1alpha1.SidecarSet{}
-	if err := r.scheme.Convert(ss, external, nil); err != nil {
+	external := r.kind.External()
+	if err := r.scheme.Convert(obj, external, nil); err != nil {
 		return err
 	}
 	r.scheme.Default(external)
-	return r.scheme.Convert(external, ss, nil)
+	return r.scheme.Convert(external, obj, nil)
 }
 
 // revisionOf returns the named revision if it belongs to the SidecarSet.
 func (r *RolloutREST) revisionOf(ctx context.Context, sidecarSet, revisionName string) (*apps.SidecarSetRevision, error) {
-	obj, err := r.revisions.Get(ctx, revisionName, &metav1.GetOptions{})
+	obj, err := r.revisions.Get(genericapirequest.WithNamespace(ctx, ""), revisionName, &metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -253,18 +310,18 @@ func (r *RolloutREST) revisionOf(ctx context.Context, sidecarSet, revisionName s
 }
 
 // applyAction changes the SidecarSet as the action says.
-func applyAction(ss *apps.SidecarSet, action apps.RolloutAction, revision *apps.SidecarSetRevision) {
+func applyAction(spec *apps.SidecarSetSpec, action apps.RolloutAction, revision *apps.SidecarSetRevision) {
 	switch action {
 	case apps.RolloutActionPause:
-		ss.Spec.UpdateStrategy.Paused = true
+		spec.UpdateStrategy.Paused = true
 	case apps.RolloutActionResume:
-		ss.Spec.UpdateStrategy.Paused = false
+		spec.UpdateStrategy.Paused = false
 	case apps.RolloutActionRollback:
 		rs := revision.Spec.DeepCopy()
-		ss.Spec.InitContainers = rs.InitContainers
-		ss.Spec.Containers = rs.Containers
-		ss.Spec.Volumes = rs.Volumes
-		ss.Spec.ImagePullSecrets = rs.ImagePullSecrets
-		ss.Spec.PatchPodMetadata = rs.PatchPodMetadata
+		spec.InitContainers = rs.InitContainers
+		spec.Containers = rs.Containers
+		spec.Volumes = rs.Volumes
+		spec.ImagePullSecrets = rs.ImagePullSecrets
+		spec.PatchPodMetadata = rs.PatchPodMetadata
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// NamespacedSidecarSets returns a NamespacedSidecarSetInformer.
+	NamespacedSidecarSets() NamespacedSidecarSetInformer
 	// SidecarSets returns a SidecarSetInformer.
 	SidecarSets() SidecarSetInformer
 	// SidecarSetRevisions returns a SidecarSetRevisionInformer.
@@ -39,6 +41,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// NamespacedSidecarSets returns a NamespacedSidecarSetInformer.
+func (v *version) NamespacedSidecarSets() NamespacedSidecarSetInformer {
+	return &namespacedSidecarSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // SidecarSets returns a SidecarSetInformer.

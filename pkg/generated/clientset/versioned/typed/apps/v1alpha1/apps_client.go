@@ -28,6 +28,7 @@ import (
 
 type AppsV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	NamespacedSidecarSetsGetter
 	SidecarSetsGetter
 	SidecarSetRevisionsGetter
 }
@@ -35,6 +36,10 @@ type AppsV1alpha1Interface interface {
 // AppsV1alpha1Client is used to interact with features provided by the apps.kruise.io group.
 type AppsV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AppsV1alpha1Client) NamespacedSidecarSets(namespace string) NamespacedSidecarSetInterface {
+	return newNamespacedSidecarSets(c, namespace)
 }
 
 func (c *AppsV1alpha1Client) SidecarSets() SidecarSetInterface {

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type NamespacedSidecarSetExpansion interface{}
+
 type SidecarSetExpansion interface{}
 
 type SidecarSetRevisionExpansion interface{}

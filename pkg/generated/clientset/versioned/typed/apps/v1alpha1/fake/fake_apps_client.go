@@ -28,6 +28,10 @@ type FakeAppsV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAppsV1alpha1) NamespacedSidecarSets(namespace string) v1alpha1.NamespacedSidecarSetInterface {
+	return newFakeNamespacedSidecarSets(c, namespace)
+}
+
 func (c *FakeAppsV1alpha1) SidecarSets() v1alpha1.SidecarSetInterface {
 	return newFakeSidecarSets(c)
 }

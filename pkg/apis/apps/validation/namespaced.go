@@ -1,0 +1,63 @@
+package validation
+
+import (
+	"fmt"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+)
+
+// ValidateNamespacedSidecarSet validates a new, defaulted NamespacedSidecarSet: a SidecarSet's
+// rules, a namespace, no spec.namespace or spec.namespaceSelector (it selects pods of its own
+// namespace only), and a namespace and name that fit together in the label value that names the
+// SidecarSet it takes part as (apps.NamespacedName).
+func ValidateNamespacedSidecarSet(n *apps.NamespacedSidecarSet) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMeta(&n.ObjectMeta, true, validateName, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateNamespacedName(n.Namespace, n.Name)...)
+	allErrs = append(allErrs, validateNamespacedScope(&n.Spec)...)
+	return append(allErrs, validateSpec(&n.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateNamespacedSidecarSetUpdate validates an update as ValidateSidecarSetUpdate does.
+func ValidateNamespacedSidecarSetUpdate(newN, oldN *apps.NamespacedSidecarSet) field.ErrorList {
+	allErrs := validateNamespacedScope(&newN.Spec)
+	return append(allErrs, ValidateSidecarSetUpdate(asView(newN), asView(oldN))...)
+}
+
+// ValidateNamespacedSidecarSetStatusUpdate validates a status update as for a SidecarSet.
+func ValidateNamespacedSidecarSetStatusUpdate(newN, oldN *apps.NamespacedSidecarSet) field.ErrorList {
+	return ValidateSidecarSetStatusUpdate(asView(newN), asView(oldN))
+}
+
+func validateNamespacedScope(spec *apps.SidecarSetSpec) field.ErrorList {
+	var allErrs field.ErrorList
+	if spec.Namespace != "" {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "namespace"),
+			"a NamespacedSidecarSet selects pods of its own namespace only"))
+	}
+	if spec.NamespaceSelector != nil {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "namespaceSelector"),
+			"a NamespacedSidecarSet selects pods of its own namespace only"))
+	}
+	return allErrs
+}
+
+func validateNamespacedName(namespace, name string) field.ErrorList {
+	if namespace == "" || name == "" {
+		return nil // ValidateObjectMeta requires both
+	}
+	joined := apps.NamespacedName(namespace, name)
+	if len(joined) <= nameMaxLength {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, fmt.Sprintf(
+		"must be no more than %d characters in namespace %q: pods and revisions name it %q, at most %d characters",
+		nameMaxLength-len(namespace)-1, namespace, joined, nameMaxLength))}
+}
+
+// asView returns a SidecarSet sharing n's metadata and spec, for the rules both kinds share.
+func asView(n *apps.NamespacedSidecarSet) *apps.SidecarSet {
+	return &apps.SidecarSet{ObjectMeta: n.ObjectMeta, Spec: n.Spec, Status: n.Status}
+}

@@ -1,0 +1,148 @@
+package apiserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+)
+
+// allSidecarSets returns the informer of every SidecarSet injection and upgrades act on: the
+// cluster-wide SidecarSets, and each NamespacedSidecarSet as the SidecarSet it takes part as
+// (v1alpha1.NamespacedSidecarSet.AsSidecarSet). The informer factory serves it as its SidecarSet
+// informer, so the webhook, the policies, the controller and the admission plugins all see both
+// kinds, keyed by the SidecarSet name.
+//
+// Both resources live in this server's etcd, so their resource versions are one sequence: the two
+// lists are read at the same resource version, and both watches start from the version the
+// reflector asks for. When either watch ends, the merged watch ends with 410 Gone: the reflector
+// lists again rather than resume from a version one of the two streams may not have reached.
+func allSidecarSets(client clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+	lw := &allSetsListWatch{client: client}
+	return cache.NewSharedIndexInformer(lw, &v1alpha1.SidecarSet{}, resync, cache.Indexers{})
+}
+
+type allSetsListWatch struct {
+	client clientset.Interface
+}
+
+var _ cache.ListerWatcherWithContext = &allSetsListWatch{}
+
+// IsWatchListSemanticsUnSupported is true: the merged stream has no single end of initial events.
+func (*allSetsListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *allSetsListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *allSetsListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// ListWithContext lists the SidecarSets, then the NamespacedSidecarSets at exactly the same
+// resource version, whole (no pages).
+func (lw *allSetsListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.Limit, opts.Continue = 0, ""
+	sets, err := lw.client.AppsV1alpha1().SidecarSets().List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.ResourceVersion, opts.ResourceVersionMatch = sets.ResourceVersion, metav1.ResourceVersionMatchExact
+	namespaced, err := lw.client.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range namespaced.Items {
+		sets.Items = append(sets.Items, *namespaced.Items[i].AsSidecarSet())
+	}
+	return sets, nil
+}
+
+// WatchWithContext watches both resources from the same resource version.
+func (lw *allSetsListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.AllowWatchBookmarks = false // a bookmark of one stream says nothing of the other
+	sets, err := lw.client.AppsV1alpha1().SidecarSets().Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	namespaced, err := lw.client.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).Watch(ctx, opts)
+	if err != nil {
+		sets.Stop()
+		return nil, err
+	}
+	return mergeWatches(sets, namespaced), nil
+}
+
+// mergedWatch forwards the events of both watches, NamespacedSidecarSets as the SidecarSets they
+// take part as, and ends with 410 Gone as soon as either ends.
+type mergedWatch struct {
+	sources []watch.Interface
+	out     chan watch.Event
+	stop    chan struct{}
+	once    sync.Once
+}
+
+func mergeWatches(sources ...watch.Interface) *mergedWatch {
+	m := &mergedWatch{sources: sources, out: make(chan watch.Event), stop: make(chan struct{})}
+	ended := make(chan struct{}, len(sources))
+	for _, src := range sources {
+		go m.forward(src, ended)
+	}
+	go func() {
+		defer close(m.out)
+		select {
+		case <-ended:
+			m.Stop()
+			gone := apierrors.NewResourceExpired("the SidecarSet or NamespacedSidecarSet watch ended: list again").Status()
+			select {
+			case m.out <- watch.Event{Type: watch.Error, Object: &gone}:
+			case <-time.After(time.Second): // nobody reads any more
+			}
+		case <-m.stop:
+		}
+	}()
+	return m
+}
+
+func (m *mergedWatch) forward(src watch.Interface, ended chan<- struct{}) {
+	defer func() { ended <- struct{}{} }()
+	for {
+		select {
+		case ev, ok := <-src.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return
+			}
+			if n, isNamespaced := ev.Object.(*v1alpha1.NamespacedSidecarSet); isNamespaced {
+				ev.Object = n.AsSidecarSet()
+			}
+			select {
+			case m.out <- ev:
+			case <-m.stop:
+				return
+			}
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+// Stop stops both watches.
+func (m *mergedWatch) Stop() {
+	m.once.Do(func() {
+		close(m.stop)
+		for _, src := range m.sources {
+			src.Stop()
+		}
+	})
+}
+
+// ResultChan returns the merged events.
+func (m *mergedWatch) ResultChan() <-chan watch.Event { return m.out }

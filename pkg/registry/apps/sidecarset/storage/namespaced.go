@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/registry/apps/namespacedsidecarset"
+	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
+)
+
+// NewNamespacedStorage builds the storage of namespacedsidecarsets and its subresources, which
+// behave as those of sidecarsets; the revisions are SidecarSetRevisions named after
+// apps.NamespacedName.
+func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface) (SidecarSetStorage, error) {
+	strategy := namespacedsidecarset.NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &apps.NamespacedSidecarSet{} },
+		NewListFunc:               func() runtime.Object { return &apps.NamespacedSidecarSetList{} },
+		PredicateFunc:             namespacedsidecarset.Match,
+		DefaultQualifiedResource:  apps.Resource("namespacedsidecarsets"),
+		SingularQualifiedResource: apps.Resource("namespacedsidecarset"),
+		CreateStrategy:            strategy,
+		UpdateStrategy:            strategy,
+		DeleteStrategy:            strategy,
+		ResetFieldsStrategy:       strategy,
+		TableConvertor:            sidecarset.TableConvertor{},
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: namespacedsidecarset.GetAttrs}); err != nil {
+		return SidecarSetStorage{}, err
+	}
+	statusStore := *store
+	statusStrategy := namespacedsidecarset.NewStatusStrategy(strategy)
+	statusStore.UpdateStrategy = statusStrategy
+	statusStore.ResetFieldsStrategy = statusStrategy
+	return SidecarSetStorage{
+		SidecarSet: &REST{store},
+		Status:     &StatusREST{store: &statusStore},
+		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions, kind: NamespacedSidecarSetKind},
+		Rollout: &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme,
+			kind: NamespacedSidecarSetKind},
+	}, nil
+}
