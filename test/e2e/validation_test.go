@@ -182,5 +182,22 @@ func deleteAllSidecarSets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SidecarSets not deleted: %v", err)
 	}
+	deleteAllNamespacedSidecarSets(t)
 	time.Sleep(500 * time.Millisecond) // let the admission plugin's SidecarSet cache catch up
+}
+
+// deleteAllNamespacedSidecarSets deletes the NamespacedSidecarSets of every namespace.
+func deleteAllNamespacedSidecarSets(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing NamespacedSidecarSets: %v", err)
+	}
+	for _, n := range list.Items {
+		err := sidecars.AppsV1alpha1().NamespacedSidecarSets(n.Namespace).Delete(ctx, n.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting NamespacedSidecarSet %s/%s: %v", n.Namespace, n.Name, err)
+		}
+	}
 }
