@@ -24,7 +24,8 @@ const commonNamespace = "sidecarset-acc"
 // both injection modes of the server. In webhook mode the webhook (reached through the aggregation
 // layer) injects every SidecarSet. In policy mode the pod is checked twice: at once (the policy of
 // a new SidecarSet is not loaded yet, the webhook serves it during the grace period) and once the
-// grace period is over (the policies inject what they can express, the webhook the rest).
+// grace period is over (the policies inject what they can express, the webhook the rest). In
+// webhook mode each scenario that applies runs again with NamespacedSidecarSets.
 func TestInjectionConformance(t *testing.T) {
 	dirs := scenarioDirs(t, "injection")
 	defer restartServer(t, "policy")
@@ -34,8 +35,16 @@ func TestInjectionConformance(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			restartServer(t, mode)
 			for _, name := range sortedNames(dirs) {
-				t.Run(name, func(t *testing.T) {
+				passed := t.Run(name, func(t *testing.T) {
 					answers[mode][name] = runInjectionScenario(t, dirs[name], mode == "policy")
+				})
+				if mode != "webhook" || !passed {
+					continue // policy mode injects NamespacedSidecarSets in TestNamespacedSidecarSet
+				}
+				t.Run(name+"/namespaced", func(t *testing.T) {
+					if !runNamespacedInjection(t, dirs[name], answers[mode][name]) {
+						t.Skip("does not apply to NamespacedSidecarSets")
+					}
 				})
 			}
 		})

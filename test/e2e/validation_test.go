@@ -22,11 +22,20 @@ import (
 func TestValidationConformance(t *testing.T) {
 	dirs := scenarioDirs(t, "validation")
 	for _, name := range sortedNames(dirs) {
-		t.Run(name, func(t *testing.T) { runValidationScenario(t, dirs[name]) })
+		var outcome validationOutcome
+		if !t.Run(name, func(t *testing.T) { outcome = runValidationScenario(t, dirs[name]) }) {
+			continue
+		}
+		t.Run(name+"/namespaced", func(t *testing.T) {
+			if !runNamespacedValidation(t, dirs[name], outcome) {
+				t.Skip("does not apply to NamespacedSidecarSets")
+			}
+		})
 	}
 }
 
-func runValidationScenario(t *testing.T, dir string) {
+// runValidationScenario runs the scenario and returns its outcome, for the NamespacedSidecarSet run.
+func runValidationScenario(t *testing.T, dir string) validationOutcome {
 	ctx := context.Background()
 	var meta conformance.Meta
 	var want conformance.ValidationExpect
@@ -48,7 +57,13 @@ func runValidationScenario(t *testing.T, dir string) {
 		if err := applySidecarSet(t, ss); err != nil {
 			t.Fatalf("existing SidecarSet %s: %v", ss.Name, err)
 		}
-		waitSettled(t, ss.Name)
+		waitRecorded(t, ss.Name, func(ctx context.Context) (string, error) {
+			got, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			return got.Status.LatestRevision, nil
+		})
 	}
 	docs := readSidecarSets(t, filepath.Join(dir, "sidecarset.yaml"))
 	if len(docs) != 1 {
@@ -79,12 +94,13 @@ func runValidationScenario(t *testing.T, dir string) {
 		if cands[0].Alternative {
 			t.Logf("%s: the documented alternative outcome (%s)", meta.Title, cands[0].When)
 		}
-		return
+		return validationOutcome{rejected: errorFields(err)}
 	}
 	got, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, ss.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	outcome := validationOutcome{stored: &got.Spec}
 	// The first candidate whose stored assertions hold wins; otherwise report the main one's.
 	var first error
 	for _, c := range cands {
@@ -93,13 +109,28 @@ func runValidationScenario(t *testing.T, dir string) {
 			if c.Alternative {
 				t.Logf("%s: the documented alternative outcome (%s)", meta.Title, c.When)
 			}
-			return
+			return outcome
 		}
 		if first == nil {
 			first = err
 		}
 	}
 	t.Errorf("%s: stored: %v", meta.Title, first)
+	return outcome
+}
+
+// waitRecorded waits until the controller recorded the latest revision of an existing SidecarSet:
+// the server's SidecarSet cache, which the admission checks read, then has it, and its revision
+// exists. Validation needs no more (its injection need not be in place).
+func waitRecorded(t *testing.T, name string, latestRevision func(context.Context) (string, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		rev, err := latestRevision(ctx)
+		return err == nil && rev != "", nil
+	})
+	if err != nil {
+		t.Fatalf("the revision of %s is not recorded: %v", name, err)
+	}
 }
 
 // applySidecarSet creates the SidecarSet or replaces the stored one of the same name.
