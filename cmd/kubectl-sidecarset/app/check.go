@@ -36,10 +36,12 @@ func newCheckCommand(o *options) *cobra.Command {
 versions the server's APIServices take (v1alpha1, v1beta1), with their object counts, and says
 whether installing would hide them (every kind but SidecarSet is an error).
 After: also checks the APIServices (present, routed to the server, Available: the server is ready),
-the server's storage (a quorum read of the SidecarSets through it), the injection webhooks (the
-shipped template and the configuration the server writes) and the policies it owns, the version it
-recorded, that every SidecarSet injects new pods (condition Injected), and the expiry of the CAs
-kube-apiserver trusts for it and of its serving certificate (when its Secret is readable).
+the server's storage (a quorum read of the SidecarSets and NamespacedSidecarSets through it), the
+injection webhooks (the shipped template and the configuration the server writes) and the policies
+it owns, the version it recorded, that every SidecarSet and NamespacedSidecarSet injects new pods
+(condition Injected; a NamespacedSidecarSet is named "namespacedsidecarset NS/NAME"), and the
+expiry of the CAs kube-apiserver trusts for it and of its serving certificate (when its Secret is
+readable).
 Exits 1 when any check is an error.`,
 		Example: `  kubectl sidecarset check
   kubectl sidecarset check -o json`,
@@ -164,6 +166,13 @@ func (o *options) gatherServer(ctx context.Context, c *clients, t checkTargets, 
 		f.SidecarSets = list.Items
 	}
 	f.SidecarSetsErr = err
+	namespaced, err := c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		f.NamespacedSidecarSets = namespaced.Items
+	case !apierrors.IsNotFound(err): // NotFound: the server serves no NamespacedSidecarSet
+		f.NamespacedSidecarSetsErr = err
+	}
 	hooks := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if f.Template, err = getOrNil(hooks.Get(ctx, t.webhooks, metav1.GetOptions{})); err != nil {
 		return err

@@ -87,6 +87,10 @@ type clusterFacts struct {
 	// the error it gave.
 	SidecarSets    []v1alpha1.SidecarSet
 	SidecarSetsErr error
+	// NamespacedSidecarSets is a read of every NamespacedSidecarSet through the server (none when
+	// it serves no such kind), or the error it gave.
+	NamespacedSidecarSets    []v1alpha1.NamespacedSidecarSet
+	NamespacedSidecarSetsErr error
 	// ServingCertificate is the server's serving certificate (PEM) from its Secret, when readable.
 	ServingCertificate []byte
 }
@@ -190,12 +194,25 @@ func availability(as *apiregistrationv1.APIService) string {
 	return "no Available condition yet"
 }
 
-// checkStorage: the quorum read of the SidecarSets went through the server to its etcd.
+// checkStorage: the quorum reads of the SidecarSets and NamespacedSidecarSets went through the
+// server to its etcd.
 func checkStorage(f *clusterFacts) checkResult {
-	if f.SidecarSetsErr != nil {
+	switch {
+	case f.SidecarSetsErr != nil:
 		return checkResult{"storage", checkError, "listing SidecarSets (a quorum read of the server's etcd) failed: " + f.SidecarSetsErr.Error()}
+	case f.NamespacedSidecarSetsErr != nil:
+		return checkResult{"storage", checkError, "listing NamespacedSidecarSets (a quorum read of the server's etcd) failed: " + f.NamespacedSidecarSetsErr.Error()}
 	}
-	return checkResult{"storage", checkOK, fmt.Sprintf("the server read %d SidecarSets from its etcd (quorum read)", len(f.SidecarSets))}
+	return checkResult{"storage", checkOK, fmt.Sprintf("the server read %s from its etcd (quorum read)", f.setCount())}
+}
+
+// setCount counts the SidecarSets, and the NamespacedSidecarSets when there are any.
+func (f *clusterFacts) setCount() string {
+	n := fmt.Sprintf("%d SidecarSets", len(f.SidecarSets))
+	if len(f.NamespacedSidecarSets) > 0 {
+		n += fmt.Sprintf(" and %d NamespacedSidecarSets", len(f.NamespacedSidecarSets))
+	}
+	return n
 }
 
 // checkWebhooks: the shipped template and the configuration the server renders from it.
@@ -225,21 +242,40 @@ func checkVersion(f *clusterFacts) checkResult {
 	return checkResult{"version", checkOK, "server " + f.Active.Annotations[policy.ServerVersionAnnotation]}
 }
 
-// checkInjection: every SidecarSet's Injected condition is current and True (paused ones are
-// reported, not failed).
+// injecting is one object whose Injected condition check reads.
+type injecting struct {
+	name       string // the SidecarSet's name, or "namespacedsidecarset NS/NAME"
+	generation int64
+	conditions []metav1.Condition
+}
+
+// injectingSets are the SidecarSets and the NamespacedSidecarSets.
+func (f *clusterFacts) injectingSets() []injecting {
+	out := make([]injecting, 0, len(f.SidecarSets)+len(f.NamespacedSidecarSets))
+	for _, ss := range f.SidecarSets {
+		out = append(out, injecting{ss.Name, ss.Generation, ss.Status.Conditions})
+	}
+	for _, n := range f.NamespacedSidecarSets {
+		out = append(out, injecting{"namespacedsidecarset " + n.Namespace + "/" + n.Name, n.Generation, n.Status.Conditions})
+	}
+	return out
+}
+
+// checkInjection: every SidecarSet's and NamespacedSidecarSet's Injected condition is current and
+// True (paused ones are reported, not failed).
 func checkInjection(f *clusterFacts) checkResult {
 	var failing, paused []string
-	for i := range f.SidecarSets {
-		ss := &f.SidecarSets[i]
-		c := meta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
+	sets := f.injectingSets()
+	for _, ss := range sets {
+		c := meta.FindStatusCondition(ss.conditions, v1alpha1.SidecarSetInjected)
 		switch {
-		case c == nil || c.ObservedGeneration != ss.Generation:
-			failing = append(failing, ss.Name+": not yet observed by the server")
+		case c == nil || c.ObservedGeneration != ss.generation:
+			failing = append(failing, ss.name+": not yet observed by the server")
 		case c.Status == metav1.ConditionTrue:
 		case c.Reason == policy.ReasonInjectionPaused || c.Reason == policy.ReasonNoSelector:
-			paused = append(paused, ss.Name+" ("+c.Reason+")")
+			paused = append(paused, ss.name+" ("+c.Reason+")")
 		default:
-			failing = append(failing, ss.Name+": "+c.Reason+": "+c.Message)
+			failing = append(failing, ss.name+": "+c.Reason+": "+c.Message)
 		}
 	}
 	sort.Strings(failing)
@@ -248,9 +284,9 @@ func checkInjection(f *clusterFacts) checkResult {
 	case len(failing) > 0:
 		return checkResult{"injection", checkError, strings.Join(failing, "; ")}
 	case len(paused) > 0:
-		return checkResult{"injection", checkWarning, fmt.Sprintf("%d SidecarSets inject; not injecting on purpose: %s", len(f.SidecarSets)-len(paused), strings.Join(paused, ", "))}
+		return checkResult{"injection", checkWarning, fmt.Sprintf("%d of %s inject; not injecting on purpose: %s", len(sets)-len(paused), f.setCount(), strings.Join(paused, ", "))}
 	}
-	return checkResult{"injection", checkOK, fmt.Sprintf("all %d SidecarSets inject new pods", len(f.SidecarSets))}
+	return checkResult{"injection", checkOK, fmt.Sprintf("all %s inject new pods", f.setCount())}
 }
 
 // checkCertificates: the CAs kube-apiserver trusts for the server (APIServices, webhooks) and the

@@ -66,6 +66,12 @@ func installedFacts(t *testing.T) *clusterFacts {
 	return f
 }
 
+func namespacedInjected(ns, name string, status metav1.ConditionStatus, reason string) v1alpha1.NamespacedSidecarSet {
+	ss := sidecarSetInjected(name, status, reason)
+	ss.Namespace = ns
+	return v1alpha1.NamespacedSidecarSet{ObjectMeta: ss.ObjectMeta, Status: ss.Status}
+}
+
 func sidecarSetInjected(name string, status metav1.ConditionStatus, reason string) v1alpha1.SidecarSet {
 	ss := v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 2}}
 	ss.Status.Conditions = []metav1.Condition{{Type: v1alpha1.SidecarSetInjected, Status: status, Reason: reason, ObservedGeneration: 2}}
@@ -137,6 +143,28 @@ func TestAssessCluster(t *testing.T) {
 			f.SidecarSets = append(f.SidecarSets, ss)
 			return f
 		}, map[string]checkStatus{"injection": checkError}, map[string]string{"injection": "new: not yet observed"}, true},
+		{"NamespacedSidecarSets that inject", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "agent", "True", "Webhook")}
+			return f
+		}, map[string]checkStatus{"storage": checkOK, "injection": checkOK}, map[string]string{
+			"storage": "2 SidecarSets and 1 NamespacedSidecarSets", "injection": "all 2 SidecarSets and 1 NamespacedSidecarSets inject new pods"}, false},
+		{"a paused and a failing NamespacedSidecarSet", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", policy.ReasonInjectionPaused),
+				namespacedInjected("shop", "bad", "False", "PolicyFailed")}
+			return f
+		}, map[string]checkStatus{"injection": checkError}, map[string]string{"injection": "namespacedsidecarset shop/bad: PolicyFailed"}, true},
+		{"a paused NamespacedSidecarSet", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", policy.ReasonInjectionPaused)}
+			return f
+		}, map[string]checkStatus{"injection": checkWarning}, map[string]string{"injection": "2 of 2 SidecarSets and 1 NamespacedSidecarSets inject; not injecting on purpose: namespacedsidecarset shop/p (InjectionPaused)"}, false},
+		{"NamespacedSidecarSets not readable", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.NamespacedSidecarSetsErr = errors.New("etcdserver: request timed out")
+			return f
+		}, map[string]checkStatus{"storage": checkError}, map[string]string{"storage": "listing NamespacedSidecarSets"}, true},
 		{"a CA expiring in 10 days", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
 			f.Active.Webhooks[0].ClientConfig.CABundle = testCA(t, checkNow.AddDate(0, 0, 10))

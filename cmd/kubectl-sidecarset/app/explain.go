@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/explain"
 )
 
@@ -25,14 +26,15 @@ func newExplainCommand(o *options) *cobra.Command {
 	f := &explainFlags{}
 	cmd := &cobra.Command{
 		Use:   "explain (POD | -f FILE | -l SELECTOR)",
-		Short: "Say, for every SidecarSet, whether a pod is injected and why",
-		Long: `For every SidecarSet: whether the pod is (or, for a manifest, would be) injected, and why not
-(the label or expression that did not match, the namespace, paused injection, a namespace the
-admission configuration excludes), the admission path that serves it (policy or webhook, from its
-Injected condition), the revision chosen and why, and the parts skipped (a missing
-transferEnv source, ...). An existing pod that a SidecarSet selects but does not carry is reported
-as MissedInjection. Manifests (-f) are explained as pods about to be created; with --sidecarsets no
-cluster is used.`,
+		Short: "Say, for every SidecarSet and NamespacedSidecarSet, whether a pod is injected and why",
+		Long: `For every SidecarSet and NamespacedSidecarSet: whether the pod is (or, for a manifest, would be)
+injected, and why not (the label or expression that did not match, the namespace, paused
+injection, a namespace the admission configuration excludes), the admission path that serves it
+(policy or webhook, from its Injected condition), the revision chosen and why, and the parts
+skipped (a missing transferEnv source, ...). An existing pod that a SidecarSet selects but does not
+carry is reported as MissedInjection. Manifests (-f) are explained as pods about to be created;
+with --sidecarsets no cluster is used. A NamespacedSidecarSet NAME of namespace NS is reported as
+"NamespacedSidecarSet NS/NAME" (in -o yaml|json, as the SidecarSet NS.NAME it takes part as).`,
 		Example: `  kubectl sidecarset explain web-0 -n shop
   kubectl sidecarset explain -l app=web -n shop -o yaml
   kubectl sidecarset explain -f deployment.yaml --sidecarsets sidecarsets.yaml --excluded-namespaces kube-system`,
@@ -41,7 +43,7 @@ cluster is used.`,
 	}
 	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "Pod or workload manifests to explain as pods about to be created")
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "explain the pods of the namespace that this label selector selects")
-	cmd.Flags().StringVar(&f.sidecarSets, "sidecarsets", "", "with -f: SidecarSet (and SidecarSetRevision) manifests; no cluster is used")
+	cmd.Flags().StringVar(&f.sidecarSets, "sidecarsets", "", "with -f: SidecarSet, NamespacedSidecarSet (and SidecarSetRevision) manifests; no cluster is used")
 	cmd.Flags().StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespace, k=v,...")
 	cmd.Flags().StringVar(&f.webhookConfiguration, "webhook-configuration", "sidecarset-injector",
 		"the MutatingWebhookConfiguration of injection, whose namespaceSelectors decide the excluded namespaces")
@@ -209,7 +211,7 @@ func printReport(w io.Writer, rep *explain.Report) error {
 		if e.Injected {
 			state = "injected"
 		}
-		fmt.Fprintf(&b, "  SidecarSet %s: %s (%s)", e.SidecarSet, state, e.Reason)
+		fmt.Fprintf(&b, "  %s: %s (%s)", setLabel(e.SidecarSet), state, e.Reason)
 		if e.Message != "" {
 			fmt.Fprintf(&b, ": %s", e.Message)
 		}
@@ -226,6 +228,15 @@ func printReport(w io.Writer, rep *explain.Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// setLabel names a SidecarSet for people: "SidecarSet NAME", or "NamespacedSidecarSet NS/NAME"
+// for the SidecarSet NS.NAME a NamespacedSidecarSet takes part as.
+func setLabel(name string) string {
+	if ns, local, ok := v1alpha1.SplitNamespacedName(name); ok {
+		return "NamespacedSidecarSet " + ns + "/" + local
+	}
+	return "SidecarSet " + name
 }
 
 func orNone(s string) string {

@@ -32,6 +32,13 @@ metadata: {name: db}
 spec:
   selector: {matchLabels: {app: db}}
   containers: [{name: proxy, image: proxy:v1}]
+---
+apiVersion: apps.kruise.io/v1alpha1
+kind: NamespacedSidecarSet
+metadata: {name: tracer, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: tracer, image: tracer:v1}]
 `)
 	deploy := write("deploy.yaml", `apiVersion: apps/v1
 kind: Deployment
@@ -51,7 +58,8 @@ spec:
 		args: []string{"explain", "-f", deploy, "--sidecarsets", sets},
 		want: []string{"Pod shop/web-", "SidecarSet logs: injected (Injected)", "revision: not recorded yet (the latest spec)",
 			`skipped spec.containers[0].transferEnv[0]: container "app" has no env var "ZONE"; nothing copied`,
-			`SidecarSet db: not injected (SelectorMismatch): spec.selector: matchLabels app=db: label app is "web"`},
+			`SidecarSet db: not injected (SelectorMismatch): spec.selector: matchLabels app=db: label app is "web"`,
+			"NamespacedSidecarSet shop/tracer: injected (Injected)"},
 	}, {
 		name: "excluded namespace",
 		args: []string{"explain", "-f", deploy, "--sidecarsets", sets, "--excluded-namespaces", "shop"},

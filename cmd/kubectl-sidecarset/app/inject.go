@@ -25,12 +25,15 @@ import (
 )
 
 // sources are the SidecarSets, revisions and namespace labels injection reads: from a file (no
-// cluster) or from the cluster.
+// cluster) or from the cluster. NamespacedSidecarSets are among the SidecarSets as the SidecarSets
+// they take part as (v1alpha1.NamespacedSidecarSet.AsSidecarSet), as in the server.
 type sources struct {
 	sidecarSets []*v1alpha1.SidecarSet
 	revisions   injection.RevisionSource
 	// nsLabels returns the labels of a namespace.
 	nsLabels func(ns string) (map[string]string, error)
+	// warnings say what could not be read.
+	warnings []string
 }
 
 type injectFlags struct {
@@ -43,18 +46,20 @@ func newInjectCommand(o *options) *cobra.Command {
 		Use:   "inject -f FILE [--sidecarsets FILE] [--namespace-labels k=v,...]",
 		Short: "Render pods, or the pod templates of workloads, with their sidecars",
 		Long: `Render a Pod, or the pod template of a Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
-CronJob, with the sidecars of the SidecarSets that select it, through the injector the server
-runs at admission. With --sidecarsets (SidecarSets, and the SidecarSetRevisions that
-injectionStrategy.revision names) no cluster is needed; namespace labels then come from
---namespace-labels. Without it, the SidecarSets, revisions and namespace labels are read from the
-cluster. Skipped parts (a missing transferEnv source, ...) are printed as warnings on stderr.`,
+CronJob, with the sidecars of the SidecarSets and NamespacedSidecarSets that select it, through the
+injector the server runs at admission. With --sidecarsets (SidecarSets, NamespacedSidecarSets, and
+the SidecarSetRevisions that injectionStrategy.revision names) no cluster is needed; namespace
+labels then come from --namespace-labels, and a NamespacedSidecarSet without a namespace is of the
+namespace of -n. Without it, the SidecarSets, NamespacedSidecarSets, revisions and namespace labels
+are read from the cluster. Skipped parts (a missing transferEnv source, ...) are printed as warnings
+on stderr.`,
 		Example: `  kubectl sidecarset inject -f deployment.yaml --sidecarsets sidecarsets.yaml
   kubectl sidecarset inject -f pod.yaml -n shop | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.runInject(cmd.Context(), f) },
 	}
 	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "the Pod or workload manifests (- for stdin)")
-	cmd.Flags().StringVar(&f.sidecarSets, "sidecarsets", "", "SidecarSet (and SidecarSetRevision) manifests; no cluster is used")
+	cmd.Flags().StringVar(&f.sidecarSets, "sidecarsets", "", "SidecarSet, NamespacedSidecarSet (and SidecarSetRevision) manifests; no cluster is used")
 	cmd.Flags().StringVar(&f.namespaceLabels, "namespace-labels", "", "labels of the namespace, k=v,... (with --sidecarsets)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -176,7 +181,7 @@ func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources,
 		if err != nil {
 			return nil, "", err
 		}
-		src, err := offlineSources(objs)
+		src, err := offlineSources(objs, o.offlineNamespace())
 		if err != nil {
 			return nil, "", err
 		}
@@ -191,15 +196,19 @@ func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources,
 	if err != nil {
 		return nil, "", err
 	}
+	for _, w := range src.warnings {
+		fmt.Fprintln(o.err, "Warning:", w)
+	}
 	if nsLabels != "" {
 		src.nsLabels = func(string) (map[string]string, error) { return labels, nil }
 	}
 	return src, c.namespace, nil
 }
 
-// offlineSources decodes SidecarSets and SidecarSetRevisions, defaulted and with their hashes
-// stamped as the server does when it stores them.
-func offlineSources(objs []*unstructured.Unstructured) (*sources, error) {
+// offlineSources decodes SidecarSets, NamespacedSidecarSets (of namespace ns when they name none)
+// and SidecarSetRevisions, defaulted and with their hashes stamped as the server does when it
+// stores them.
+func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, error) {
 	scheme := runtime.NewScheme()
 	install.Install(scheme)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
@@ -216,6 +225,12 @@ func offlineSources(objs []*unstructured.Unstructured) (*sources, error) {
 				return nil, err
 			}
 			src.sidecarSets = append(src.sidecarSets, ss)
+		case "NamespacedSidecarSet":
+			ss, err := offlineNamespaced(scheme, obj, ns)
+			if err != nil {
+				return nil, err
+			}
+			src.sidecarSets = append(src.sidecarSets, ss)
 		case "SidecarSetRevision":
 			rev := &v1alpha1.SidecarSetRevision{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, rev); err != nil {
@@ -226,11 +241,26 @@ func offlineSources(objs []*unstructured.Unstructured) (*sources, error) {
 				return nil, err
 			}
 		default:
-			return nil, fmt.Errorf("--sidecarsets: %s %q is not a SidecarSet or SidecarSetRevision", obj.GetKind(), obj.GetName())
+			return nil, fmt.Errorf("--sidecarsets: %s %q is not a SidecarSet, NamespacedSidecarSet or SidecarSetRevision", obj.GetKind(), obj.GetName())
 		}
 	}
 	src.revisions = revision.Lister{Revisions: listers.NewSidecarSetRevisionLister(indexer)}
 	return src, nil
+}
+
+// offlineNamespaced decodes a NamespacedSidecarSet, of namespace ns when it names none, defaulted,
+// as the SidecarSet it takes part as, with its hashes stamped.
+func offlineNamespaced(scheme *runtime.Scheme, obj *unstructured.Unstructured, ns string) (*v1alpha1.SidecarSet, error) {
+	n := &v1alpha1.NamespacedSidecarSet{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, n, true); err != nil {
+		return nil, fmt.Errorf("NamespacedSidecarSet %q: %w", obj.GetName(), err)
+	}
+	if n.Namespace == "" {
+		n.Namespace = ns
+	}
+	scheme.Default(n)
+	ss := n.AsSidecarSet()
+	return ss, stampHashes(ss)
 }
 
 // stampHashes sets the hash annotations the server stamps on every SidecarSet it stores.
@@ -243,7 +273,8 @@ func stampHashes(ss *v1alpha1.SidecarSet) error {
 	return nil
 }
 
-// clusterSources lists the SidecarSets and their revisions, and reads namespaces on demand.
+// clusterSources lists the SidecarSets, the NamespacedSidecarSets and their revisions, and reads
+// namespaces on demand.
 func clusterSources(ctx context.Context, c *clients) (*sources, error) {
 	list, err := c.sidecarSet.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -253,6 +284,14 @@ func clusterSources(ctx context.Context, c *clients) (*sources, error) {
 	for i := range list.Items {
 		src.sidecarSets = append(src.sidecarSets, &list.Items[i])
 	}
+	namespaced, err := clusterNamespaced(ctx, c)
+	switch {
+	case apierrors.IsForbidden(err):
+		src.warnings = append(src.warnings, "NamespacedSidecarSets are left out: "+err.Error())
+	case err != nil:
+		return nil, err
+	}
+	src.sidecarSets = append(src.sidecarSets, namespaced...)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	if revs, err := c.sidecarSet.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{}); err == nil {
 		for i := range revs.Items {
@@ -273,6 +312,28 @@ func clusterSources(ctx context.Context, c *clients) (*sources, error) {
 		return nil, err
 	}
 	return src, nil
+}
+
+// clusterNamespaced lists the NamespacedSidecarSets as the SidecarSets they take part as: of every
+// namespace, or of the command's namespace when only that one may be listed (a Forbidden error
+// when neither may be); none when the server serves no NamespacedSidecarSet.
+func clusterNamespaced(ctx context.Context, c *clients) ([]*v1alpha1.SidecarSet, error) {
+	api := c.sidecarSet.AppsV1alpha1()
+	list, err := api.NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		list, err = api.NamespacedSidecarSets(c.namespace).List(ctx, metav1.ListOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing NamespacedSidecarSets: %w", err)
+	}
+	out := make([]*v1alpha1.SidecarSet, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].AsSidecarSet())
+	}
+	return out, nil
 }
 
 // parseLabels parses k=v,k2=v2.

@@ -17,28 +17,128 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
+// targetUse is how the rollout commands name their object.
+const targetUse = "(NAME | sidecarset/NAME | namespacedsidecarset/NAME)"
+
 func newRolloutCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout (status|pause|resume|undo|history|preview) NAME",
-		Short: "Drive the rollout of a SidecarSet through its /rollout and /revisions subresources",
+		Use:   "rollout (status|pause|resume|undo|history|preview) " + targetUse,
+		Short: "Drive the rollout of a SidecarSet or NamespacedSidecarSet through its /rollout and /revisions subresources",
+		Long: `Drive the rollout of a SidecarSet (NAME or sidecarset/NAME) or of a NamespacedSidecarSet
+(namespacedsidecarset/NAME, in the namespace of -n, else of the kubeconfig context) through its
+/rollout and /revisions subresources. A kind may also be written in the plural or with its group
+(sidecarsets.apps.kruise.io/NAME). Summaries and revision names are printed as the server gives
+them: a NamespacedSidecarSet NAME of namespace NS takes part in injection as the SidecarSet NS.NAME.`,
+		Example: `  kubectl sidecarset rollout status logging
+  kubectl sidecarset rollout pause namespacedsidecarset/log-agent -n shop`,
 	}
 	cmd.AddCommand(newStatusCommand(o), newActionCommand(o, "pause", v1alpha1.RolloutActionPause, "paused"),
 		newActionCommand(o, "resume", v1alpha1.RolloutActionResume, "resumed"), newUndoCommand(o), newHistoryCommand(o), newPreviewCommand(o))
 	return cmd
 }
 
+// rolloutTarget is the object a rollout command drives: a SidecarSet, or a NamespacedSidecarSet of
+// the command's namespace.
+type rolloutTarget struct {
+	namespaced      bool
+	namespace, name string
+}
+
+// parseTarget reads NAME (a SidecarSet) or KIND/NAME, KIND as kubectl takes it: sidecarset or
+// namespacedsidecarset, singular or plural, with or without the group.
+func parseTarget(arg string) (rolloutTarget, error) {
+	kind, name, found := strings.Cut(arg, "/")
+	if !found {
+		kind, name = "sidecarset", arg
+	}
+	t := rolloutTarget{name: name}
+	switch strings.TrimSuffix(strings.ToLower(kind), "."+v1alpha1.GroupName) {
+	case "sidecarset", "sidecarsets":
+	case "namespacedsidecarset", "namespacedsidecarsets":
+		t.namespaced = true
+	default:
+		return t, fmt.Errorf("%q: unknown kind %q: want NAME, sidecarset/NAME or namespacedsidecarset/NAME", arg, kind)
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return t, fmt.Errorf("%q: want NAME, sidecarset/NAME or namespacedsidecarset/NAME", arg)
+	}
+	return t, nil
+}
+
+// kind is the target's kind.
+func (t rolloutTarget) kind() string {
+	if t.namespaced {
+		return "NamespacedSidecarSet"
+	}
+	return "SidecarSet"
+}
+
+// String names the target in messages: SidecarSet "NAME" or namespacedsidecarset/NAME.
+func (t rolloutTarget) String() string {
+	if t.namespaced {
+		return "namespacedsidecarset/" + t.name
+	}
+	return fmt.Sprintf("SidecarSet %q", t.name)
+}
+
+// qualified names the target as kubectl's rollout actions report theirs: kind.group/NAME.
+func (t rolloutTarget) qualified() string {
+	return strings.ToLower(t.kind()) + "." + v1alpha1.GroupName + "/" + t.name
+}
+
+// args are the arguments of a command that names the target again.
+func (t rolloutTarget) args() string {
+	if t.namespaced {
+		return "namespacedsidecarset/" + t.name + " -n " + t.namespace
+	}
+	return t.name
+}
+
+// rolloutAPI is the /rollout and /revisions subresources of a SidecarSet or NamespacedSidecarSet.
+type rolloutAPI interface {
+	GetRollout(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.SidecarSetRollout, error)
+	Rollout(ctx context.Context, name string, r *v1alpha1.SidecarSetRollout, opts metav1.CreateOptions) (*v1alpha1.SidecarSetRollout, error)
+	GetRevisions(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.SidecarSetRevisionList, error)
+}
+
+// connect builds the client of t's subresources; a NamespacedSidecarSet is of the command's
+// namespace (-n, else the kubeconfig context's).
+func (o *options) connect(t *rolloutTarget) (rolloutAPI, error) {
+	c, err := o.newClients()
+	if err != nil {
+		return nil, err
+	}
+	if !t.namespaced {
+		return c.sidecarSet.AppsV1alpha1().SidecarSets(), nil
+	}
+	t.namespace = c.namespace
+	return c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(t.namespace), nil
+}
+
+// target parses arg and connects to its subresources.
+func (o *options) target(arg string) (rolloutTarget, rolloutAPI, error) {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return t, nil, err
+	}
+	api, err := o.connect(&t)
+	return t, api, err
+}
+
 func newStatusCommand(o *options) *cobra.Command {
 	var timeout, interval time.Duration
 	var watch bool
 	cmd := &cobra.Command{
-		Use:   "status NAME",
+		Use:   "status " + targetUse,
 		Short: "Follow a rollout until every pod runs the current spec",
-		Long: `Follow the rollout of a SidecarSet with a progress line until it is done: every pod it upgrades
-runs the current spec and is available (pods kept by partition, outside updateStrategy.selector or
-not upgradable in place do not hold it up). Exits non-zero when the rollout stalls (a pod fails to
-run its new sidecar image, or the rollout is paused) or when --timeout passes.`,
-		Example: `  kubectl sidecarset rollout status logging --timeout 5m`,
-		Args:    cobra.ExactArgs(1),
+		Long: `Follow the rollout of a SidecarSet or NamespacedSidecarSet with a progress line until it is done:
+every pod it upgrades runs the current spec and is available (pods kept by partition, outside
+updateStrategy.selector or not upgradable in place do not hold it up). Exits non-zero when the
+rollout stalls (a pod fails to run its new sidecar image, or the rollout is paused) or when
+--timeout passes.`,
+		Example: `  kubectl sidecarset rollout status logging --timeout 5m
+  kubectl sidecarset rollout status namespacedsidecarset/log-agent -n shop`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runStatus(cmd.Context(), args[0], watch, timeout, interval)
 		},
@@ -58,15 +158,15 @@ type progress struct {
 
 // assess reads the server's verdict on a rollout from its view: the progress line, whether it is
 // done, and why it cannot go on (a paused rollout gets the command that resumes it).
-func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
+func assess(t rolloutTarget, r *v1alpha1.SidecarSetRollout) progress {
 	st := r.Status
 	pr := progress{line: st.Summary, done: st.Phase == v1alpha1.RolloutDone, stalled: st.Message}
 	if pr.line == "" {
-		pr.line = fmt.Sprintf("SidecarSet %q rollout: no progress reported yet", name)
+		pr.line = fmt.Sprintf("%s rollout: no progress reported yet", t)
 	}
 	switch st.Phase {
 	case v1alpha1.RolloutPaused:
-		pr.stalled += " (kubectl sidecarset rollout resume " + name + ")"
+		pr.stalled += " (kubectl sidecarset rollout resume " + t.args() + ")"
 	case v1alpha1.RolloutStalled:
 		if pr.stalled == "" {
 			pr.stalled = "the rollout is stalled"
@@ -75,8 +175,8 @@ func assess(name string, r *v1alpha1.SidecarSetRollout) progress {
 	return pr
 }
 
-func (o *options) runStatus(ctx context.Context, name string, watch bool, timeout, interval time.Duration) error {
-	c, err := o.newClients()
+func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout, interval time.Duration) error {
+	t, api, err := o.target(arg)
 	if err != nil {
 		return err
 	}
@@ -87,30 +187,30 @@ func (o *options) runStatus(ctx context.Context, name string, watch bool, timeou
 	}
 	last := ""
 	for {
-		r, err := c.sidecarSet.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+		r, err := api.GetRollout(ctx, t.name, metav1.GetOptions{})
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("timed out waiting for the rollout of SidecarSet %q", name)
+				return fmt.Errorf("timed out waiting for the rollout of %s", t)
 			}
 			return err
 		}
-		pr := assess(name, r)
+		pr := assess(t, r)
 		if pr.line != last {
 			fmt.Fprintln(o.out, pr.line)
 			last = pr.line
 		}
 		switch {
 		case pr.done:
-			fmt.Fprintf(o.out, "SidecarSet %q successfully rolled out\n", name)
+			fmt.Fprintf(o.out, "%s successfully rolled out\n", t)
 			return nil
 		case pr.stalled != "":
-			return fmt.Errorf("%w: SidecarSet %q: %s", errStalled, name, pr.stalled)
+			return fmt.Errorf("%w: %s: %s", errStalled, t, pr.stalled)
 		case !watch:
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for the rollout of SidecarSet %q: %s", name, last)
+			return fmt.Errorf("timed out waiting for the rollout of %s: %s", t, last)
 		case <-time.After(interval):
 		}
 	}
@@ -118,53 +218,54 @@ func (o *options) runStatus(ctx context.Context, name string, watch bool, timeou
 
 func newActionCommand(o *options, use string, action v1alpha1.RolloutAction, done string) *cobra.Command {
 	return &cobra.Command{
-		Use:   use + " NAME",
-		Short: fmt.Sprintf("%s the rollout of a SidecarSet (updateStrategy.paused)", strings.ToUpper(use[:1])+use[1:]),
+		Use:   use + " " + targetUse,
+		Short: fmt.Sprintf("%s the rollout of a SidecarSet or NamespacedSidecarSet (updateStrategy.paused)", strings.ToUpper(use[:1])+use[1:]),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.act(cmd.Context(), args[0], v1alpha1.SidecarSetRolloutSpec{Action: action}, done)
+			t, api, err := o.target(args[0])
+			if err != nil {
+				return err
+			}
+			return o.act(cmd.Context(), t, api, v1alpha1.SidecarSetRolloutSpec{Action: action}, done)
 		},
 	}
 }
 
 // act posts a rollout action and reports it.
-func (o *options) act(ctx context.Context, name string, spec v1alpha1.SidecarSetRolloutSpec, done string) error {
-	c, err := o.newClients()
-	if err != nil {
-		return err
-	}
-	r, err := c.sidecarSet.AppsV1alpha1().SidecarSets().Rollout(ctx, name, &v1alpha1.SidecarSetRollout{Spec: spec}, metav1.CreateOptions{})
+func (o *options) act(ctx context.Context, t rolloutTarget, api rolloutAPI, spec v1alpha1.SidecarSetRolloutSpec, done string) error {
+	r, err := api.Rollout(ctx, t.name, &v1alpha1.SidecarSetRollout{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
 	if o.output != "" {
 		return o.print(r, nil)
 	}
-	_, err = fmt.Fprintf(o.out, "sidecarset.apps.kruise.io/%s %s\n", name, done)
+	_, err = fmt.Fprintf(o.out, "%s %s\n", t.qualified(), done)
 	return err
 }
 
 func newUndoCommand(o *options) *cobra.Command {
 	var to int64
 	cmd := &cobra.Command{
-		Use:     "undo NAME [--to-revision N]",
-		Short:   "Roll a SidecarSet back to a revision (the previous one by default)",
-		Example: "  kubectl sidecarset rollout undo logging --to-revision 2",
-		Args:    cobra.ExactArgs(1),
+		Use:   "undo " + targetUse + " [--to-revision N]",
+		Short: "Roll a SidecarSet or NamespacedSidecarSet back to a revision (the previous one by default)",
+		Example: `  kubectl sidecarset rollout undo logging --to-revision 2
+  kubectl sidecarset rollout undo namespacedsidecarset/log-agent -n shop`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.newClients()
+			t, api, err := o.target(args[0])
 			if err != nil {
 				return err
 			}
-			revs, err := c.sidecarSet.AppsV1alpha1().SidecarSets().GetRevisions(cmd.Context(), args[0], metav1.GetOptions{})
+			revs, err := api.GetRevisions(cmd.Context(), t.name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			rev, err := undoTarget(revs.Items, to)
 			if err != nil {
-				return fmt.Errorf("SidecarSet %q: %w", args[0], err)
+				return fmt.Errorf("%s: %w", t, err)
 			}
-			return o.act(cmd.Context(), args[0], v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionRollback, RevisionName: rev.Name},
+			return o.act(cmd.Context(), t, api, v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionRollback, RevisionName: rev.Name},
 				fmt.Sprintf("rolled back to revision %d (%s)", rev.Revision, rev.Name))
 		},
 	}
@@ -191,18 +292,18 @@ func undoTarget(revs []v1alpha1.SidecarSetRevision, to int64) (*v1alpha1.Sidecar
 
 func newHistoryCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "history NAME",
-		Short: "List the revisions of a SidecarSet, newest first",
+		Use:   "history " + targetUse,
+		Short: "List the revisions of a SidecarSet or NamespacedSidecarSet, newest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			c, err := o.newClients()
+			t, api, err := o.target(args[0])
 			if err != nil {
 				return err
 			}
-			revs, err := c.sidecarSet.AppsV1alpha1().SidecarSets().GetRevisions(cmd.Context(), args[0], metav1.GetOptions{})
+			revs, err := api.GetRevisions(cmd.Context(), t.name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -238,58 +339,68 @@ func orDash(s string) string {
 func newPreviewCommand(o *options) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "preview NAME -f NEW.yaml",
+		Use:   "preview " + targetUse + " -f NEW.yaml",
 		Short: "Show which pods a proposed spec would upgrade, in which batches, and which it could not",
-		Long: `Ask the server to plan a rollout of the SidecarSet in NEW.yaml over the current pods, with the
-planner the controller runs (POST sidecarsets/NAME/rollout, action Preview; nothing is written):
-the pods it would upgrade in place in order and by batch (assuming each batch becomes available
-before the next), those it would hold (partition, updateStrategy.selector, paused), and those it
-could not upgrade in place (a change other than an image).`,
-		Example: "  kubectl sidecarset rollout preview logging -f logging-v2.yaml",
-		Args:    cobra.ExactArgs(1),
+		Long: `Ask the server to plan a rollout of the SidecarSet (or NamespacedSidecarSet) in NEW.yaml over the
+current pods, with the planner the controller runs (POST sidecarsets/NAME/rollout or
+namespacedsidecarsets/NAME/rollout, action Preview; nothing is written): the pods it would upgrade
+in place in order and by batch (assuming each batch becomes available before the next), those it
+would hold (partition, updateStrategy.selector, paused), and those it could not upgrade in place
+(a change other than an image). NEW.yaml holds one object of the kind named.`,
+		Example: `  kubectl sidecarset rollout preview logging -f logging-v2.yaml
+  kubectl sidecarset rollout preview namespacedsidecarset/log-agent -n shop -f log-agent-v2.yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runPreview(cmd.Context(), args[0], file)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "the proposed SidecarSet")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "the proposed SidecarSet or NamespacedSidecarSet")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
 
-func (o *options) runPreview(ctx context.Context, name, file string) error {
+func (o *options) runPreview(ctx context.Context, arg, file string) error {
 	if err := o.checkOutput(); err != nil {
+		return err
+	}
+	t, err := parseTarget(arg)
+	if err != nil {
 		return err
 	}
 	objs, err := o.readFile(file)
 	if err != nil {
 		return err
 	}
-	if len(objs) != 1 || objs[0].GetKind() != "SidecarSet" {
-		return fmt.Errorf("%s: want one SidecarSet", file)
+	if len(objs) != 1 || objs[0].GetKind() != t.kind() {
+		return fmt.Errorf("%s: want one %s", file, t.kind())
 	}
+	// Both kinds have the same metadata and spec.
 	proposed := &v1alpha1.SidecarSet{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, proposed, true); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if proposed.Name != "" && proposed.Name != name {
-		return fmt.Errorf("%s names SidecarSet %q, not %q", file, proposed.Name, name)
+	if proposed.Name != "" && proposed.Name != t.name {
+		return fmt.Errorf("%s names %s %q, not %q", file, t.kind(), proposed.Name, t.name)
 	}
-	c, err := o.newClients()
+	api, err := o.connect(&t)
 	if err != nil {
 		return err
+	}
+	if t.namespaced && proposed.Namespace != "" && proposed.Namespace != t.namespace {
+		return fmt.Errorf("%s is of namespace %q, not %q", file, proposed.Namespace, t.namespace)
 	}
 	req := &v1alpha1.SidecarSetRollout{Spec: v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionPreview, Proposed: &proposed.Spec}}
-	r, err := c.sidecarSet.AppsV1alpha1().SidecarSets().Rollout(ctx, name, req, metav1.CreateOptions{})
+	r, err := api.Rollout(ctx, t.name, req, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}
-	return o.print(r, func(w io.Writer) error { return printPreview(w, name, r) })
+	return o.print(r, func(w io.Writer) error { return printPreview(w, t, r) })
 }
 
 // printPreview lists the batches, then the pods not upgraded and why.
-func printPreview(w io.Writer, name string, r *v1alpha1.SidecarSetRollout) error {
+func printPreview(w io.Writer, t rolloutTarget, r *v1alpha1.SidecarSetRollout) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Preview of SidecarSet %q: maxUnavailable %d, partition %d\n", name, r.Status.MaxUnavailable, r.Status.Partition)
+	fmt.Fprintf(&b, "Preview of %s: maxUnavailable %d, partition %d\n", t, r.Status.MaxUnavailable, r.Status.Partition)
 	batches := map[int32][]string{}
 	var last int32
 	var others []string

@@ -1,12 +1,20 @@
 package app
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
 )
 
 // TestAssess: the plugin prints the server's verdict (phase, summary, message) and decides nothing
@@ -15,23 +23,209 @@ func TestAssess(t *testing.T) {
 	view := func(phase v1alpha1.RolloutPhase, summary, message string) *v1alpha1.SidecarSetRollout {
 		return &v1alpha1.SidecarSetRollout{Status: v1alpha1.SidecarSetRolloutStatus{Phase: phase, Summary: summary, Message: message}}
 	}
+	s := rolloutTarget{name: "s"}
+	ns := rolloutTarget{namespaced: true, namespace: "shop", name: "s"}
 	tests := []struct {
-		name string
-		view *v1alpha1.SidecarSetRollout
-		want progress
+		name   string
+		target rolloutTarget
+		view   *v1alpha1.SidecarSetRollout
+		want   progress
 	}{
-		{"done", view("Done", "2 of 2 pods updated", ""), progress{line: "2 of 2 pods updated", done: true}},
-		{"progressing", view("Progressing", "1 of 2 pods updated", ""), progress{line: "1 of 2 pods updated"}},
-		{"stalled", view("Stalled", "0 of 1 pods updated", "pods fail to run the new sidecar: ns/p: ImagePullBackOff"),
+		{"done", s, view("Done", "2 of 2 pods updated", ""), progress{line: "2 of 2 pods updated", done: true}},
+		{"progressing", s, view("Progressing", "1 of 2 pods updated", ""), progress{line: "1 of 2 pods updated"}},
+		{"stalled", s, view("Stalled", "0 of 1 pods updated", "pods fail to run the new sidecar: ns/p: ImagePullBackOff"),
 			progress{line: "0 of 1 pods updated", stalled: "pods fail to run the new sidecar: ns/p: ImagePullBackOff"}},
-		{"paused", view("Paused", "0 of 1 pods updated", "the rollout is paused"),
+		{"paused", s, view("Paused", "0 of 1 pods updated", "the rollout is paused"),
 			progress{line: "0 of 1 pods updated", stalled: "the rollout is paused (kubectl sidecarset rollout resume s)"}},
-		{"no verdict yet", view("", "", ""), progress{line: `SidecarSet "s" rollout: no progress reported yet`}},
+		{"no verdict yet", s, view("", "", ""), progress{line: `SidecarSet "s" rollout: no progress reported yet`}},
+		{"namespaced paused", ns, view("Paused", "0 of 1 pods updated", "the rollout is paused"),
+			progress{line: "0 of 1 pods updated", stalled: "the rollout is paused (kubectl sidecarset rollout resume namespacedsidecarset/s -n shop)"}},
+		{"namespaced, no verdict yet", ns, view("", "", ""), progress{line: "namespacedsidecarset/s rollout: no progress reported yet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, assess("s", tt.view), cmp.AllowUnexported(progress{})); diff != "" {
+			if diff := cmp.Diff(tt.want, assess(tt.target, tt.view), cmp.AllowUnexported(progress{})); diff != "" {
 				t.Errorf("assess (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseTarget: NAME is a SidecarSet; KIND/NAME takes either kind, singular or plural, with or
+// without the group; any other kind is refused by name.
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		arg     string
+		want    rolloutTarget
+		wantErr string // "" when the argument is valid
+	}{
+		{arg: "logging", want: rolloutTarget{name: "logging"}},
+		{arg: "sidecarset/logging", want: rolloutTarget{name: "logging"}},
+		{arg: "sidecarsets/logging", want: rolloutTarget{name: "logging"}},
+		{arg: "sidecarsets.apps.kruise.io/logging", want: rolloutTarget{name: "logging"}},
+		{arg: "namespacedsidecarset/log-agent", want: rolloutTarget{namespaced: true, name: "log-agent"}},
+		{arg: "namespacedsidecarsets/log-agent", want: rolloutTarget{namespaced: true, name: "log-agent"}},
+		{arg: "NamespacedSidecarSet/log-agent", want: rolloutTarget{namespaced: true, name: "log-agent"}},
+		{arg: "deployment/web", wantErr: `"deployment/web": unknown kind "deployment": want NAME, sidecarset/NAME or namespacedsidecarset/NAME`},
+		{arg: "sidecarset/", wantErr: `"sidecarset/": want NAME`},
+		{arg: "namespacedsidecarset/shop/log-agent", wantErr: `"namespacedsidecarset/shop/log-agent": want NAME`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg, func(t *testing.T) {
+			got, err := parseTarget(tt.arg)
+			switch {
+			case tt.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("error %v, want %q", err, tt.wantErr)
+				}
+			case err != nil:
+				t.Errorf("unexpected error %v", err)
+			default:
+				if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(rolloutTarget{})); diff != "" {
+					t.Errorf("parseTarget (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// rolloutServer is a fake clientset answering the /rollout and /revisions subresources of both
+// kinds as the server would: a finished rollout, and two revisions named as the server names them.
+func rolloutServer() *fake.Clientset {
+	client := fake.NewSimpleClientset()
+	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch a.GetSubresource() {
+		case "rollout":
+			return true, &v1alpha1.SidecarSetRollout{Status: v1alpha1.SidecarSetRolloutStatus{Phase: v1alpha1.RolloutDone, Summary: "2 of 2 pods updated"}}, nil
+		case "revisions":
+			return true, &v1alpha1.SidecarSetRevisionList{Items: []v1alpha1.SidecarSetRevision{
+				{ObjectMeta: metav1.ObjectMeta{Name: "shop.log-agent-7d9f"}, Revision: 2},
+				{ObjectMeta: metav1.ObjectMeta{Name: "shop.log-agent-5c4b"}, Revision: 1}}}, nil
+		}
+		return false, nil, nil
+	})
+	return client
+}
+
+// calls lists a fake's requests as "verb resource/subresource namespace/name".
+func calls(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		name := ""
+		switch a := a.(type) {
+		case k8stesting.GetActionImpl:
+			name = a.Name
+		case k8stesting.CreateActionImpl:
+			name = a.Name
+		}
+		out = append(out, fmt.Sprintf("%s %s/%s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource(), a.GetNamespace(), name))
+	}
+	return out
+}
+
+// TestRolloutCommands: each command reaches the subresources of the kind its argument names, a
+// NamespacedSidecarSet in the command's namespace, and names the object as kubectl does; revision
+// names are printed as the server gives them.
+func TestRolloutCommands(t *testing.T) {
+	dir := t.TempDir()
+	manifest := func(name, kind, namespace string) string {
+		p := filepath.Join(dir, name)
+		data := fmt.Sprintf(`{"apiVersion": "apps.kruise.io/v1alpha1", "kind": %q, "metadata": {"name": "log-agent", "namespace": %q},
+"spec": {"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "agent", "image": "agent:v2"}]}}`, kind, namespace)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	namespaced, other, cluster := manifest("ns.json", "NamespacedSidecarSet", "shop"), manifest("other.json", "NamespacedSidecarSet", "other"),
+		manifest("cluster.json", "SidecarSet", "")
+	tests := []struct {
+		name      string
+		args      []string
+		wantCalls []string
+		wantOut   []string
+		wantErr   string
+	}{{
+		name:      "pause NAME",
+		args:      []string{"rollout", "pause", "logging"},
+		wantCalls: []string{"create sidecarsets/rollout /logging"},
+		wantOut:   []string{"sidecarset.apps.kruise.io/logging paused\n"},
+	}, {
+		name:      "resume sidecarset/NAME",
+		args:      []string{"rollout", "resume", "sidecarset/logging"},
+		wantCalls: []string{"create sidecarsets/rollout /logging"},
+		wantOut:   []string{"sidecarset.apps.kruise.io/logging resumed\n"},
+	}, {
+		name:      "pause namespacedsidecarset/NAME",
+		args:      []string{"rollout", "pause", "namespacedsidecarset/log-agent"},
+		wantCalls: []string{"create namespacedsidecarsets/rollout shop/log-agent"},
+		wantOut:   []string{"namespacedsidecarset.apps.kruise.io/log-agent paused\n"},
+	}, {
+		name:      "status namespacedsidecarsets/NAME",
+		args:      []string{"rollout", "status", "namespacedsidecarsets/log-agent"},
+		wantCalls: []string{"get namespacedsidecarsets/rollout shop/log-agent"},
+		wantOut:   []string{"2 of 2 pods updated\nnamespacedsidecarset/log-agent successfully rolled out\n"},
+	}, {
+		name:      "status NAME",
+		args:      []string{"rollout", "status", "logging"},
+		wantCalls: []string{"get sidecarsets/rollout /logging"},
+		wantOut:   []string{`SidecarSet "logging" successfully rolled out`},
+	}, {
+		name:      "history namespacedsidecarset/NAME",
+		args:      []string{"rollout", "history", "namespacedsidecarset/log-agent"},
+		wantCalls: []string{"get namespacedsidecarsets/revisions shop/log-agent"},
+		wantOut:   []string{"2         shop.log-agent-7d9f", "1         shop.log-agent-5c4b"},
+	}, {
+		name:      "undo namespacedsidecarset/NAME",
+		args:      []string{"rollout", "undo", "namespacedsidecarset/log-agent"},
+		wantCalls: []string{"get namespacedsidecarsets/revisions shop/log-agent", "create namespacedsidecarsets/rollout shop/log-agent"},
+		wantOut:   []string{"namespacedsidecarset.apps.kruise.io/log-agent rolled back to revision 1 (shop.log-agent-5c4b)\n"},
+	}, {
+		name:    "another kind",
+		args:    []string{"rollout", "pause", "deployment/web"},
+		wantErr: `unknown kind "deployment": want NAME, sidecarset/NAME or namespacedsidecarset/NAME`,
+	}, {
+		name:      "preview namespacedsidecarset/NAME",
+		args:      []string{"rollout", "preview", "namespacedsidecarset/log-agent", "-f", namespaced},
+		wantCalls: []string{"create namespacedsidecarsets/rollout shop/log-agent"},
+		wantOut:   []string{"Preview of namespacedsidecarset/log-agent: maxUnavailable 0, partition 0\n"},
+	}, {
+		name:      "preview NAME",
+		args:      []string{"rollout", "preview", "log-agent", "-f", cluster},
+		wantCalls: []string{"create sidecarsets/rollout /log-agent"},
+		wantOut:   []string{`Preview of SidecarSet "log-agent"`},
+	}, {
+		name:    "preview of a manifest of the other kind",
+		args:    []string{"rollout", "preview", "namespacedsidecarset/log-agent", "-f", cluster},
+		wantErr: "want one NamespacedSidecarSet",
+	}, {
+		name:    "preview of a manifest of another namespace",
+		args:    []string{"rollout", "preview", "namespacedsidecarset/log-agent", "-f", other},
+		wantErr: `is of namespace "other", not "shop"`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := rolloutServer()
+			var out, errOut bytes.Buffer
+			o := newOptions(strings.NewReader(""), &out, &errOut)
+			o.newClients = func() (*clients, error) { return &clients{sidecarSet: client, namespace: "shop"}, nil }
+			cmd := newRoot(o)
+			cmd.SetArgs(tt.args)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			if diff := cmp.Diff(tt.wantCalls, calls(client)); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
 			}
 		})
 	}

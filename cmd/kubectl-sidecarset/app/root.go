@@ -77,7 +77,7 @@ func newOptions(in io.Reader, out, errOut io.Writer) *options {
 func newRoot(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "kubectl-sidecarset",
-		Short:         "Inject, explain and roll out SidecarSets (apps.kruise.io/v1alpha1)",
+		Short:         "Inject, explain and roll out SidecarSets and NamespacedSidecarSets (apps.kruise.io/v1alpha1)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -87,7 +87,7 @@ func newRoot(o *options) *cobra.Command {
 	flags := cmd.PersistentFlags()
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
 	flags.StringVar(&o.overrides.CurrentContext, "context", "", "the kubeconfig context to use")
-	flags.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "the namespace of the pods")
+	flags.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "the namespace of the pods and of NamespacedSidecarSets (default: the kubeconfig context's)")
 	flags.StringVar(&o.overrides.Context.Cluster, "cluster", "", "the kubeconfig cluster to use")
 	flags.StringVar(&o.overrides.Context.AuthInfo, "user", "", "the kubeconfig user to use")
 	flags.StringVar(&o.overrides.AuthInfo.Impersonate, "as", "", "user to impersonate")
