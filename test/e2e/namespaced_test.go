@@ -120,10 +120,17 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	if err != nil || len(revs.Items) != 2 || revs.Items[0].SidecarSetName != engineName {
 		t.Errorf("revisions of the NamespacedSidecarSet: want 2 of %s, got %v %+v", engineName, err, revs)
 	}
+	target := "namespacedsidecarset/" + stored.Name
+	if out, stderr, err := plugin(t, "rollout", "status", target, "-n", own); err != nil || !strings.Contains(out, target+" successfully rolled out") {
+		t.Errorf("kubectl sidecarset rollout status %s: %v\n%s%s", target, err, out, stderr)
+	}
 	view, err := editor.AppsV1alpha1().NamespacedSidecarSets(own).Rollout(ctx, stored.Name,
 		&v1alpha1.SidecarSetRollout{Spec: v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionPause}}, metav1.CreateOptions{})
 	if err != nil || !view.Status.Paused || view.Name != stored.Name || view.Namespace != own {
 		t.Errorf("pause through namespacedsidecarsets/rollout: %v %+v", err, view)
+	}
+	if out, stderr, err := plugin(t, "rollout", "resume", target, "-n", own); err != nil || !strings.Contains(out, "resumed") {
+		t.Errorf("kubectl sidecarset rollout resume %s: %v\n%s%s", target, err, out, stderr)
 	}
 	events, err := kube.CoreV1().Events(own).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=NamespacedSidecarSet"})
 	if err != nil || len(events.Items) == 0 {
