@@ -86,27 +86,44 @@ func (lw *allSetsListWatch) WatchWithContext(ctx context.Context, opts metav1.Li
 type mergedWatch struct {
 	sources []watch.Interface
 	out     chan watch.Event
-	stop    chan struct{}
-	once    sync.Once
+	// done is closed once the sources are stopped: by Stop, or because one of them ended.
+	done     chan struct{}
+	doneOnce sync.Once
+	// stopped is closed by Stop: the consumer reads no more.
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 func mergeWatches(sources ...watch.Interface) *mergedWatch {
-	m := &mergedWatch{sources: sources, out: make(chan watch.Event), stop: make(chan struct{})}
+	m := &mergedWatch{sources: sources, out: make(chan watch.Event), done: make(chan struct{}), stopped: make(chan struct{})}
 	ended := make(chan struct{}, len(sources))
+	var forwarders sync.WaitGroup
 	for _, src := range sources {
-		go m.forward(src, ended)
+		forwarders.Add(1)
+		go func() {
+			defer forwarders.Done()
+			m.forward(src, ended)
+		}()
 	}
 	go func() {
 		defer close(m.out)
 		select {
 		case <-ended:
-			m.Stop()
-			gone := apierrors.NewResourceExpired("the SidecarSet or NamespacedSidecarSet watch ended: list again").Status()
-			select {
-			case m.out <- watch.Event{Type: watch.Error, Object: &gone}:
-			case <-time.After(time.Second): // nobody reads any more
-			}
-		case <-m.stop:
+		case <-m.stopped:
+		}
+		m.end()
+		// No forwarder may send on m.out once it is closed, and none sends after the error.
+		forwarders.Wait()
+		select {
+		case <-m.stopped: // the consumer stopped the watch: no error for it
+			return
+		default:
+		}
+		gone := apierrors.NewResourceExpired("the SidecarSet or NamespacedSidecarSet watch ended: list again").Status()
+		select {
+		case m.out <- watch.Event{Type: watch.Error, Object: &gone}:
+		case <-m.stopped:
+		case <-time.After(time.Second): // nobody reads any more
 		}
 	}()
 	return m
@@ -125,23 +142,29 @@ func (m *mergedWatch) forward(src watch.Interface, ended chan<- struct{}) {
 			}
 			select {
 			case m.out <- ev:
-			case <-m.stop:
+			case <-m.done:
 				return
 			}
-		case <-m.stop:
+		case <-m.done:
 			return
 		}
 	}
 }
 
-// Stop stops both watches.
-func (m *mergedWatch) Stop() {
-	m.once.Do(func() {
-		close(m.stop)
+// end stops both watches.
+func (m *mergedWatch) end() {
+	m.doneOnce.Do(func() {
+		close(m.done)
 		for _, src := range m.sources {
 			src.Stop()
 		}
 	})
+}
+
+// Stop stops both watches and closes the result channel, with no error event.
+func (m *mergedWatch) Stop() {
+	m.stopOnce.Do(func() { close(m.stopped) })
+	m.end()
 }
 
 // ResultChan returns the merged events.
