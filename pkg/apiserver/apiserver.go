@@ -209,6 +209,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	}
 
 	appsGroup := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	appsGroup.NegotiatedSerializer = withoutProtobuf{Codecs}
 	appsGroup.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
 		"sidecarsets":           sets.SidecarSet,
 		"sidecarsets/status":    sets.Status,
@@ -233,6 +234,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	}
 
 	admissionGroup := genericapiserver.NewDefaultAPIGroupInfo(AdmissionGroupVersion.Group, Scheme, metav1.ParameterCodec, Codecs)
+	admissionGroup.NegotiatedSerializer = withoutProtobuf{Codecs}
 	admissionGroup.VersionedResourcesStorageMap[AdmissionGroupVersion.Version] = map[string]rest.Storage{
 		"sidecarinjections": sidecarinjection.NewREST(reviewer),
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -148,6 +149,25 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	if err != nil {
 		t.Errorf("the revisions of a deleted NamespacedSidecarSet remain: %v", err)
 	}
+
+	// Deleting a namespace deletes its NamespacedSidecarSets: kube-controller-manager's namespace
+	// controller deletes them with a metadata client that asks for protobuf first, then JSON.
+	if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(other).Create(ctx, nss, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := metadata.ConfigFor(restConfig)
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("namespacedsidecarsets")
+	if err := metadata.NewForConfigOrDie(cfg).Resource(gvr).Namespace(other).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Errorf("deleting the NamespacedSidecarSets of a namespace as the namespace controller does: %v", err)
+	}
+	if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(other).Create(ctx, nss, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().Namespaces().Delete(ctx, other, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNamespaceGone(t, other)
 }
 
 // tempNamespace creates a namespace deleted at the end of the test.
