@@ -28,18 +28,6 @@ func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptions
 		ResetFieldsStrategy:       strategy,
 		TableConvertor:            sidecarset.TableConvertor{},
 	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: namespacedsidecarset.GetAttrs}); err != nil {
-		return SidecarSetStorage{}, err
-	}
-	statusStore := *store
-	statusStrategy := namespacedsidecarset.NewStatusStrategy(strategy)
-	statusStore.UpdateStrategy = statusStrategy
-	statusStore.ResetFieldsStrategy = statusStrategy
-	return SidecarSetStorage{
-		SidecarSet: &REST{store},
-		Status:     &StatusREST{store: &statusStore},
-		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions, kind: NamespacedSidecarSetKind},
-		Rollout: &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme,
-			kind: NamespacedSidecarSetKind},
-	}, nil
+	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: NamespacedSidecarSetKind}
+	return complete(store, namespacedsidecarset.GetAttrs, namespacedsidecarset.NewStatusStrategy(strategy), optsGetter, parts)
 }

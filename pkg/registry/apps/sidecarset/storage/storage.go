@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -42,19 +43,38 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, re
 		ResetFieldsStrategy:       strategy,
 		TableConvertor:            sidecarset.TableConvertor{},
 	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sidecarset.GetAttrs}); err != nil {
+	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: SidecarSetKind}
+	return complete(store, sidecarset.GetAttrs, sidecarset.NewStatusStrategy(strategy), optsGetter, parts)
+}
+
+// subresourceParts are what the revisions and rollout subresources need besides the main store.
+type subresourceParts struct {
+	revisions *genericregistry.Store
+	viewer    RolloutViewer
+	admit     admission.Interface
+	scheme    *runtime.Scheme
+	kind      Kind
+}
+
+// statusStrategy is the update strategy of a status subresource.
+type statusStrategy interface {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}
+
+// complete finishes the main store and builds the status, revisions and rollout subresources on it.
+func complete(store *genericregistry.Store, attrs storage.AttrFunc, status statusStrategy, optsGetter generic.RESTOptionsGetter, p subresourceParts) (SidecarSetStorage, error) {
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
 		return SidecarSetStorage{}, err
 	}
 	statusStore := *store
-	statusStrategy := sidecarset.NewStatusStrategy(strategy)
-	statusStore.UpdateStrategy = statusStrategy
-	statusStore.ResetFieldsStrategy = statusStrategy
-
+	statusStore.UpdateStrategy = status
+	statusStore.ResetFieldsStrategy = status
 	return SidecarSetStorage{
 		SidecarSet: &REST{store},
 		Status:     &StatusREST{store: &statusStore},
-		Revisions:  &RevisionsREST{sidecarSets: store, revisions: revisions, kind: SidecarSetKind},
-		Rollout:    &RolloutREST{sidecarSets: store, revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: SidecarSetKind},
+		Revisions:  &RevisionsREST{sidecarSets: store, revisions: p.revisions, kind: p.kind},
+		Rollout:    &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind},
 	}, nil
 }
 
