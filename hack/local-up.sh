@@ -185,8 +185,27 @@ current-context: local
 KC
 }
 
+# admission_config writes kube-apiserver's admission configuration: the static admission policy
+# that limits the server's ServiceAccount to its own MutatingAdmissionPolicies and bindings
+# (artifacts/deploy/static, loaded from a copy in the state folder).
+admission_config() {
+  mkdir -p "${STATE}/static-admission"
+  cp "${ROOT}"/artifacts/deploy/static/*.yaml "${STATE}/static-admission/"
+  cat >"${STATE}/admission-config.yaml" <<AC
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionPolicy
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ValidatingAdmissionPolicyConfiguration
+    staticManifestsDir: ${STATE}/static-admission
+AC
+}
+
 # start_kube_apiserver runs kube-apiserver (when it is not running) and waits until it is ready.
 start_kube_apiserver() {
+  admission_config
   start kube-apiserver "${BIN}/kube-apiserver" --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
     --bind-address=127.0.0.1 --secure-port="${KUBE_PORT}" --advertise-address=10.0.0.1 \
     --tls-cert-file="${CERTS}/apiserver.crt" --tls-private-key-file="${CERTS}/apiserver.key" \
@@ -199,7 +218,8 @@ start_kube_apiserver() {
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="${CERTS}/front-proxy-client.crt" --proxy-client-key-file="${CERTS}/front-proxy-client.key" \
     --kubelet-client-certificate="${CERTS}/admin.crt" --kubelet-client-key="${CERTS}/admin.key" \
-    --kubelet-preferred-address-types=InternalIP
+    --kubelet-preferred-address-types=InternalIP \
+    --feature-gates=ManifestBasedAdmissionControlConfig=true --admission-control-config-file="${STATE}/admission-config.yaml"
   wait_for kube-apiserver "${LOGS}/kube-apiserver.log" kc get --raw /readyz
 }
 
@@ -329,7 +349,7 @@ register() {
   local ca
   ca=$(base64 -w0 <"${STATE}/server-certs/apiserver.crt")
   local f
-  for f in "${ROOT}"/artifacts/local/*.yaml "${ROOT}"/artifacts/deploy/base/webhook.yaml; do cat "$f"; echo "---"; done |
+  for f in "${ROOT}"/artifacts/local/*.yaml "${ROOT}"/artifacts/deploy/base/webhook.yaml "${ROOT}"/artifacts/deploy/base/server-guard.yaml; do cat "$f"; echo "---"; done |
     sed -e "s|CA_BUNDLE|${ca}|g" -e "s|SERVER_PORT|${SERVER_PORT}|g" | kc apply -f - >/dev/null
   wait_for "APIService v1alpha1.apps.kruise.io" "${LOGS}/sidecarset-apiserver.log" \
     kc wait --for=condition=Available --timeout=1s apiservice/v1alpha1.apps.kruise.io

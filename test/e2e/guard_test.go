@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
+)
+
+// TestServerGuard: the local cluster runs the server with the shipped ServiceAccount, under the
+// shipped guards (artifacts/deploy/base/server-guard.yaml, and the static policy of
+// artifacts/deploy/static that kube-apiserver loads). With the server's own token, an admission
+// policy it does not own cannot be written, nor a webhook configuration other than its own, nor
+// where its webhooks send pods; what the server does write (its labelled policies, its webhooks'
+// selectors) is allowed. The rest of the suite runs under the same guards.
+func TestServerGuard(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(root, "_output", "local", "server.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := kubernetes.NewForConfigOrDie(cfg)
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	refused := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("with the server's token, %s: want refused (%q), got %v", what, want, err)
+		}
+	}
+
+	// Admission policies: only its own, named and labelled as it names and labels them.
+	foreign := guardTestPolicy("e2e-not-the-servers", nil)
+	_, err = server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, foreign, dryRun)
+	refused("create an unlabelled MutatingAdmissionPolicy", err, "writes only the admission policies and bindings it owns")
+	_, err = server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx,
+		guardTestPolicy(policy.NamePrefix+"e2e-guard", nil), dryRun)
+	refused("create an unlabelled sidecarsets-* MutatingAdmissionPolicy", err, "writes only the admission policies and bindings it owns")
+	owned := guardTestPolicy(policy.NamePrefix+"e2e-guard", map[string]string{policy.ManagedByLabel: policy.ManagedByValue})
+	if _, err := server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, owned, dryRun); err != nil {
+		t.Errorf("with the server's token, create a policy it owns: %v", err)
+	}
+	if _, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, foreign, dryRun); err != nil {
+		t.Errorf("an administrator's policy is refused: the guard must hold the server only: %v", err)
+	}
+
+	// Webhook configurations: its own two, and in them the selectors only.
+	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	selectors := active.DeepCopy()
+	selectors.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-guard": "x"}}
+	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, selectors, update); err != nil {
+		t.Errorf("with the server's token, change a webhook's objectSelector: %v", err)
+	}
+	elsewhere := active.DeepCopy()
+	elsewhere.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
+	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, elsewhere, update)
+	refused("send a webhook's pods elsewhere", err, "never where they send pods")
+	wider := active.DeepCopy()
+	wider.Webhooks[0].Rules[0].Operations = append(wider.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Update)
+	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, wider, update)
+	refused("widen what a webhook receives", err, "never where they send pods")
+	other := active.DeepCopy()
+	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}
+	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
+	refused("create another webhook configuration", err, "writes only its webhook configurations")
+	err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, active.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	refused("delete its webhook configuration", err, "deletes no webhook configuration")
+}
+
+// guardTestPolicy is a minimal MutatingAdmissionPolicy (it labels ConfigMaps).
+func guardTestPolicy(name string, labels map[string]string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	return &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}}},
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+					Expression: `Object{metadata: Object.metadata{labels: {"e2e-guard": "x"}}}`}}},
+		},
+	}
+}
