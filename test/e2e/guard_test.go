@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -29,6 +31,15 @@ func TestServerGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := kubernetes.NewForConfigOrDie(cfg)
+	// hack/local-up.sh applies the webhook guard at registration; a test that uninstalled the
+	// deployment (and the guard with it) and registered the local server again may have left it
+	// just re-created: applying it again is a no-op then.
+	if out, err := runKubectl(t, "", "get", "validatingadmissionpolicy,validatingadmissionpolicybinding", "sidecarset-apiserver-webhook-guard", "-o", "name"); err != nil {
+		t.Logf("the webhook guard was not in place: %v\n%s", err, out)
+	}
+	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts", "deploy", "base", "server-guard.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	refused := func(what string, err error, want string) {
 		t.Helper()
@@ -65,7 +76,11 @@ func TestServerGuard(t *testing.T) {
 	}
 	elsewhere := active.DeepCopy()
 	elsewhere.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
-	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, elsewhere, update)
+	// kube-apiserver takes a moment to load a policy (re)applied at registration, and its parameter.
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, elsewhere, update)
+		return err != nil, nil
+	})
 	refused("send a webhook's pods elsewhere", err, "never where they send pods")
 	wider := active.DeepCopy()
 	wider.Webhooks[0].Rules[0].Operations = append(wider.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Update)

@@ -18,8 +18,8 @@ import (
 )
 
 // TestRefusedPolicyWriteIsIsolated makes kube-apiserver refuse the writes of one group policy (an
-// object this server does not own holds its name; kube-apiserver exempts admission configuration
-// objects from admission policies, so a ValidatingAdmissionPolicy cannot refuse them), then
+// object this server does not own holds its name, which the static guard of artifacts/deploy/static
+// also keeps the server from overwriting), then
 // creates two SidecarSets served by different group policies: the other one's policy is written,
 // its generation observed and its pods injected; the refused one's generation is not reported
 // observed, yet its pods are still injected (by the webhook). Once the name is free, its policy is
