@@ -24,3 +24,9 @@ func (n *NamespacedSidecarSet) AsSidecarSet() *SidecarSet {
 	}
 	return out
 }
+
+// View returns a SidecarSet sharing n's metadata, spec and status (not copied), for the rules and
+// strategies both kinds share.
+func (n *NamespacedSidecarSet) View() *SidecarSet {
+	return &SidecarSet{ObjectMeta: n.ObjectMeta, Spec: n.Spec, Status: n.Status}
+}

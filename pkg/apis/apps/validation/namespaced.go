@@ -23,12 +23,12 @@ func ValidateNamespacedSidecarSet(n *apps.NamespacedSidecarSet) field.ErrorList 
 // ValidateNamespacedSidecarSetUpdate validates an update as ValidateSidecarSetUpdate does.
 func ValidateNamespacedSidecarSetUpdate(newN, oldN *apps.NamespacedSidecarSet) field.ErrorList {
 	allErrs := validateNamespacedScope(&newN.Spec)
-	return append(allErrs, ValidateSidecarSetUpdate(asView(newN), asView(oldN))...)
+	return append(allErrs, ValidateSidecarSetUpdate(newN.View(), oldN.View())...)
 }
 
 // ValidateNamespacedSidecarSetStatusUpdate validates a status update as for a SidecarSet.
 func ValidateNamespacedSidecarSetStatusUpdate(newN, oldN *apps.NamespacedSidecarSet) field.ErrorList {
-	return ValidateSidecarSetStatusUpdate(asView(newN), asView(oldN))
+	return ValidateSidecarSetStatusUpdate(newN.View(), oldN.View())
 }
 
 func validateNamespacedScope(spec *apps.SidecarSetSpec) field.ErrorList {
@@ -55,9 +55,4 @@ func validateNamespacedName(namespace, name string) field.ErrorList {
 	return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), name, fmt.Sprintf(
 		"must be no more than %d characters in namespace %q: pods and revisions name it %q, at most %d characters",
 		nameMaxLength-len(namespace)-1, namespace, joined, nameMaxLength))}
-}
-
-// asView returns a SidecarSet sharing n's metadata and spec, for the rules both kinds share.
-func asView(n *apps.NamespacedSidecarSet) *apps.SidecarSet {
-	return &apps.SidecarSet{ObjectMeta: n.ObjectMeta, Spec: n.Spec, Status: n.Status}
 }

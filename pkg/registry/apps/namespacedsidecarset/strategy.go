@@ -36,7 +36,7 @@ func (Strategy) NamespaceScoped() bool { return true }
 // PrepareForCreate clears the status, starts the generation at 1 and stamps the hashes.
 func (s Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	n := obj.(*apps.NamespacedSidecarSet)
-	v := view(n)
+	v := n.View()
 	s.Strategy.PrepareForCreate(ctx, v)
 	n.ObjectMeta, n.Spec, n.Status = v.ObjectMeta, v.Spec, v.Status
 }
@@ -45,8 +45,8 @@ func (s Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 // the hashes.
 func (s Strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	n := obj.(*apps.NamespacedSidecarSet)
-	v := view(n)
-	s.Strategy.PrepareForUpdate(ctx, v, view(old.(*apps.NamespacedSidecarSet)))
+	v := n.View()
+	s.Strategy.PrepareForUpdate(ctx, v, old.(*apps.NamespacedSidecarSet).View())
 	n.ObjectMeta, n.Spec, n.Status = v.ObjectMeta, v.Spec, v.Status
 }
 
@@ -57,7 +57,7 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 
 // WarningsOnCreate warns as for a SidecarSet.
 func (s Strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string {
-	return s.Strategy.WarningsOnCreate(ctx, view(obj.(*apps.NamespacedSidecarSet)))
+	return s.Strategy.WarningsOnCreate(ctx, obj.(*apps.NamespacedSidecarSet).View())
 }
 
 // ValidateUpdate validates an update.
@@ -67,7 +67,7 @@ func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field
 
 // WarningsOnUpdate warns as for a SidecarSet.
 func (s Strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string {
-	return s.Strategy.WarningsOnUpdate(ctx, view(obj.(*apps.NamespacedSidecarSet)), nil)
+	return s.Strategy.WarningsOnUpdate(ctx, obj.(*apps.NamespacedSidecarSet).View(), nil)
 }
 
 // StatusStrategy implements the namespacedsidecarsets/status subresource: only status changes.
@@ -89,8 +89,8 @@ func (s StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 // PrepareForUpdate restores everything but the status from the stored object.
 func (s StatusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	n := obj.(*apps.NamespacedSidecarSet)
-	v := view(n)
-	s.status.PrepareForUpdate(ctx, v, view(old.(*apps.NamespacedSidecarSet)))
+	v := n.View()
+	s.status.PrepareForUpdate(ctx, v, old.(*apps.NamespacedSidecarSet).View())
 	n.ObjectMeta, n.Spec = v.ObjectMeta, v.Spec
 }
 
@@ -102,11 +102,6 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 // WarningsOnUpdate returns no warnings.
 func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
-}
-
-// view returns a SidecarSet sharing n's metadata, spec and status.
-func view(n *apps.NamespacedSidecarSet) *apps.SidecarSet {
-	return &apps.SidecarSet{ObjectMeta: n.ObjectMeta, Spec: n.Spec, Status: n.Status}
 }
 
 // GetAttrs returns the labels and selectable fields of a NamespacedSidecarSet.
