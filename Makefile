@@ -65,10 +65,13 @@ chart:
 	$$(hack/install-helm.sh | tail -n 1) lint --strict charts/sidecarset-apiserver --set certificates.source=cert-manager
 	$(GO) test -count=1 -v ./test/chart/
 
-# REAL_NODE=1: the cluster also gets the real node (containerd and a kubelet; hack/local-up.sh
-# node-up, root only), on which TestRealNodeInjection and TestRealNodeUpgrade run.
+# Two local clusters at once (hack/e2e.sh): the conformance catalogue on one, every other test on
+# the other, whose tests run in a serial phase (restarts, reconfiguration, uninstalls) and then a
+# parallel one. REAL_NODE=1: the main cluster also gets the real node (containerd and a kubelet;
+# hack/local-up.sh node-up, root only), on which the TestRealNode tests run. Logs and per-test
+# times: _output/e2e/.
 e2e:
-	E2E=1 REAL_NODE=1 $(GO) test -count=1 -timeout 60m ./test/e2e/
+	REAL_NODE=1 hack/e2e.sh
 
 # Every test on the real node (in-place upgrades of containers and native sidecars, transferEnv and
 # shareVolumePolicy, an unpullable image and its rollback, the maxUnavailable budget, and

@@ -44,6 +44,9 @@
 #                                 unmounts what they mounted and removes their state (pods bound to
 #                                 the node are started again by the next node-up). down runs it too.
 #
+# LOCAL_STATE (default _output/local): the cluster's folder; with other ports (ETCD_PORT,
+# SERVER_ETCD_PORT, KUBE_PORT, SERVER_PORT; each uses the next port too) a second cluster runs
+# beside the first (hack/e2e.sh runs the conformance catalogue on one). Only one may have REAL_NODE.
 # SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
 # SERVER_POLICY_GRACE (default 3s): its --policy-grace (a local kube-apiserver loads policies fast).
 # SERVER_V (default 2): its log verbosity (2 logs every write of policies and webhooks).
@@ -57,7 +60,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-STATE="${ROOT}/_output/local"
+STATE="${LOCAL_STATE:-${ROOT}/_output/local}"
 CERTS="${STATE}/certs"
 RUN="${STATE}/run"
 LOGS="${STATE}/logs"
@@ -322,11 +325,19 @@ start_server() {
   start_server_process
 }
 
+# build_server builds the server into _output/bin, atomically: two local clusters (LOCAL_STATE)
+# may build it at once while the other runs it.
+build_server() {
+  local tmp="${ROOT}/_output/bin/.sidecarset-apiserver.$$"
+  (cd "${ROOT}" && go build -ldflags "$(hack/version.sh)" -o "${tmp}" ./cmd/apiserver)
+  mv -f "${tmp}" "${ROOT}/_output/bin/sidecarset-apiserver"
+}
+
 # start_server_process starts this server without its etcd (start-server-alone: a server that
 # cannot load its SidecarSets).
 start_server_process() {
   server_kubeconfig
-  (cd "${ROOT}" && go build -ldflags "$(hack/version.sh)" -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  build_server
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_PORT}" "${STATE}/server-certs")
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
@@ -336,7 +347,7 @@ start_server_process() {
 # cert dir, and waits until it is ready.
 start_replica() {
   [[ -f "${RUN}/server-etcd.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
-  (cd "${ROOT}" && go build -ldflags "$(hack/version.sh)" -o _output/bin/sidecarset-apiserver ./cmd/apiserver)
+  build_server
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_REPLICA_PORT}" "${STATE}/server-2-certs")
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"
@@ -562,6 +573,7 @@ node_up() {
 # node_down stops the kubelet, every container, then containerd, unmounts what they mounted under
 # _output/local/node and removes their state, so that the next node-up starts clean.
 node_down() {
+  [[ -d "${NODE}" ]] || return 0 # this cluster never had a real node (another LOCAL_STATE may)
   stop kubelet
   if [[ -f "${RUN}/containerd.pid" ]] && alive "$(cat "${RUN}/containerd.pid")"; then
     local id
@@ -579,7 +591,6 @@ node_down() {
     iptables -w -t nat -D OUTPUT -j SIDECARSET-E2E 2>/dev/null || true
     iptables -w -t nat -F SIDECARSET-E2E && iptables -w -t nat -X SIDECARSET-E2E || log "could not remove the nat chain SIDECARSET-E2E"
   fi
-  [[ -d "${NODE}" ]] || return 0
   local m
   # Deepest first; lazily if still busy.
   awk -v p="${NODE}/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do

@@ -113,7 +113,8 @@ func TestMergedWatchStop(t *testing.T) {
 }
 
 // TestMergedWatchStopInFlight: stopping the merged watch while its sources still have events to
-// forward neither panics nor blocks; the consumer reads no more.
+// forward neither panics nor blocks: its channel closes with at most the events already queued
+// (never an error: the consumer stopped, nothing failed), and both sources are stopped.
 func TestMergedWatchStopInFlight(t *testing.T) {
 	for range 50 {
 		sets := watch.NewFakeWithOptions(watch.FakeOptions{ChannelSize: 20})
@@ -125,8 +126,18 @@ func TestMergedWatchStopInFlight(t *testing.T) {
 		m := mergeWatches(sets, namespaced)
 		next(t, m)
 		m.Stop()
-		// Let the forwarders run into the closed watch before the test ends.
-		time.Sleep(time.Millisecond)
+		evs := drainUntilClosed(t, m)
+		if len(evs) > 39 {
+			t.Fatalf("%d events after Stop, more than the 39 queued", len(evs))
+		}
+		for _, ev := range evs {
+			if ev.Type == watch.Error {
+				t.Fatalf("an error event after Stop: %+v", ev.Object)
+			}
+		}
+		if !sets.IsStopped() || !namespaced.IsStopped() {
+			t.Fatalf("sources stopped: SidecarSets %v, NamespacedSidecarSets %v; want both", sets.IsStopped(), namespaced.IsStopped())
+		}
 	}
 }
 

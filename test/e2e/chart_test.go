@@ -14,6 +14,7 @@ import (
 // the kustomization the chart reproduces (test/chart proves that they are the same objects). The
 // cert-manager variant is only rendered: the local cluster has no cert-manager CRDs.
 func TestChartDryRun(t *testing.T) {
+	parallelTest(t)
 	manifest, err := chart.Render(root, filepath.Join(t.TempDir(), "certs"))
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,11 @@ spec:
 
 func applyManualExample(t *testing.T) {
 	t.Helper()
-	deleteAllSidecarSets(t)
+	if inParallelPhase() { // under fixtureManualExample
+		deleteSidecarSets(t, "test-sidecarset")
+	} else {
+		deleteAllSidecarSets(t)
+	}
 	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts/examples/01-test-sidecarset.yaml")); err != nil {
 		t.Fatalf("apply: %v: %s", err, out)
 	}
@@ -40,6 +44,7 @@ func applyManualExample(t *testing.T) {
 // TestKubectl covers what a user does with kubectl: get with printer columns, explain,
 // server-side apply and strategic merge patch.
 func TestKubectl(t *testing.T) {
+	parallelTest(t, fixtureManualExample)
 	applyManualExample(t)
 	out, err := runKubectl(t, "", "get", "sidecarsets")
 	if err != nil || !strings.Contains(strings.Join(strings.Fields(strings.SplitN(out, "\n", 2)[0]), " "), "NAME MATCHED UPDATED READY AGE") {
@@ -79,6 +84,7 @@ func TestKubectl(t *testing.T) {
 
 // TestManualExampleInjection: the manual's first example end to end through kube-apiserver.
 func TestManualExampleInjection(t *testing.T) {
+	parallelTest(t, fixtureManualExample)
 	applyManualExample(t)
 	ctx := context.Background()
 	pod := &corev1.Pod{}

@@ -26,7 +26,7 @@ import (
 // selectors) is allowed. The rest of the suite runs under the same guards.
 func TestServerGuard(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(root, "_output", "local", "server.kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localState(), "server.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}

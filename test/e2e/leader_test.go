@@ -265,7 +265,7 @@ func serverLog(t *testing.T, replica int) string {
 
 // readServerLog returns the log of server replica n's current process.
 func readServerLog(replica int) (string, error) {
-	data, err := os.ReadFile(filepath.Join(root, "_output/local/logs", serverProcess(replica)+".log"))
+	data, err := os.ReadFile(filepath.Join(localState(), "logs", serverProcess(replica)+".log"))
 	// The log holds every start of the process (hack/local-up.sh marks each): the current one's.
 	log := string(data)
 	if i := strings.LastIndex(log, "---- "); i >= 0 {
@@ -276,7 +276,7 @@ func readServerLog(replica int) (string, error) {
 
 func serverPID(t *testing.T, replica int) int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(replica)+".pid"))
+	data, err := os.ReadFile(filepath.Join(localState(), "run", serverProcess(replica)+".pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func serverPID(t *testing.T, replica int) int {
 
 // replicaRunning tells whether replica n's process (after its pid file) exists and is not a zombie.
 func replicaRunning(replica int) bool {
-	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(replica)+".pid"))
+	pid, err := os.ReadFile(filepath.Join(localState(), "run", serverProcess(replica)+".pid"))
 	if err != nil {
 		return false
 	}

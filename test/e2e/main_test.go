@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -68,10 +69,16 @@ func run(m *testing.M) (int, error) {
 	restConfig.QPS, restConfig.Burst = 200, 400 // tests poll a lot; client throttling only slows them
 	kube = kubernetes.NewForConfigOrDie(restConfig)
 	sidecars = clientset.NewForConfigOrDie(restConfig)
-	return m.Run(), nil
+	phases.start = time.Now()
+	code := m.Run()
+	reportPhases(time.Now())
+	return code, nil
 }
 
 func localUp(args ...string) (string, error) {
+	if inParallelPhase() && args[0] != "down" {
+		return "", fmt.Errorf("hack/local-up.sh %s in the parallel phase would disturb the tests running there; run it in the serial phase", strings.Join(args, " "))
+	}
 	cmd := exec.Command(filepath.Join(root, "hack/local-up.sh"), args...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -81,6 +88,15 @@ func localUp(args ...string) (string, error) {
 		err = fmt.Errorf("hack/local-up.sh %s: %w", strings.Join(args, " "), err)
 	}
 	return stdout.String(), err
+}
+
+// localState is the local cluster's folder (hack/local-up.sh's LOCAL_STATE): its run/ holds the
+// pid files, logs/ the logs of its processes.
+func localState() string {
+	if dir := os.Getenv("LOCAL_STATE"); dir != "" {
+		return dir
+	}
+	return filepath.Join(root, "_output", "local")
 }
 
 // serverPort returns the port server replica n listens on, as hack/local-up.sh sets it: replica 1

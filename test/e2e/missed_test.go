@@ -28,10 +28,9 @@ const missedNamespace = "sidecarset-missed"
 // Deployment's pods evicted, never more than maxUnavailable (1) of them missing or unready at a
 // sampled moment, and they come back injected; the bare pod is left alone.
 func TestMissedInjectionRepair(t *testing.T) {
+	parallelTest(t)
 	ctx := context.Background()
-	deleteAllSidecarSets(t)
-	ensureNamespace(t, missedNamespace)
-	cleanNamespace(t, missedNamespace)
+	startOver(t, missedNamespace, "", "missed")
 	labels := map[string]string{"app": "missed"}
 	spec := corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
 		Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "999d"}}}}

@@ -154,7 +154,7 @@ func timeSidecarSetCreates(t *testing.T, shape string, n int) (time.Duration, ti
 // kubeAPIServerCPU is the CPU time (user and system) kube-apiserver has used so far.
 func kubeAPIServerCPU(t *testing.T) time.Duration {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run/kube-apiserver.pid"))
+	pid, err := os.ReadFile(filepath.Join(localState(), "run", "kube-apiserver.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,6 +120,7 @@ func previewBatches(t *testing.T, name, file string) map[string]v1alpha1.Rollout
 // rollout to its end and fails on a stalled one within its timeout; an operator holding only the
 // rollout and revisions subresources pauses, resumes, lists the history and undoes.
 func TestPluginRollout(t *testing.T) {
+	parallelTest(t)
 	ctx := context.Background()
 	ss := simpleSidecarSet("plugin", "busybox:1.36", ptr.To(intstr.FromInt32(2)))
 	setupUpgrade(t, ss, "plugin", 5)
@@ -400,6 +401,7 @@ func containerLayout(p *corev1.Pod) string {
 // server serves it on /version and as sidecarset_build_info, records it on the injection webhooks,
 // and `kubectl sidecarset version` prints both.
 func TestVersion(t *testing.T) {
+	parallelTest(t)
 	ldflags, err := exec.Command(filepath.Join(root, "hack", "version.sh")).Output()
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -54,24 +55,19 @@ func TestPolicyDifferential(t *testing.T) {
 	webhook := dryRunAll(t, cases)
 
 	restartServer(t, "policy")
-	// The planner, run here on the stored SidecarSets, says how many policies serve (the others go
-	// to the webhook: beyond the values the policies list, or sharing pods with too many others).
-	plan, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: stored, ExcludedNamespaces: []string{"kruise-system"}, Now: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := 0
-	for _, r := range plan.Results {
-		if r.Path == policy.PathPolicy {
-			served++
-		}
-	}
+	// Each SidecarSet's Injected condition says which path serves it; the policies the server
+	// owns must list exactly those on the Policy path.
+	onPolicy := policyPathSidecarSets(t, stored)
+	served := len(onPolicy)
 	if served < len(stored)/10 {
 		t.Fatalf("policies serve only %d of %d SidecarSets: the corpus no longer exercises them", served, len(stored))
 	}
 	waitOwnedPolicies(t, served)
+	if got := ownedPolicySidecarSets(t); !equalSets(got, onPolicy) {
+		t.Errorf("the server's policies inject %d SidecarSets, their conditions say %d are on the Policy path", len(got), len(onPolicy))
+	}
 	var diffs []string
-	err = wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		diffs = compareAnswers(cases, webhook, dryRunAll(t, cases))
 		return len(diffs) == 0, nil
 	})
@@ -203,6 +199,7 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 // restartServer restarts this server in the given injection mode (later restarts keep it).
 func restartServer(t *testing.T, mode string) {
 	t.Helper()
+	serialOnly(t, "restarting the server")
 	if err := os.Setenv("SERVER_INJECTION", mode); err != nil {
 		t.Fatal(err)
 	}
@@ -339,4 +336,72 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 	if first != nil {
 		t.Fatal(first)
 	}
+}
+
+// policyPathSidecarSets waits until every SidecarSet of sets reports its injection path for its
+// current generation (condition Injected) and returns those whose path is Policy.
+func policyPathSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[string]bool {
+	t.Helper()
+	var onPolicy map[string]bool
+	eventually(t, "every SidecarSet reports its injection path", 2*time.Minute, func(ctx context.Context) (bool, string) {
+		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		want := map[string]bool{}
+		for _, ss := range sets {
+			want[ss.Name] = true
+		}
+		onPolicy = map[string]bool{}
+		pending := 0
+		for i := range list.Items {
+			ss := &list.Items[i]
+			if !want[ss.Name] {
+				continue
+			}
+			c := apimeta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
+			if c == nil || c.ObservedGeneration != ss.Generation || (c.Reason != "Policy" && c.Reason != "Webhook") {
+				pending++
+				continue
+			}
+			if c.Reason == "Policy" {
+				onPolicy[ss.Name] = true
+			}
+		}
+		return pending == 0, fmt.Sprintf("%d SidecarSets report no path yet", pending)
+	})
+	return onPolicy
+}
+
+// ownedPolicySidecarSets returns the SidecarSets the server's policies inject, by their records.
+func ownedPolicySidecarSets(t *testing.T) map[string]bool {
+	t.Helper()
+	ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(context.Background(),
+		metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for i := range ps.Items {
+		recs := map[string]json.RawMessage{}
+		if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
+			t.Fatalf("policy %s: %v", ps.Items[i].Name, err)
+		}
+		for name := range recs {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+func equalSets(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }

@@ -44,6 +44,7 @@ func asUser(t *testing.T, user string, rules []rbacv1.PolicyRule) clientset.Inte
 
 // TestRBACPerSubresource: authorization is delegated to kube-apiserver's RBAC per subresource.
 func TestRBACPerSubresource(t *testing.T) {
+	parallelTest(t, fixtureManualExample)
 	applyManualExample(t)
 	ctx := context.Background()
 	reader := asUser(t, "e2e-reader", []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
@@ -93,6 +94,7 @@ func TestRBACPerSubresource(t *testing.T) {
 // role) reads SidecarSets but cannot write one, since a SidecarSet injects into every namespace,
 // nor import a SidecarSetRevision; sidecarsets-admin can both.
 func TestShippedUserRoles(t *testing.T) {
+	parallelTest(t, fixtureManualExample)
 	applyManualExample(t)
 	ctx := context.Background()
 	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts/deploy/base/user-roles.yaml")); err != nil {

@@ -238,7 +238,7 @@ func checkBackup(t *testing.T, ns string) {
 		logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/backup-now")
 		t.Fatalf("backup job: %v\n%s\n%s", err, out, logs)
 	}
-	snap := filepath.Join(root, "_output/local/node/deploy-volumes/backup/snapshot-00.db")
+	snap := filepath.Join(localState(), "node/deploy-volumes/backup/snapshot-00.db")
 	if fi, err := os.Stat(snap); err != nil || fi.Size() == 0 {
 		t.Fatalf("no snapshot on the backup volume: %v", err)
 	}
@@ -391,7 +391,7 @@ func checkEtcdCluster(t *testing.T, ns string) {
 func createLocalVolumes(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(root, "_output/local/node/deploy-volumes")
+	dir := filepath.Join(localState(), "node/deploy-volumes")
 	node := os.Getenv("NODE_NAME")
 	if node == "" {
 		node = "real-node-0"

@@ -91,9 +91,7 @@ func realPod(name, app string, env ...corev1.EnvVar) *corev1.Pod {
 func setupRealNode(t *testing.T, ss *v1alpha1.SidecarSet, pods ...*corev1.Pod) []*corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	deleteAllSidecarSets(t)
-	ensureNamespace(t, realNodeNamespace)
-	cleanNamespace(t, realNodeNamespace)
+	startOver(t, realNodeNamespace, "", ss.Name) // under fixtureRealNode
 	if err := applySidecarSet(t, ss); err != nil {
 		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
 	}
@@ -145,6 +143,7 @@ func reportsImage(st *corev1.ContainerStatus, image string) bool {
 // sidecar1, which really runs (its log shows its version), and each container sees the file the
 // other wrote into the shared volume.
 func TestRealNodeInjection(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, false)
 	sc := realSidecar("sidecar1", "v1", 8081,
 		corev1.EnvVar{Name: "LIST_DIRS", Value: "/var/log"}, corev1.EnvVar{Name: "WRITE_FILE", Value: "/var/log/sidecar.txt=from-sidecar1"})
@@ -183,6 +182,7 @@ func TestRealNodeInjection(t *testing.T) {
 // the app container keeps its containerID and restartCount 0, and the SidecarSet's status never
 // counts the pod updated and ready before its new sidecar1 runs and is ready.
 func TestRealNodeUpgrade(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, false)
 	ss := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "rn-upgrade"},
@@ -273,6 +273,7 @@ func upgradeInPlaceTo(t *testing.T, name string, before *corev1.Pod, container, 
 // the kubelet to replace the container (a spec change restarts it) before counting the pod
 // updated and ready.
 func TestRealNodeSharedDigestUpgrade(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, false)
 	ss := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "rn-alias"},
@@ -295,6 +296,7 @@ func TestRealNodeSharedDigestUpgrade(t *testing.T) {
 // TestRealNodeNativeSidecarUpgrade: a native sidecar (an init container with restartPolicy
 // Always) upgraded in place on the real kubelet, as a container is.
 func TestRealNodeNativeSidecarUpgrade(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, true)
 	agent := realSidecar("agent", "v1", 8082)
 	agent.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
@@ -318,6 +320,7 @@ func TestRealNodeNativeSidecarUpgrade(t *testing.T) {
 // TestRealNodeTransferEnvAndShareVolume: transferEnv and shareVolumePolicy as the running sidecar
 // sees them: the app's variable in its environment, the app's volume mounted and its file visible.
 func TestRealNodeTransferEnvAndShareVolume(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, true)
 	sc := realSidecar("sidecar1", "v1", 8081, corev1.EnvVar{Name: "LIST_DIRS", Value: "/data"})
 	sc.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "APP_COLOR"}}
@@ -345,6 +348,7 @@ func TestRealNodeTransferEnvAndShareVolume(t *testing.T) {
 // ErrImageNeverPull) stalls the rollout within maxUnavailable; a rollback through /rollout
 // recovers the pods.
 func TestRealNodeBadImageRollback(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, true)
 	ctx := context.Background()
 	ss := &v1alpha1.SidecarSet{
@@ -405,6 +409,7 @@ func listRealPods(t *testing.T, app string) []*corev1.Pod {
 // SidecarSet's status (sampled every 50 ms, then the pods read) counts k pods updated and ready, at
 // least k pods already run their new container, ready.
 func TestRealNodeBudget(t *testing.T) {
+	parallelTest(t, fixtureRealNode)
 	requireRealNode(t, true)
 	ctx := context.Background()
 	const n = 4

@@ -16,7 +16,9 @@ import (
 // through sidecarsets/rollout to that revision is refused, as an update restoring the same
 // patchPodMetadata is: the admission chain sees the rollback as an update of the SidecarSet.
 func TestRollbackIsAdmittedAsAnUpdate(t *testing.T) {
-	deleteAllSidecarSets(t)
+	parallelTest(t, fixtureWhitelist)
+	deleteSidecarSets(t, "rb-a")
+	t.Cleanup(func() { deleteSidecarSets(t, "rb-a") })
 	setWhitelist(t, true)
 	defer setWhitelist(t, false)
 	ctx := context.Background()

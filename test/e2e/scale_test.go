@@ -56,8 +56,17 @@ func TestRolloutWallTime(t *testing.T) {
 	took := time.Since(start)
 	batches := (n + n/10 - 1) / (n / 10)
 	ideal := time.Duration(batches) * delay
+	ratio := float64(took) / float64(ideal)
 	t.Logf("rollout of %d pods at maxUnavailable 10%%: %v; ideal %d batches x %v = %v; ratio %.2f",
-		n, took.Round(10*time.Millisecond), batches, delay, ideal, float64(took)/float64(ideal))
+		n, took.Round(10*time.Millisecond), batches, delay, ideal, ratio)
+	// Faster than the physical pace means more than maxUnavailable pods restarted at once; the
+	// slack above it (E2E_ROLLOUT_MAX_RATIO_PCT, default 200%) is the controller's overhead.
+	if took < ideal-delay {
+		t.Errorf("the rollout took %v, less than %d batches of %v allow: maxUnavailable was exceeded", took, batches, delay)
+	}
+	if limit := float64(envInt("E2E_ROLLOUT_MAX_RATIO_PCT", 200)) / 100; ratio > limit {
+		t.Errorf("the rollout took %.2f times the physical pace, more than %.2f", ratio, limit)
+	}
 }
 
 // TestServerMemoryPerPod measures the server's memory with E2E_SCALE_PODS (10,000) injected pods
@@ -83,6 +92,11 @@ func TestServerMemoryPerPod(t *testing.T) {
 		"live heap %s (idle %s), %.0f B/pod", n, mib(loaded.rss), mib(idle.rss), perPod(loaded.rss, idle.rss), settle,
 		mib(loaded.settledRSS), mib(idle.settledRSS), perPod(loaded.settledRSS, idle.settledRSS),
 		mib(loaded.live), mib(idle.live), perPod(loaded.live, idle.live))
+	// The server keeps a trimmed copy of each pod (E2E_MAX_HEAP_PER_POD bytes of live heap at most,
+	// default 16 KiB).
+	if limit := float64(envInt("E2E_MAX_HEAP_PER_POD", 16<<10)); perPod(loaded.live, idle.live) > limit {
+		t.Errorf("%.0f B of live heap per cached pod, more than %.0f", perPod(loaded.live, idle.live), limit)
+	}
 }
 
 // prepareScale starts over with ss alone and n pods matching it, with the given annotations, on
@@ -166,7 +180,7 @@ func serverMemory(t *testing.T, label string) memory {
 	if err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "_output/local/heap-"+label+".pprof"), profile, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(localState(), "heap-"+label+".pprof"), profile, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(serverMetrics(t), "\n") {
@@ -183,7 +197,7 @@ func serverMemory(t *testing.T, label string) memory {
 // serverRSS reads the server process's resident set size.
 func serverRSS(t *testing.T) int64 {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(root, "_output/local/run", serverProcess(1)+".pid"))
+	pid, err := os.ReadFile(filepath.Join(localState(), "run", serverProcess(1)+".pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

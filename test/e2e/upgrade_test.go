@@ -31,6 +31,7 @@ const upgradeNamespace = "sidecarset-upgrade"
 // TestManualExampleUpgrade is the manual's in-place upgrade: centos:6.7 -> centos:7 restarts
 // sidecar1 once, leaves the app container alone and the pod in place.
 func TestManualExampleUpgrade(t *testing.T) {
+	parallelTest(t, fixtureManualExample)
 	applyManualExample(t)
 	ctx := context.Background()
 	pod := &corev1.Pod{}
@@ -89,6 +90,7 @@ func TestManualExampleUpgrade(t *testing.T) {
 // TestNativeSidecarUpgrade: a native sidecar (an initContainer with restartPolicy Always) is
 // upgraded in place like a container.
 func TestNativeSidecarUpgrade(t *testing.T) {
+	parallelTest(t)
 	ss := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "native"},
 		Spec: v1alpha1.SidecarSetSpec{
@@ -122,6 +124,7 @@ func TestNativeSidecarUpgrade(t *testing.T) {
 // pods, /rollout says why the others wait, pause/resume work, and rolling back to the previous
 // revision through /rollout heals the failed pods.
 func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
+	parallelTest(t)
 	ctx := context.Background()
 	ss := simpleSidecarSet("stall", "busybox:1.36", ptr.To(intstr.FromInt32(2)))
 	setupUpgrade(t, ss, "stall", 6)
@@ -264,9 +267,7 @@ func simpleSidecarSet(name, image string, maxUnavailable *intstr.IntOrString) *v
 func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	deleteAllSidecarSets(t)
-	ensureNamespace(t, upgradeNamespace)
-	cleanNamespace(t, upgradeNamespace)
+	startOver(t, upgradeNamespace, "app="+app, ss.Name)
 	if err := applySidecarSet(t, ss); err != nil {
 		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
 	}
@@ -377,6 +378,7 @@ func grepLines(s, substr string) string {
 // TestRevisionRunByPodIsKept: pruning beyond revisionHistoryLimit keeps the revision a pod still
 // runs (here under updateStrategy NotUpdate).
 func TestRevisionRunByPodIsKept(t *testing.T) {
+	parallelTest(t)
 	ss := simpleSidecarSet("keep", "busybox:1.36", nil)
 	ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
 	ss.Spec.RevisionHistoryLimit = ptr.To[int32](1)

@@ -195,6 +195,7 @@ func settleDiagnostics(ss *v1alpha1.SidecarSet) string {
 
 func deleteAllSidecarSets(t *testing.T) {
 	t.Helper()
+	serialOnly(t, "deleting every SidecarSet")
 	ctx := context.Background()
 	client := sidecars.AppsV1alpha1().SidecarSets()
 	// Deleting a thousand SidecarSets can outlast kube-apiserver's request timeout, which ends the
