@@ -160,13 +160,19 @@ func cleanPods(t *testing.T, ns, selector string) {
 // the last state cond described: the one wait of the suite, which the domain waits build on.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
+	if last, ok := poll(timeout, cond); !ok {
+		t.Fatalf("waited %s for %s; last seen: %s", timeout, what, last)
+	}
+}
+
+// poll is eventually for a caller that adds its own diagnostics on failure: it reports whether
+// cond held within timeout, and the last state cond described.
+func poll(timeout time.Duration, cond func(ctx context.Context) (bool, string)) (string, bool) {
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		var ok bool
 		ok, last = cond(ctx)
 		return ok, nil
 	})
-	if err != nil {
-		t.Fatalf("waited %s for %s; last seen: %s", timeout, what, last)
-	}
+	return last, err == nil
 }

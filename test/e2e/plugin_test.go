@@ -270,10 +270,9 @@ func checkBatchOrder(t *testing.T, preview map[string]v1alpha1.RolloutPod, upgra
 // TestPluginExplainAndWarnings: a pod creator sees the admission warning of a skipped transferEnv,
 // and explain gives the reason of each SidecarSet for the created pod.
 func TestPluginExplainAndWarnings(t *testing.T) {
+	parallelTest(t)
 	ctx := context.Background()
-	deleteAllSidecarSets(t)
-	ensureNamespace(t, upgradeNamespace)
-	cleanNamespace(t, upgradeNamespace)
+	startOver(t, upgradeNamespace, "app=warn", "warn", "db", "paused", "elsewhere")
 	warn := simpleSidecarSet("warn", "busybox:1.36", nil)
 	warn.Spec.Containers[0].TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "missing", EnvName: "LEVEL"}}
 	db := simpleSidecarSet("db", "busybox:1.36", nil)

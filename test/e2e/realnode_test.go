@@ -365,7 +365,7 @@ func TestRealNodeBadImageRollback(t *testing.T) {
 	stalled := v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 1, ReadyPods: 2, UpdatedReadyPods: 0}
 	waitStatus(t, "rn-stall", stalled)
 	time.Sleep(5 * time.Second) // it stays stalled
-	waitStatusWithin(t, "rn-stall", stalled, time.Second)
+	waitStatusOn(t, sidecars, "rn-stall", stalled, time.Second)
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "rn-stall", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

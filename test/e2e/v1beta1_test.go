@@ -103,9 +103,10 @@ func TestV1beta1Manifests(t *testing.T) {
 // one version read in the other with OpenKruise's values, the revisions and rollout subresources,
 // strategic merge patch, server-side apply and field selectors at v1beta1.
 func TestV1beta1API(t *testing.T) {
+	parallelTest(t)
 	ctx := context.Background()
-	deleteAllSidecarSets(t)
-	t.Cleanup(func() { deleteAllSidecarSets(t) })
+	deleteSidecarSets(t, "written-alpha", "written-beta", "applied-beta")
+	t.Cleanup(func() { deleteSidecarSets(t, "written-alpha", "written-beta", "applied-beta") })
 	alphaClient, betaClient := sidecars.AppsV1alpha1().SidecarSets(), sidecars.AppsV1beta1().SidecarSets()
 	container := v1alpha1.SidecarContainer{Container: corev1.Container{Name: "c-alpha", Image: "busybox:1"}}
 
@@ -114,7 +115,7 @@ func TestV1beta1API(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "written-alpha", Labels: map[string]string{"app": "x", v1alpha1.SidecarSetCustomVersionLabel: "v1"}},
 		Spec: v1alpha1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "alpha"}},
-			Namespace:  "team-a",
+			Namespace:  "e2e-v1beta1-api",
 			Containers: []v1alpha1.SidecarContainer{container},
 		},
 	}
@@ -126,7 +127,7 @@ func TestV1beta1API(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := v1beta1.NamespaceSelectorOf("team-a")
+	want := v1beta1.NamespaceSelectorOf("e2e-v1beta1-api")
 	if diff := cmp.Diff(want, beta.Spec.NamespaceSelector); diff != "" || beta.Spec.CustomVersion != "v1" ||
 		beta.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "" || beta.Labels["app"] != "x" {
 		t.Errorf("v1beta1 read: customVersion %q labels %v namespaceSelector (-want +got):\n%s", beta.Spec.CustomVersion, beta.Labels, diff)
@@ -139,7 +140,7 @@ func TestV1beta1API(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Spec.Namespace != "team-a" || back.Spec.NamespaceSelector != nil || back.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "v1" || back.Generation != 1 {
+	if back.Spec.Namespace != "e2e-v1beta1-api" || back.Spec.NamespaceSelector != nil || back.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "v1" || back.Generation != 1 {
 		t.Errorf("v1alpha1 after a v1beta1 round trip: namespace %q selector %v labels %v generation %d",
 			back.Spec.Namespace, back.Spec.NamespaceSelector, back.Labels, back.Generation)
 	}
@@ -276,7 +277,7 @@ func TestV1beta1API(t *testing.T) {
 	if err != nil || len(list.Items) != 1 {
 		t.Errorf("field selector at v1beta1: %v %+v", err, list)
 	}
-	list, err = betaClient.List(ctx, metav1.ListOptions{FieldSelector: "spec.namespace=team-a"})
+	list, err = betaClient.List(ctx, metav1.ListOptions{FieldSelector: "spec.namespace=e2e-v1beta1-api"})
 	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "written-alpha" {
 		t.Errorf("spec.namespace field selector at v1beta1: %v %+v", err, list)
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
@@ -25,8 +24,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// The wait helpers of the end-to-end tests, in one place: each polls the cluster until a condition
-// holds or its timeout passes, and fails the test with what it last saw.
+// The domain waits of the end-to-end tests, in one place, each built on eventually (phase_test.go):
+// it polls until the condition holds or the timeout passes, and fails the test with what it
+// waited for and the state it saw last.
 
 // waitLeader waits until the controller Lease has an unexpired holder and exactly one of the given
 // live replicas says in its log that it leads, and returns that replica and the holder identity.
@@ -34,10 +34,10 @@ func waitLeader(t *testing.T, replicas []int, timeout time.Duration) (int, strin
 	t.Helper()
 	var leaders []int
 	var holder string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("a single leader among replicas %v", replicas), timeout, func(ctx context.Context) (bool, string) {
 		lease, err := kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
 		if err != nil || lease.Spec.RenewTime == nil {
-			return false, nil
+			return false, fmt.Sprintf("lease: %v", err)
 		}
 		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
 		expires := lease.Spec.RenewTime.Add(time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second)
@@ -47,22 +47,17 @@ func waitLeader(t *testing.T, replicas []int, timeout time.Duration) (int, strin
 				leaders = append(leaders, n)
 			}
 		}
-		return holder != "" && time.Now().Before(expires) && len(leaders) == 1, nil
+		return holder != "" && time.Now().Before(expires) && len(leaders) == 1,
+			fmt.Sprintf("holder %q, expires %v, replicas whose log says they lead: %v", holder, expires, leaders)
 	})
-	if err != nil {
-		t.Fatalf("no single leader among replicas %v: holder %q, replicas whose log says they lead: %v", replicas, holder, leaders)
-	}
 	return leaders[0], holder
 }
 
 func waitLog(t *testing.T, replica int, line string, timeout time.Duration) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return strings.Contains(serverLog(t, replica), line), nil
+	eventually(t, fmt.Sprintf("replica %d to log %s", replica, line), timeout, func(context.Context) (bool, string) {
+		return strings.Contains(serverLog(t, replica), line), "not in its log"
 	})
-	if err != nil {
-		t.Fatalf("replica %d never logged %s", replica, line)
-	}
 }
 
 // waitSidecarImage waits until every pod of the app runs sidecar1 on image, ready, and returns them.
@@ -83,28 +78,24 @@ func waitSidecarImage(t *testing.T, app, image string) []*corev1.Pod {
 // waitMissed waits until the SidecarSet "missed" reports n pods not injected, with its condition.
 func waitMissed(t *testing.T, n int32) {
 	t.Helper()
-	var st v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "missed", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		st = ss.Status
-		c := meta.FindStatusCondition(st.Conditions, controller.ConditionPodsNotInjected)
-		return st.NotInjectedPods == n && c != nil && c.Status == metav1.ConditionTrue &&
-			strings.Contains(c.Message, fmt.Sprintf("%d %s", n, rollout.ReasonCreatedBefore)), nil
-	})
-	if err != nil {
-		t.Fatalf("status %+v, want notInjectedPods %d with condition %s", st, n, controller.ConditionPodsNotInjected)
-	}
+	eventually(t, fmt.Sprintf("notInjectedPods %d with condition %s", n, controller.ConditionPodsNotInjected), rolloutTimeout,
+		func(ctx context.Context) (bool, string) {
+			ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "missed", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			st := ss.Status
+			c := meta.FindStatusCondition(st.Conditions, controller.ConditionPodsNotInjected)
+			return st.NotInjectedPods == n && c != nil && c.Status == metav1.ConditionTrue &&
+				strings.Contains(c.Message, fmt.Sprintf("%d %s", n, rollout.ReasonCreatedBefore)), fmt.Sprintf("status %+v", st)
+		})
 }
 
 // waitWorkload waits until the Deployment "web" has exactly `replicas` pods, all running, ready
 // and satisfying cond.
 func waitWorkload(t *testing.T, replicas int, cond func(*corev1.Pod) bool) {
 	t.Helper()
-	var summary string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("the Deployment's %d pods ready as wanted", replicas), rolloutTimeout, func(ctx context.Context) (bool, string) {
 		pods := workloadPods(ctx)
 		ok := 0
 		for _, p := range pods {
@@ -112,12 +103,8 @@ func waitWorkload(t *testing.T, replicas int, cond func(*corev1.Pod) bool) {
 				ok++
 			}
 		}
-		summary = fmt.Sprintf("%d pods, %d as wanted", len(pods), ok)
-		return len(pods) == replicas && ok == replicas, nil
+		return len(pods) == replicas && ok == replicas, fmt.Sprintf("%d pods, %d as wanted", len(pods), ok)
 	})
-	if err != nil {
-		t.Fatalf("the Deployment's pods: %s, want %d", summary, replicas)
-	}
 }
 
 // waitWebhookLeavesLabels waits until the injection webhook's match condition selects pods by no
@@ -125,21 +112,18 @@ func waitWorkload(t *testing.T, replicas int, cond func(*corev1.Pod) bool) {
 // receives only pods that declare a sidecar's name.
 func waitWebhookLeavesLabels(t *testing.T) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "the webhook's match condition to select pods by no label", time.Minute, func(ctx context.Context) (bool, string) {
 		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector-active", metav1.GetOptions{})
 		if err != nil || len(cfg.Webhooks) == 0 {
-			return false, nil
+			return false, fmt.Sprintf("configuration: %v", err)
 		}
 		for _, w := range cfg.Webhooks {
 			if len(w.MatchConditions) != 1 || strings.Contains(w.MatchConditions[0].Expression, "object.metadata.?labels") {
-				return false, nil
+				return false, fmt.Sprintf("webhook %s match conditions %d", w.Name, len(w.MatchConditions))
 			}
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("the webhook's match condition still selects pods by label: %v", err)
-	}
 }
 
 // waitOwnedPolicies waits until the policies the server owns inject n SidecarSets in all, each
@@ -150,28 +134,25 @@ func waitOwnedPolicies(t *testing.T, n int) {
 	ar := kube.AdmissionregistrationV1()
 	// A thousand SidecarSets take the controller well under a minute on an idle machine; allow for
 	// a busy one.
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("the server's policies to inject %d SidecarSets", n), 5*time.Minute, func(ctx context.Context) (bool, string) {
 		ps, err := ar.MutatingAdmissionPolicies().List(ctx, sel)
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		served := 0
 		for i := range ps.Items {
 			recs := map[string]json.RawMessage{}
 			if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
-				return false, nil
+				return false, err.Error()
 			}
 			served += len(recs)
 		}
 		if served != n {
-			return false, nil
+			return false, fmt.Sprintf("%d policies inject %d", len(ps.Items), served)
 		}
 		bs, err := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
-		return err == nil && len(bs.Items) == len(ps.Items), nil
+		return err == nil && len(bs.Items) == len(ps.Items), fmt.Sprintf("%d policies, bindings: %v", len(ps.Items), err)
 	})
-	if err != nil {
-		t.Fatalf("the server's policies do not inject %d SidecarSets: %v", n, err)
-	}
 }
 
 // waitInjected dry-runs pod until container is injected (kube-apiserver loads new policies
@@ -184,21 +165,20 @@ func waitInjected(t *testing.T, pod *corev1.Pod, container string) *corev1.Pod {
 func waitInjectedImage(t *testing.T, pod *corev1.Pod, container, image string) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("pod %s to get container %s %s", pod.Name, container, image), time.Minute, func(context.Context) (bool, string) {
 		var err error
 		if got, err = createPodDryRun(pod); err != nil {
-			return false, nil
+			return false, err.Error()
 		}
+		var names []string
 		for _, c := range got.Spec.Containers {
 			if c.Name == container && (image == "" || c.Image == image) {
-				return true, nil
+				return true, ""
 			}
+			names = append(names, c.Name+"="+c.Image)
 		}
-		return false, nil
+		return false, "containers " + strings.Join(names, ", ")
 	})
-	if err != nil {
-		t.Fatalf("pod %s never gets container %s %s: %v", pod.Name, container, image, err)
-	}
 	return got
 }
 
@@ -207,24 +187,24 @@ func waitInjectedImage(t *testing.T, pod *corev1.Pod, container, image string) *
 func waitReady(t *testing.T, ns, selector string, n int, timeout time.Duration) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	last, ok := poll(timeout, func(ctx context.Context) (bool, string) {
 		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		pods, last = nil, ""
+		pods = nil
+		var seen []string
 		for _, p := range list.Items {
-			last += fmt.Sprintf("%s %s ready=%v; ", p.Name, p.Status.Phase, podIsReady(&p))
+			seen = append(seen, fmt.Sprintf("%s %s ready=%v", p.Name, p.Status.Phase, podIsReady(&p)))
 			if p.DeletionTimestamp == nil && podIsReady(&p) {
 				pods = append(pods, p)
 			}
 		}
-		return len(pods) == n && len(list.Items) == n, nil
+		return len(pods) == n && len(list.Items) == n, strings.Join(seen, "; ")
 	})
-	if err != nil {
+	if !ok { // the pods' events say why they are not ready: describe them
 		out, _ := runKubectl(t, "", "-n", ns, "describe", "pods", "-l", selector)
-		t.Fatalf("%d ready pods %s: %v; %s\n%s", n, selector, err, last, out)
+		t.Fatalf("%d ready pods %s: %s\n%s", n, selector, last, out)
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	return pods
@@ -232,152 +212,126 @@ func waitReady(t *testing.T, ns, selector string, n int, timeout time.Duration) 
 
 func waitNamespaceGone(t *testing.T, ns string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	eventually(t, "namespace "+ns+" deleted", 3*time.Minute, func(ctx context.Context) (bool, string) {
+		n, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%v %+v", err, n.Status)
 	})
-	if err != nil {
-		t.Errorf("namespace %s not deleted: %v", ns, err)
-	}
 }
 
 // waitContainerLog waits until the container's log has every wanted line and returns it.
 func waitContainerLog(t *testing.T, pod, container string, want ...string) string {
 	t.Helper()
 	var log string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("log of %s/%s to have %q", pod, container, want), 30*time.Second, func(ctx context.Context) (bool, string) {
 		data, err := kube.CoreV1().Pods(realNodeNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		log = string(data)
 		for _, w := range want {
 			if !hasLine(log, w) {
-				return false, nil
+				return false, log
 			}
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("log of %s/%s lacks %q:\n%s", pod, container, want, log)
-	}
 	return log
 }
 
 // waitGoneUID waits until the pod of that uid no longer exists (a new pod may take its name).
 func waitGoneUID(t *testing.T, ns, name string, uid types.UID) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("pod %s/%s (uid %s) deleted", ns, name, uid), rolloutTimeout, func(ctx context.Context) (bool, string) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err != nil || p.UID != uid, nil
+		return err != nil || p.UID != uid, "still there"
 	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not deleted: %v", ns, name, err)
-	}
 }
 
 // waitPodRunning waits until the pod runs on a node and, if ready, is Ready.
 func waitPodRunning(t *testing.T, ns, name string, ready bool) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || pod.Status.Phase != corev1.PodRunning {
-			return false, nil
-		}
-		return !ready || podIsReady(pod), nil
+	return waitPod(t, ns, name, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && (!ready || podIsReady(p))
 	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not running (ready=%v): %v; status %+v", ns, name, ready, err, pod.Status)
-	}
-	return pod
+}
+
+// waitStatus waits until the SidecarSet observed its generation and has the wanted counters.
+func waitStatus(t *testing.T, name string, want v1alpha1.SidecarSetStatus) {
+	t.Helper()
+	waitStatusOn(t, sidecars, name, want, rolloutTimeout)
 }
 
 // waitStatusFor waits until all n pods are matched, updated and ready.
 func waitStatusFor(t *testing.T, name string, n int, timeout time.Duration) {
 	t.Helper()
 	all := int32(n)
-	waitStatusWithin(t, name, v1alpha1.SidecarSetStatus{MatchedPods: all, UpdatedPods: all, ReadyPods: all, UpdatedReadyPods: all}, timeout)
+	waitStatusOn(t, sidecars, name, v1alpha1.SidecarSetStatus{MatchedPods: all, UpdatedPods: all, ReadyPods: all, UpdatedReadyPods: all}, timeout)
 }
 
-// waitStatus waits until the SidecarSet observed its generation and has the wanted counters.
-func waitStatus(t *testing.T, name string, want v1alpha1.SidecarSetStatus) {
-	t.Helper()
-	waitStatusWithin(t, name, want, rolloutTimeout)
-}
-
-func waitStatusWithin(t *testing.T, name string, want v1alpha1.SidecarSetStatus, timeout time.Duration) {
-	t.Helper()
-	waitStatusOn(t, sidecars, name, want, timeout)
-}
-
-// waitStatusOn is waitStatusWithin through the given client (e.g. one server replica directly).
+// waitStatusOn waits, through client (e.g. one server replica directly), until the SidecarSet
+// observed its generation and has the wanted counters.
 func waitStatusOn(t *testing.T, client clientset.Interface, name string, want v1alpha1.SidecarSetStatus, timeout time.Duration) {
 	t.Helper()
-	var got v1alpha1.SidecarSetStatus
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("SidecarSet %s matched/updated/ready/updatedReady %d/%d/%d/%d", name,
+		want.MatchedPods, want.UpdatedPods, want.ReadyPods, want.UpdatedReadyPods)
+	eventually(t, what, timeout, func(ctx context.Context) (bool, string) {
 		ss, err := client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		got = ss.Status
+		got := ss.Status
 		return ss.Status.ObservedGeneration == ss.Generation && got.MatchedPods == want.MatchedPods && got.UpdatedPods == want.UpdatedPods &&
-			got.ReadyPods == want.ReadyPods && got.UpdatedReadyPods == want.UpdatedReadyPods, nil
+			got.ReadyPods == want.ReadyPods && got.UpdatedReadyPods == want.UpdatedReadyPods, fmt.Sprintf("generation %d, status %+v", ss.Generation, got)
 	})
-	if err != nil {
-		t.Fatalf("SidecarSet %s status %+v, want matched/updated/ready/updatedReady %d/%d/%d/%d", name, got,
-			want.MatchedPods, want.UpdatedPods, want.ReadyPods, want.UpdatedReadyPods)
-	}
 }
 
 func waitPod(t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pod, err = kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && cond(pod), nil
+	eventually(t, fmt.Sprintf("pod %s/%s as wanted", ns, name), rolloutTimeout, func(ctx context.Context) (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pod = p
+		return cond(p), fmt.Sprintf("phase %s, conditions %+v, containers %+v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
 	})
-	if err != nil {
-		t.Fatalf("pod %s/%s: %v; status %+v", ns, name, err, pod.Status)
-	}
 	return pod
 }
 
 func waitPods(t *testing.T, app string, cond func([]*corev1.Pod) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		return cond(listPods(t, app)), nil
+	eventually(t, "pods app="+app+" as wanted", rolloutTimeout, func(context.Context) (bool, string) {
+		pods := listPods(t, app)
+		return cond(pods), fmt.Sprintf("%d pods", len(pods))
 	})
-	if err != nil {
-		t.Fatalf("pods app=%s: %v", app, err)
-	}
 }
 
 func waitGone(t *testing.T, ns, name string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("pod %s/%s deleted", ns, name), time.Minute, func(ctx context.Context) (bool, string) {
 		_, err := kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("pod %s/%s not deleted: %v", ns, name, err)
-	}
 }
 
 // waitSettled waits until the controller observed the SidecarSet's generation.
 func waitSettled(t *testing.T, name string) *v1alpha1.SidecarSet {
 	t.Helper()
 	var ss *v1alpha1.SidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			var err error
-			ss, err = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
-			return err == nil && ss.Status.ObservedGeneration == ss.Generation, nil
-		})
-	if err != nil {
-		t.Fatalf("SidecarSet %s not settled: %v\n%s", name, err, settleDiagnostics(ss))
+	last, ok := poll(90*time.Second, func(ctx context.Context) (bool, string) {
+		got, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ss = got
+		return ss.Status.ObservedGeneration == ss.Generation, fmt.Sprintf("generation %d observed %d", ss.Generation, ss.Status.ObservedGeneration)
+	})
+	if !ok {
+		t.Fatalf("SidecarSet %s not settled: %s\n%s", name, last, settleDiagnostics(ss))
 	}
 	return ss
 }
