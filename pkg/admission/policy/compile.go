@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,10 +118,12 @@ func compileMember(in Input) (Result, *member, error) {
 	if in.Neighbours == nil {
 		in.Neighbours = Neighbours(ss, in.Others)
 	}
+	scope := scopeNeighbours(ss, in.Neighbours)
+	in.Neighbours = scope.shared
 	if r, ok := classify(&in); !ok {
 		return r, nil, nil
 	}
-	m, err := newMember(&in)
+	m, err := newMember(&in, scope)
 	if err != nil {
 		return Result{}, nil, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
@@ -258,10 +261,16 @@ func ambiguousName(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) string 
 
 // Defers reports whether the policy of ss leaves pod to the webhook: the pod declares, as its
 // own (no IS_INJECTED=true), a container or init container named like a sidecar of ss or of a
-// SidecarSet among others that may inject into the same pods. The webhook replaces such a
+// SidecarSet among others that may inject into the same pods (a NamespacedSidecarSet's only for
+// pods of its namespace), or the policy of ss leaves the pod's namespace to the webhook (see
+// scopeNeighbours). The webhook replaces such a
 // container in place; the policy's no-declared-sidecar match condition is this predicate in CEL.
 func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	sets := append([]*v1alpha1.SidecarSet{ss}, Neighbours(ss, others)...)
+	scope := scopeNeighbours(ss, Neighbours(ss, others))
+	if slices.Contains(scope.handoff, pod.Namespace) {
+		return true
+	}
+	sets := append(append([]*v1alpha1.SidecarSet{ss}, scope.shared...), scope.tenants[pod.Namespace]...)
 	declares := func(own []corev1.Container, sidecars func(*v1alpha1.SidecarSet) []v1alpha1.SidecarContainer) bool {
 		for i := range own {
 			if sidecar.IsInjected(&own[i]) {
@@ -279,4 +288,82 @@ func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.
 	}
 	return declares(pod.Spec.Containers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.Containers }) ||
 		declares(pod.Spec.InitContainers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.InitContainers })
+}
+
+// Tenancy: a NamespacedSidecarSet takes part as the SidecarSet "<namespace>.<name>" restricted to
+// its namespace, and it is written by that namespace's editors. Whatever it says, it must not
+// change how a pod of another namespace is injected, nor the path of a cluster SidecarSet:
+//
+//   - a cluster SidecarSet is classified (neighbour count, ambiguous names, size) against its
+//     cluster neighbours only;
+//   - the sidecar names of its NamespacedSidecarSet neighbours enter its policy for the pods of
+//     their namespace only (nameSet), within a budget per namespace (the same neighbour count and
+//     name checks, maxTenantNames) and in all (maxTenantShare);
+//   - a namespace beyond that budget is handed off: the cluster SidecarSet's policy leaves its
+//     pods to the webhook, which receives them in that namespace only.
+
+// maxTenantNames is the most characters of sidecar names the NamespacedSidecarSets of one
+// namespace add to a cluster SidecarSet's policy; maxTenantShare is the most all namespaces add.
+const (
+	maxTenantNames = 2_000
+	maxTenantShare = 16_000
+)
+
+// TenantNamespace returns the namespace of the NamespacedSidecarSet ss stands for, "" for a
+// cluster SidecarSet.
+func TenantNamespace(ss *v1alpha1.SidecarSet) string {
+	if ns, _, ok := v1alpha1.SplitNamespacedName(ss.Name); ok {
+		return ns
+	}
+	return ""
+}
+
+// neighbourScope is the neighbours of a SidecarSet by where they meet its pods.
+type neighbourScope struct {
+	shared  []*v1alpha1.SidecarSet            // in every namespace it injects
+	tenants map[string][]*v1alpha1.SidecarSet // NamespacedSidecarSets, in their namespace only
+	handoff []string                          // namespaces whose pods its policy leaves to the webhook
+}
+
+// scopeNeighbours splits the neighbours near of ss (see Tenancy). The neighbours of a
+// NamespacedSidecarSet all meet it in its own namespace: they are shared.
+func scopeNeighbours(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) neighbourScope {
+	out := neighbourScope{tenants: map[string][]*v1alpha1.SidecarSet{}}
+	if TenantNamespace(ss) != "" {
+		out.shared = near
+		return out
+	}
+	for _, o := range near {
+		if ns := TenantNamespace(o); ns != "" {
+			out.tenants[ns] = append(out.tenants[ns], o)
+		} else {
+			out.shared = append(out.shared, o)
+		}
+	}
+	share := 0
+	for _, ns := range sortedKeys(out.tenants) {
+		list := out.tenants[ns]
+		all := append(append([]*v1alpha1.SidecarSet(nil), out.shared...), list...)
+		size := sidecarNamesSize(list)
+		if len(all) > maxNeighbours || ambiguousName(ss, all) != "" || size > maxTenantNames || share+size > maxTenantShare {
+			out.handoff = append(out.handoff, ns)
+			delete(out.tenants, ns)
+			continue
+		}
+		share += size
+	}
+	return out
+}
+
+// sidecarNamesSize is the characters of the sidecar names of sets, as CEL string literals.
+func sidecarNamesSize(sets []*v1alpha1.SidecarSet) int {
+	n := 0
+	for _, ss := range sets {
+		for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
+			for i := range list {
+				n += len(list[i].Name) + 4
+			}
+		}
+	}
+	return n
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 )
 
@@ -32,6 +34,39 @@ func TestCompileCorpus(t *testing.T) {
 		}
 	}
 	// The corpus must mostly inject, or it proves little.
+	if injected*5 < n*2 {
+		t.Fatalf("only %d of %d cases inject anything", injected, n)
+	}
+	t.Logf("%d cases, %d injected", n, injected)
+}
+
+// TestPlanCorpus is the differential test of the whole plan with tenants: cluster SidecarSets
+// and NamespacedSidecarSets with mixed label keys, webhook-path neighbours of both kinds, and pods
+// declaring their sidecars' names. The planned policies run in kube-apiserver's evaluator, then
+// the webhook when the planned webhook configuration sends it the pod; the pod must be the
+// injector's alone.
+func TestPlanCorpus(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	g := policytest.New(7)
+	injected := 0
+	for id := 0; id < n; id++ {
+		c := g.NextMixed(id)
+		for _, ss := range c.Sets {
+			prepare(t, ss)
+		}
+		want := normalize(webhookPod(t, c.Sets, c.Pod, c.NS))
+		t.Run(fmt.Sprint(id), func(t *testing.T) {
+			if diff := cmp.Diff(want, normalize(admitted(t, c.Sets, c.Pod, c.NS))); diff != "" {
+				t.Fatalf("differs from the injector alone (-injector +admitted):\n%s", diff)
+			}
+		})
+		if len(want.Spec.Containers) != len(c.Pod.Spec.Containers) {
+			injected++
+		}
+	}
 	if injected*5 < n*2 {
 		t.Fatalf("only %d of %d cases inject anything", injected, n)
 	}

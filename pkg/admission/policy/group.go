@@ -76,16 +76,19 @@ func groupVariables(members []*member, excluded []string) []admissionregistratio
 	return vs
 }
 
-// appliesCEL: the member selects the pod, has not injected it, and the pod declares none of the
-// sidecar names that leave it to the webhook. A name list is the right operand of in: CEL turns
+// appliesCEL: the member selects the pod, has not injected it, the pod's namespace is not handed
+// off to the webhook, and the pod declares none of the sidecar names that leave it to the webhook. A name list is the right operand of in: CEL turns
 // "x in <constant list>" into a set lookup.
 func (m *member) appliesCEL() string {
 	terms := []string{"(" + m.sel + ")", fmt.Sprintf("!(%s in variables.injectedNames)", quote(m.name))}
-	if len(m.deferNames) > 0 {
-		terms = append(terms, fmt.Sprintf("!variables.declared.exists(n, n in %s)", stringList(m.deferNames)))
+	if len(m.handoff) > 0 {
+		terms = append(terms, fmt.Sprintf("!(request.namespace in %s)", stringList(m.handoff)))
 	}
-	if len(m.deferInitNames) > 0 {
-		terms = append(terms, fmt.Sprintf("!variables.declaredInit.exists(n, n in %s)", stringList(m.deferInitNames)))
+	if !m.deferNames.empty() {
+		terms = append(terms, fmt.Sprintf("!variables.declared.exists(n, %s)", m.deferNames.has("n")))
+	}
+	if !m.deferInitNames.empty() {
+		terms = append(terms, fmt.Sprintf("!variables.declaredInit.exists(n, %s)", m.deferInitNames.has("n")))
 	}
 	return strings.Join(terms, " && ")
 }
@@ -301,12 +304,12 @@ func (ch *chunk) containerOps() []string {
 	var before, after []string
 	for k, m := range ch.members {
 		if m.nBefore > 0 {
-			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && variables.names[i] in %s))", stringList(m.earlierBefore)), "size(variables.names)",
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && %s))", m.earlierBefore.has("variables.names[i]")), "size(variables.names)",
 				"variables.anyInjected", "0")
 			before = append(before, ch.insert(k, "/spec/containers/", m.containers[:m.nBefore], at+" + "+ch.prefix("bc", k)))
 		}
 		if len(m.containers) > m.nBefore {
-			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && variables.names[i] in %s)", stringList(m.laterAfter)), "size(variables.names)",
+			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && %s)", m.laterAfter.has("variables.names[i]")), "size(variables.names)",
 				"variables.anyInjected", "size(variables.names)")
 			after = append(after, ch.insert(k, "/spec/containers/", m.containers[m.nBefore:], at+" + "+ch.v("bc")+".sum() + "+ch.prefix("ac", k)))
 		}
@@ -330,14 +333,14 @@ func (ch *chunk) initContainerOps() []string {
 	}
 	out := []string{fmt.Sprintf("size(variables.inits) == 0 && %s.sum() + %s.sum() > 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []", ch.v("ib"), ch.v("ia"))}
 	for i, it := range before {
-		bi := stringList(ch.members[it.k].beforeInit)
-		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && variables.initNames[i] in %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)",
+		bi := ch.members[it.k].beforeInit.has("variables.initNames[i]")
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)",
 			"variables.anyInitInjected", "0")
 		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.prefix("ib", i)))
 	}
 	for i, it := range after {
-		bi := stringList(ch.members[it.k].beforeInit)
-		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(variables.initNames[i] in %s) && variables.initNames[i] > %s)", bi, quote(it.name)), "size(variables.initNames)",
+		bi := ch.members[it.k].beforeInit.has("variables.initNames[i]")
+		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, i > variables.lastOwnInit && variables.initInjected[i] && !(%s) && variables.initNames[i] > %s)", bi, quote(it.name)), "size(variables.initNames)",
 			"variables.anyInitInjected", "size(variables.initNames)")
 		out = append(out, ch.insert(it.k, "/spec/initContainers/", []entry{it.entry}, at+" + "+ch.v("ib")+".sum() + "+ch.prefix("ia", i)))
 	}

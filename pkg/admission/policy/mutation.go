@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // that read the pod are webhook-path), and the facts that decide where its parts go:
 //
 //   - a pod that itself declares a container (init container) named like a sidecar of this
-//     SidecarSet or of a neighbour is left to the webhook (the injector replaces such a container
+//     SidecarSet or of a neighbour (a NamespacedSidecarSet's only in its namespace) is left to the
+//     webhook (the injector replaces such a container
 //     in place, and a replaced container looks like an inserted one to the policies that run
 //     after it), so the policies only ever insert;
 //   - containers with podInjectPolicy BeforeAppContainer go after the Before sidecars of
@@ -44,11 +46,12 @@ type member struct {
 	volumes        []entry
 	secrets        []entry
 
-	earlierBefore  []string // Before sidecar names of neighbours sorting before this SidecarSet
-	laterAfter     []string // After sidecar names of neighbours sorting after it
-	beforeInit     []string // Before init container names of every neighbour
-	deferNames     []string // container names (own and neighbours') a pod must not declare
-	deferInitNames []string // init container names likewise
+	earlierBefore  nameSet  // Before sidecar names of neighbours sorting before this SidecarSet
+	laterAfter     nameSet  // After sidecar names of neighbours sorting after it
+	beforeInit     nameSet  // Before init container names of every neighbour
+	deferNames     nameSet  // container names (own and neighbours') a pod must not declare
+	deferInitNames nameSet  // init container names likewise
+	handoff        []string // namespaces whose pods this policy leaves to the webhook (see scopeNeighbours)
 
 	hashEntry, hashEntryWithoutImage string // `"name":{...}` members of the hash annotations
 }
@@ -58,7 +61,7 @@ type entry struct {
 	name, literal string
 }
 
-func newMember(in *Input) (*member, error) {
+func newMember(in *Input, scope neighbourScope) (*member, error) {
 	ss := in.SidecarSet
 	m := &member{name: ss.Name, sel: selectsCEL(ss, "variables.labels"), selL: selectsCEL(ss, "l"), selNS: namespaceSelectsCEL(ss)}
 	empty := &corev1.Pod{}
@@ -98,7 +101,7 @@ func newMember(in *Input) (*member, error) {
 	if m.secrets, err = secretEntries(ss.Spec.ImagePullSecrets); err != nil {
 		return nil, err
 	}
-	m.placeAmong(in.Neighbours)
+	m.placeAmong(scope)
 	m.hashEntries(ss, in)
 	return m, nil
 }
@@ -149,32 +152,104 @@ func secretEntries(secrets []corev1.LocalObjectReference) ([]entry, error) {
 }
 
 // placeAmong records the sidecar names of the neighbours that decide where this SidecarSet's
-// containers go.
-func (m *member) placeAmong(near []*v1alpha1.SidecarSet) {
+// containers go: those of shared neighbours for every pod, those of NamespacedSidecarSets for the
+// pods of their namespace.
+func (m *member) placeAmong(scope neighbourScope) {
+	lists := []*nameSet{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames}
+	m.placeAmongIn("", scope.shared)
+	for ns, near := range scope.tenants {
+		m.placeAmongIn(ns, near)
+	}
+	m.deferNames.add("", names(m.containers)...)
+	m.deferInitNames.add("", names(m.initContainers)...)
+	for _, l := range lists {
+		l.normalize()
+	}
+	m.handoff = distinctSorted(append([]string(nil), scope.handoff...))
+}
+
+// placeAmongIn records the names of near for the pods of namespace ns ("" for every pod).
+func (m *member) placeAmongIn(ns string, near []*v1alpha1.SidecarSet) {
 	for _, o := range near {
 		for i := range o.Spec.Containers {
 			c := &o.Spec.Containers[i]
 			before := c.PodInjectPolicy == v1alpha1.BeforeAppContainerType
-			m.deferNames = append(m.deferNames, c.Name)
+			m.deferNames.add(ns, c.Name)
 			switch {
 			case before && o.Name < m.name:
-				m.earlierBefore = append(m.earlierBefore, c.Name)
+				m.earlierBefore.add(ns, c.Name)
 			case !before && o.Name > m.name:
-				m.laterAfter = append(m.laterAfter, c.Name)
+				m.laterAfter.add(ns, c.Name)
 			}
 		}
 		for i := range o.Spec.InitContainers {
-			m.deferInitNames = append(m.deferInitNames, o.Spec.InitContainers[i].Name)
+			m.deferInitNames.add(ns, o.Spec.InitContainers[i].Name)
 			if o.Spec.InitContainers[i].PodInjectPolicy == v1alpha1.BeforeAppContainerType {
-				m.beforeInit = append(m.beforeInit, o.Spec.InitContainers[i].Name)
+				m.beforeInit.add(ns, o.Spec.InitContainers[i].Name)
 			}
 		}
 	}
-	m.deferNames = append(m.deferNames, names(m.containers)...)
-	m.deferInitNames = append(m.deferInitNames, names(m.initContainers)...)
-	for _, s := range []*[]string{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames} {
-		*s = distinctSorted(*s)
+}
+
+// nameSet is a set of sidecar names: all apply to every pod, in[ns] to the pods of namespace ns
+// only (names a NamespacedSidecarSet of ns brings).
+type nameSet struct {
+	all []string
+	in  map[string][]string
+}
+
+func (s *nameSet) add(ns string, names ...string) {
+	if ns == "" {
+		s.all = append(s.all, names...)
+		return
 	}
+	if s.in == nil {
+		s.in = map[string][]string{}
+	}
+	s.in[ns] = append(s.in[ns], names...)
+}
+
+// normalize sorts the lists and drops duplicates (and names all has from the namespaced ones).
+func (s *nameSet) normalize() {
+	s.all = distinctSorted(s.all)
+	shared := setOf(s.all)
+	for ns, l := range s.in {
+		l = slices.DeleteFunc(distinctSorted(l), func(n string) bool { return shared[n] })
+		if len(l) == 0 {
+			delete(s.in, ns)
+		} else {
+			s.in[ns] = l
+		}
+	}
+}
+
+func (s *nameSet) empty() bool { return len(s.all) == 0 && len(s.in) == 0 }
+
+// forNamespace returns the names that apply to the pods of namespace ns.
+func (s *nameSet) forNamespace(ns string) []string {
+	return distinctSorted(append(append([]string(nil), s.all...), s.in[ns]...))
+}
+
+// has is the CEL of "the name x is in the set" for the pod under admission (request.namespace
+// picks the namespaced names: a map lookup, whatever the number of namespaces).
+func (s *nameSet) has(x string) string {
+	if len(s.in) == 0 {
+		return fmt.Sprintf("%s in %s", x, stringList(s.all))
+	}
+	byNS := make([]string, 0, len(s.in))
+	for _, ns := range sortedKeys(s.in) {
+		byNS = append(byNS, quote(ns)+": "+stringList(s.in[ns]))
+	}
+	return fmt.Sprintf("(%s in %s || %s in {%s}[?request.namespace].orValue([]))", x, stringList(s.all), x, strings.Join(byNS, ", "))
+}
+
+// String renders the set for digests and sizes.
+func (s *nameSet) String() string {
+	out := stringList(s.all)
+	for _, ns := range sortedKeys(s.in) {
+		out += "\x00" + ns + "\x00" + stringList(s.in[ns])
+	}
+	return out
 }
 
 // hashEntries renders this SidecarSet's members of the two hash annotations.
@@ -202,10 +277,10 @@ func (m *member) size() int {
 			n += len(e.literal) + 300
 		}
 	}
-	for _, s := range [][]string{m.earlierBefore, m.laterAfter, m.beforeInit, m.deferNames, m.deferInitNames} {
-		n += len(stringList(s))
+	for _, s := range []*nameSet{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames} {
+		n += len(s.String()) + 40*len(s.in)
 	}
-	return n
+	return n + len(stringList(m.handoff))
 }
 
 // digest identifies what the member injects and where: two plans that give a SidecarSet the same
@@ -218,9 +293,10 @@ func (m *member) digest() string {
 		}
 		h.Write([]byte{1})
 	}
-	for _, s := range [][]string{m.earlierBefore, m.laterAfter, m.beforeInit, m.deferNames, m.deferInitNames} {
-		fmt.Fprintf(h, "%s\x01", strings.Join(s, "\x00"))
+	for _, s := range []*nameSet{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames} {
+		fmt.Fprintf(h, "%s\x01", s.String())
 	}
+	fmt.Fprintf(h, "%s\x01", strings.Join(m.handoff, "\x00"))
 	fmt.Fprintf(h, "%d\x00%d\x00%s\x00%s\x00%s\x00%s", m.nBefore, m.nInitBefore, m.sel, m.selNS, m.hashEntry, m.hashEntryWithoutImage)
 	return fmt.Sprintf("%016x", h.Sum64())
 }

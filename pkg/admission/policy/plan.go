@@ -78,6 +78,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	groupOf := assign(sets, incumbents(prev))
 	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
+	members := map[string]*member{}
 	memo := in.Memo
 	if memo == nil {
 		memo = &Memo{}
@@ -107,6 +108,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
 				r.PolicyName, r.Message = name, "injected by MutatingAdmissionPolicy "+name
 				policySets = append(policySets, ss)
+				members[ss.Name] = m
 			} else {
 				r = groupFull(name)
 			}
@@ -136,7 +138,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			}
 		}
 	}
-	p.WebhookMatches, p.Widened = webhookMatches(webhookSets, policySets)
+	p.WebhookMatches, p.Widened = webhookMatches(webhookSets, policySets, members)
 	memo.forget(sets, p.Policies)
 	return p, nil
 }
@@ -327,7 +329,7 @@ const maxConditionSize = 90_000
 // true for more pods than that, never for fewer: each selector is represented by one requirement
 // every pod it selects meets, grouped by label key, so that the condition stays small with
 // thousands of SidecarSets.
-func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
+func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) string {
 	reqs := map[string]*requirement{}
 	for _, ss := range webhookSets {
 		k, vs := representative(ss.Spec.Selector)
@@ -343,7 +345,7 @@ func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet) string {
 	for _, k := range sortedKeys(reqs) {
 		terms = append(terms, reqs[k].cel(k))
 	}
-	terms = append(terms, declaredNames(policySets)...)
+	terms = append(terms, declaredNames(policySets, members)...)
 	if len(terms) == 0 {
 		return "false"
 	}
@@ -385,10 +387,17 @@ func representative(sel *metav1.LabelSelector) (string, []string) {
 }
 
 // declaredNames are the terms true for pods that declare, as their own, a container or init
-// container named like a sidecar of a policy-path SidecarSet.
-func declaredNames(policySets []*v1alpha1.SidecarSet) []string {
+// container named like a sidecar a policy-path SidecarSet defers to the webhook on, in every
+// namespace: its own and its cluster neighbours' (its member's deferral names; without a member,
+// its own names).
+func declaredNames(policySets []*v1alpha1.SidecarSet, members map[string]*member) []string {
 	names, initNames := map[string]bool{}, map[string]bool{}
 	for _, ss := range policySets {
+		if m := members[ss.Name]; m != nil {
+			addAll(names, m.deferNames.all)
+			addAll(initNames, m.deferInitNames.all)
+			continue
+		}
 		for i := range ss.Spec.Containers {
 			names[ss.Spec.Containers[i].Name] = true
 		}
@@ -396,14 +405,26 @@ func declaredNames(policySets []*v1alpha1.SidecarSet) []string {
 			initNames[ss.Spec.InitContainers[i].Name] = true
 		}
 	}
+	return declaredTerms(sortedKeys(names), sortedKeys(initNames))
+}
+
+// declaredTerms are the terms true for pods that declare, as their own, a container named like
+// one of names or an init container named like one of initNames.
+func declaredTerms(names, initNames []string) []string {
 	var terms []string
 	if len(names) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, c.name in %s && !(%s))", stringList(sortedKeys(names)), isInjected("c")))
+		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, c.name in %s && !(%s))", stringList(names), isInjected("c")))
 	}
 	if len(initNames) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, c.name in %s && !(%s))", stringList(sortedKeys(initNames)), isInjected("c")))
+		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, c.name in %s && !(%s))", stringList(initNames), isInjected("c")))
 	}
 	return terms
+}
+
+func addAll(set map[string]bool, items []string) {
+	for _, i := range items {
+		set[i] = true
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -64,31 +64,44 @@ type assignment struct {
 // policyFor returns the group policy of ss, or "" when its value is beyond the budget.
 func (a *assignment) policyFor(ss *v1alpha1.SidecarSet) string { return a.policy[ss.Name] }
 
-// valueGroup is the SidecarSets of one key that select a value first.
+// valueGroup is the SidecarSets of one key that select a value first (NamespacedSidecarSets of
+// one namespace apart from the others).
 type valueGroup struct {
 	key, value string
+	tenant     string // the namespace of its NamespacedSidecarSets, "" for cluster SidecarSets
 	sets       []*v1alpha1.SidecarSet
 	values     map[string]bool // every value the sets select
 	incumbent  bool            // a policy injects one of the sets now
+}
+
+// groupClass tells apart, in policy names and bucket counts, the groups of cluster SidecarSets
+// ("") and of NamespacedSidecarSets ("n"): they never share a group policy, so that tenants never
+// take a cluster SidecarSet's room in one.
+func groupClass(ss *v1alpha1.SidecarSet) string {
+	if TenantNamespace(ss) != "" {
+		return "n"
+	}
+	return ""
 }
 
 // assign decides the group policy of every SidecarSet among sets (all stored ones); incumbent
 // are the SidecarSets a policy injects now.
 func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment {
 	a := &assignment{policy: map[string]string{}, over: map[string]bool{}}
-	anyCounts := map[string]int{}
-	groups := map[[2]string]*valueGroup{}
+	anyCounts := map[[2]string]int{}
+	groups := map[[3]string]*valueGroup{}
 	for _, ss := range sets {
 		k, vs := representative(ss.Spec.Selector)
 		if vs == nil {
-			anyCounts[k]++
+			anyCounts[[2]string{groupClass(ss), k}]++
 			continue
 		}
 		first := slices.Min(vs)
-		g := groups[[2]string{k, first}]
+		id := [3]string{TenantNamespace(ss), k, first}
+		g := groups[id]
 		if g == nil {
-			g = &valueGroup{key: k, value: first, values: map[string]bool{}}
-			groups[[2]string{k, first}] = g
+			g = &valueGroup{key: k, value: first, tenant: id[0], values: map[string]bool{}}
+			groups[id] = g
 		}
 		g.sets = append(g.sets, ss)
 		g.incumbent = g.incumbent || incumbent[ss.Name]
@@ -98,9 +111,45 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 	}
 	for _, ss := range sets {
 		if k, vs := representative(ss.Spec.Selector); vs == nil {
-			a.policy[ss.Name] = fmt.Sprintf("%s%s-%d", NamePrefix, keyPart(k), hashOf(ss.Name)%buckets(anyCounts[k], perBucket))
+			c := groupClass(ss)
+			a.policy[ss.Name] = fmt.Sprintf("%s%s-%s%d", NamePrefix, keyPart(k), c, hashOf(ss.Name)%buckets(anyCounts[[2]string{c, k}], perBucket))
 		}
 	}
+	listed, native := 0, map[[2]string]int{}
+	var admitted []*valueGroup
+	for _, g := range rank(groups) {
+		if listed+len(g.values) > maxNativeValues {
+			for _, ss := range g.sets {
+				a.over[ss.Name] = true
+			}
+			continue
+		}
+		listed += len(g.values)
+		native[[2]string{g.class(), g.key}]++
+		admitted = append(admitted, g)
+	}
+	for _, g := range admitted {
+		c := g.class()
+		name := fmt.Sprintf("%s%s-%sv%d", NamePrefix, keyPart(g.key), c, hashOf(g.value)%buckets(native[[2]string{c, g.key}], valuesPerBucket))
+		for _, ss := range g.sets {
+			a.policy[ss.Name] = name
+		}
+	}
+	return a
+}
+
+func (g *valueGroup) class() string {
+	if g.tenant != "" {
+		return "n"
+	}
+	return ""
+}
+
+// rank orders the value groups for the value budget: those of cluster SidecarSets first (the
+// most SidecarSets first, then those a policy injects now, then by key and value), then those of
+// NamespacedSidecarSets in turns, each namespace's first group before any namespace's second, so
+// that no namespace takes the budget of the cluster SidecarSets or of another namespace.
+func rank(groups map[[3]string]*valueGroup) []*valueGroup {
 	ranked := make([]*valueGroup, 0, len(groups))
 	for _, g := range groups {
 		ranked = append(ranked, g)
@@ -115,26 +164,21 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 		}
 		return x.key < y.key || (x.key == y.key && x.value < y.value)
 	})
-	listed, native := 0, map[string]int{}
-	var admitted []*valueGroup
+	turn, seen := make(map[*valueGroup]int, len(ranked)), map[string]int{}
 	for _, g := range ranked {
-		if listed+len(g.values) > maxNativeValues {
-			for _, ss := range g.sets {
-				a.over[ss.Name] = true
-			}
-			continue
-		}
-		listed += len(g.values)
-		native[g.key]++
-		admitted = append(admitted, g)
-	}
-	for _, g := range admitted {
-		name := fmt.Sprintf("%s%s-v%d", NamePrefix, keyPart(g.key), hashOf(g.value)%buckets(native[g.key], valuesPerBucket))
-		for _, ss := range g.sets {
-			a.policy[ss.Name] = name
+		if g.tenant != "" {
+			seen[g.tenant]++
+			turn[g] = seen[g.tenant]
 		}
 	}
-	return a
+	sort.SliceStable(ranked, func(i, j int) bool {
+		x, y := ranked[i], ranked[j]
+		if turn[x] != turn[y] {
+			return turn[x] < turn[y]
+		}
+		return x.tenant < y.tenant && turn[x] > 0
+	})
+	return ranked
 }
 
 func hashOf(s string) int {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,9 @@ import (
 type WebhookMatch struct {
 	ObjectSelector *metav1.LabelSelector
 	Condition      string
+	// NamespaceSelector, when set, narrows the template's namespaceSelector: the match of the
+	// NamespacedSidecarSets' needs selects their namespaces only.
+	NamespaceSelector *metav1.LabelSelector
 }
 
 // maxWebhookKeys is the most label keys that get a webhook each; with more, one webhook selects
@@ -146,8 +150,31 @@ func (w Widening) Message() string {
 }
 
 // webhookMatches returns the webhooks each class of namespace needs, in order (see above), and
-// the SidecarSets that leave them without a label selector, by name.
-func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) ([]WebhookMatch, map[string]Widening) {
+// the SidecarSets that leave them without a label selector, by name. members are the compiled
+// members of the policy-path SidecarSets (nil: each defers on its own sidecar names only). The
+// needs of cluster SidecarSets come first, then one webhook for the needs that come from
+// NamespacedSidecarSets, restricted to their namespaces (see tenantMatch).
+func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
+	isTenant := func(ss *v1alpha1.SidecarSet) bool { return TenantNamespace(ss) != "" }
+	clusterWebhook := slices.DeleteFunc(slices.Clone(webhookSets), isTenant)
+	clusterPolicy := slices.DeleteFunc(slices.Clone(policySets), isTenant)
+	out, widened := clusterMatches(clusterWebhook, clusterPolicy, members)
+	if m, ok := tenantMatch(webhookSets, policySets, members); ok {
+		out = append(out, m)
+		for _, ss := range webhookSets {
+			if isTenant(ss) && RequiredLabel(ss.Spec.Selector) == "" {
+				if widened == nil {
+					widened = map[string]Widening{}
+				}
+				widened[ss.Name] = Widening{Reason: WideningSelectorRequiresNoLabel, CallsServer: true}
+			}
+		}
+	}
+	return out, widened
+}
+
+// clusterMatches returns the webhooks the cluster SidecarSets need (see webhookMatches).
+func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
 	needs := map[string]*keyNeeds{}
 	var keyless []*v1alpha1.SidecarSet
 	need := func(ss *v1alpha1.SidecarSet) (*keyNeeds, []string, bool) {
@@ -175,14 +202,14 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) ([]WebhookMa
 	}
 	switch {
 	case len(keyless) > 0:
-		return widened(webhookSets, policySets, keyless, WideningSelectorRequiresNoLabel)
+		return widened(webhookSets, policySets, keyless, WideningSelectorRequiresNoLabel, members)
 	case len(needs) > maxWebhookKeys:
-		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), WideningTooManyLabelKeys)
+		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), WideningTooManyLabelKeys, members)
 	}
 	keys := sortedKeys(needs)
 	var out []WebhookMatch
 	for i := range keys {
-		if m, ok := keyWebhook(keys[:i], keys[i:], needs); ok {
+		if m, ok := keyWebhook(keys[:i], keys[i:], needs, members); ok {
 			out = append(out, m)
 		}
 	}
@@ -195,8 +222,8 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet) ([]WebhookMa
 // widened is the single webhook of a class when the SidecarSets need more than label keys can say
 // (see oneWebhook), and the SidecarSets of cause, which leave it without a label selector for
 // reason (none when the webhook has no pod to receive).
-func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string) ([]WebhookMatch, map[string]Widening) {
-	m := oneWebhook(webhookSets, policySets)
+func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
+	m := oneWebhook(webhookSets, policySets, members)
 	if m.ObjectSelector != nil {
 		return []WebhookMatch{m}, nil
 	}
@@ -214,7 +241,7 @@ func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason strin
 // keyWebhook is the webhook of the first of keys: it selects pods that have that key and none of
 // the earlier keys (those are another webhook's), and must receive what the SidecarSets of every
 // key from this one on need of them. ok is false when they need nothing.
-func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds) (WebhookMatch, bool) {
+func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[string]*member) (WebhookMatch, bool) {
 	own := needs[keys[0]]
 	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{own.all.selects(keys[0])}}
 	for _, e := range earlier {
@@ -232,7 +259,7 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds) (WebhookMatc
 		}
 		policySets = append(policySets, needs[k].policySets...)
 	}
-	terms = append(terms, declaredNames(policySets)...)
+	terms = append(terms, declaredNames(policySets, members)...)
 	if len(terms) == 0 {
 		return WebhookMatch{}, false
 	}
@@ -244,8 +271,8 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds) (WebhookMatc
 
 // oneWebhook is the single webhook of a class when the SidecarSets need more than label keys can
 // say: every pod, with the match condition of webhookCondition.
-func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet) WebhookMatch {
-	switch c := webhookCondition(webhookSets, policySets); c {
+func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) WebhookMatch {
+	switch c := webhookCondition(webhookSets, policySets, members); c {
 	case "false":
 		return noPods()
 	case "true":
@@ -283,6 +310,9 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 				w.ObjectSelector = m.ObjectSelector.DeepCopy()
 			}
 			w.NamespaceSelector = excluding(w.NamespaceSelector, excluded)
+			if m.NamespaceSelector != nil {
+				w.NamespaceSelector = narrowed(w.NamespaceSelector, m.NamespaceSelector)
+			}
 			w.MatchConditions = nil
 			if m.Condition != "" {
 				w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "sidecarset-webhook-path", Expression: m.Condition}}
@@ -327,6 +357,19 @@ func excluding(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelect
 		}
 	}
 	out.MatchExpressions = append(out.MatchExpressions, req)
+	return out
+}
+
+// narrowed returns sel with the requirements of by added (both must select a namespace).
+func narrowed(sel, by *metav1.LabelSelector) *metav1.LabelSelector {
+	out := &metav1.LabelSelector{}
+	if sel != nil {
+		out = sel.DeepCopy()
+	}
+	for k, v := range by.MatchLabels {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+	}
+	out.MatchExpressions = append(out.MatchExpressions, by.DeepCopy().MatchExpressions...)
 	return out
 }
 

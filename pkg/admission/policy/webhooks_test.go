@@ -131,7 +131,7 @@ func TestWebhookMatches(t *testing.T) {
 		}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			matches, _ := webhookMatches(tc.webhook, tc.policy)
+			matches, _ := webhookMatches(tc.webhook, tc.policy, nil)
 			conditions := 0
 			for _, m := range matches {
 				if m.Condition != "" {
@@ -192,7 +192,7 @@ func TestWebhooksWidenedBy(t *testing.T) {
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, got := webhookMatches(tc.webhook, tc.policy)
+			_, got := webhookMatches(tc.webhook, tc.policy, nil)
 			if len(got) != len(tc.want) {
 				t.Fatalf("widened by %d SidecarSets, want %d: %v", len(got), len(tc.want), got)
 			}

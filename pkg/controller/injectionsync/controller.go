@@ -258,7 +258,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	widened := 0.0
 	for _, m := range plan.WebhookMatches {
-		if m.ObjectSelector == nil || len(m.ObjectSelector.MatchLabels)+len(m.ObjectSelector.MatchExpressions) == 0 {
+		// The webhook of NamespacedSidecarSets' needs selects their namespaces only.
+		if m.NamespaceSelector == nil && (m.ObjectSelector == nil || len(m.ObjectSelector.MatchLabels)+len(m.ObjectSelector.MatchExpressions) == 0) {
 			widened = 1
 		}
 	}

@@ -225,3 +225,57 @@ func ptrQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
 }
+
+// NextMixed returns case id of the tenancy corpus: cluster SidecarSets and NamespacedSidecarSets
+// (as the SidecarSets "<namespace>.<name>" they take part as, in either namespace of the corpus)
+// selecting by different label keys, some of them served by the webhook (shareVolumePolicy, or a
+// selector that requires no label), and a pod, in one of the namespaces, whose containers often
+// carry the name of a sidecar of any of them.
+func (g *Corpus) NextMixed(id int) Case {
+	n := 2 + g.r.IntN(4)
+	c := Case{ID: id, NS: g.Namespace(g.r.IntN(2))}
+	for i := 0; i < n; i++ {
+		ss := g.sidecarSet(id, i)
+		ss.Spec.Selector = g.mixedSelector()
+		ss.Spec.Namespace, ss.Spec.NamespaceSelector = "", nil
+		if g.chance(0.25) {
+			ss.Spec.Containers[0].ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+		}
+		if g.chance(0.5) {
+			tenant := &v1alpha1.NamespacedSidecarSet{ObjectMeta: ss.ObjectMeta, Spec: ss.Spec}
+			tenant.Namespace = g.Namespaces[g.r.IntN(2)]
+			ss = tenant.AsSidecarSet()
+		}
+		c.Sets = append(c.Sets, ss)
+	}
+	c.Pod = g.pod(c.Sets)
+	c.Pod.Namespace = c.NS.Name
+	for _, k := range mixedKeys {
+		if g.chance(0.4) {
+			c.Pod.Labels[k] = []string{"x", "web"}[g.r.IntN(2)]
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if s := c.Sets[g.r.IntN(len(c.Sets))]; g.chance(0.4) {
+			c.Pod.Spec.Containers = append(c.Pod.Spec.Containers, corev1.Container{Name: s.Spec.Containers[0].Name, Image: "own"})
+		}
+	}
+	return c
+}
+
+// mixedKeys are the label keys of the tenancy corpus, sorting before and after "app".
+var mixedKeys = []string{"aaa", "tier", "zzz"}
+
+func (g *Corpus) mixedSelector() *metav1.LabelSelector {
+	keys := append([]string{"app"}, mixedKeys...)
+	k := keys[g.r.IntN(len(keys))]
+	switch g.r.IntN(5) {
+	case 0:
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: k, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	case 1:
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: k, Operator: metav1.LabelSelectorOpExists}}}
+	case 2:
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "web"}}}}
+	}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{k: []string{"x", "web"}[g.r.IntN(2)]}}
+}

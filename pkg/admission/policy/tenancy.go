@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// The webhook needs that come from NamespacedSidecarSets (their webhook-path selectors, the names
+// their policies and the cluster SidecarSets' policies defer on in their namespace, and the
+// namespaces cluster SidecarSets hand off, see scopeNeighbours) are never merged into the
+// webhooks of the cluster SidecarSets: one more webhook per class of namespace receives them,
+// whose namespaceSelector lists their namespaces and whose match condition asks, per namespace,
+// for what that namespace needs. So a NamespacedSidecarSet changes which pods of its own
+// namespace reach the server, never those of another namespace, and uses none of the cluster
+// webhooks' label keys, values or condition size. A pod of such a namespace may be received by
+// both a cluster webhook and this one: the injector is idempotent (SkipInjected).
+
+// maxTenantCondition is the most characters of match condition one namespace's needs take; a
+// namespace that needs more receives every pod of its own (and only of its own).
+const maxTenantCondition = 4_000
+
+// tenantNeeds is what the webhook must receive of the pods of one namespace.
+type tenantNeeds struct {
+	every     bool                    // every pod
+	reqs      map[string]*requirement // pods meeting one of these, by label key
+	names     map[string]bool         // pods declaring a container of one of these names
+	initNames map[string]bool         // or an init container
+}
+
+// need adds the pods a selector may select.
+func (n *tenantNeeds) need(sel *metav1.LabelSelector) {
+	k, vs := representative(sel)
+	if k == "" {
+		n.every = true
+		return
+	}
+	if n.reqs[k] == nil {
+		n.reqs[k] = &requirement{}
+	}
+	n.reqs[k].add(vs)
+}
+
+// cel is the condition term of namespace ns.
+func (n *tenantNeeds) cel(ns string) string {
+	inNS := "request.namespace == " + quote(ns)
+	if n.every {
+		return inNS
+	}
+	var terms []string
+	for _, k := range sortedKeys(n.reqs) {
+		terms = append(terms, n.reqs[k].cel(k))
+	}
+	terms = append(terms, declaredTerms(sortedKeys(n.names), sortedKeys(n.initNames))...)
+	expr := strings.Join(terms, " ||\n")
+	if len(expr) > maxTenantCondition {
+		return inNS
+	}
+	return inNS + " && (" + expr + ")"
+}
+
+// tenantMatch is the webhook of the needs that come from NamespacedSidecarSets; ok is false when
+// there are none.
+func tenantMatch(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) (WebhookMatch, bool) {
+	byNS := map[string]*tenantNeeds{}
+	at := func(ns string) *tenantNeeds {
+		if byNS[ns] == nil {
+			byNS[ns] = &tenantNeeds{reqs: map[string]*requirement{}, names: map[string]bool{}, initNames: map[string]bool{}}
+		}
+		return byNS[ns]
+	}
+	for _, ss := range webhookSets {
+		if ns := TenantNamespace(ss); ns != "" {
+			at(ns).need(ss.Spec.Selector)
+		}
+	}
+	for _, ss := range policySets {
+		m := members[ss.Name]
+		if ns := TenantNamespace(ss); ns != "" {
+			n := at(ns)
+			if m == nil {
+				m = &member{}
+				m.deferNames.add("", sidecarNames(ss.Spec.Containers)...)
+				m.deferInitNames.add("", sidecarNames(ss.Spec.InitContainers)...)
+			}
+			addAll(n.names, m.deferNames.forNamespace(ns))
+			addAll(n.initNames, m.deferInitNames.forNamespace(ns))
+			continue
+		}
+		if m == nil {
+			continue
+		}
+		for ns, names := range m.deferNames.in {
+			addAll(at(ns).names, names)
+		}
+		for ns, names := range m.deferInitNames.in {
+			addAll(at(ns).initNames, names)
+		}
+		for _, ns := range m.handoff {
+			at(ns).need(ss.Spec.Selector)
+		}
+	}
+	if len(byNS) == 0 {
+		return WebhookMatch{}, false
+	}
+	namespaces := sortedKeys(byNS)
+	terms := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		terms[i] = "(" + byNS[ns].cel(ns) + ")"
+	}
+	m := WebhookMatch{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces}}}}
+	if cond := strings.Join(terms, " ||\n"); len(cond) <= maxConditionSize {
+		m.Condition = cond
+	}
+	return m, true
+}
+
+func sidecarNames(list []v1alpha1.SidecarContainer) []string {
+	out := make([]string, len(list))
+	for i := range list {
+		out[i] = list[i].Name
+	}
+	return out
+}
