@@ -15,9 +15,10 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 )
 
-// AdmissionInitializers returns the initializer handing the SidecarSetCrossValidation admission
-// plugin its inputs, read from the server's informers: set it as the generic options'
-// ExtraAdmissionInitializers before applying them to the config.
+// AdmissionInitializers returns the initializers handing the SidecarSetCrossValidation admission
+// plugin its inputs, read from the server's informers, and the ResourceQuota plugin its quota
+// configuration (quotaConfiguration): set it as the generic options' ExtraAdmissionInitializers
+// before applying them to the config.
 func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
 	set, err := c.ExtraConfig.informerSet(gc.LoopbackClientConfig)
 	if err != nil {
@@ -46,7 +47,10 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		synced = append(synced, namespaces.Informer().HasSynced)
 	}
 	inputs.HasSynced = allSynced(synced)
-	return []admission.PluginInitializer{crossvalidation.Initializer{Inputs: inputs}}, nil
+	return []admission.PluginInitializer{
+		crossvalidation.Initializer{Inputs: inputs},
+		quotaInitializer{config: quotaConfiguration(sets.Lister())},
+	}, nil
 }
 
 // newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the

@@ -89,7 +89,10 @@ func TestServerGuard(t *testing.T) {
 	other := active.DeepCopy()
 	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
-	refused("create another webhook configuration", err, "writes only its webhook configurations")
+	refused("create another, unlabelled webhook configuration", err, "creates only webhook configurations labelled")
+	other.Labels = map[string]string{policy.ManagedByLabel: policy.ManagedByValue}
+	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
+	refused("create another, labelled webhook configuration", err, "writes only its webhook configurations")
 	err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, active.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	refused("delete its webhook configuration", err, "forbidden") // RBAC refuses it before the guard would
 }

@@ -36,6 +36,12 @@
 //     volume with an error cannot be mounted;
 //   - patchPodMetadata: annotations not empty and valid, policy Retain, Overwrite or
 //     MergePatchJson, a key in at most one entry;
+//   - limits (limits.go), on what one object costs others: revisionHistoryLimit at most
+//     MaxRevisionHistoryLimit (100), selector and namespaceSelector at most MaxSelectorValues (64)
+//     label values each, containers and initContainers at most MaxContainers (16) each, the spec
+//     at most MaxSpecBytes (128 KiB) as stored; an update is held to a limit only where it changes
+//     that field (objects stored beyond a limit stay writable, they cannot grow). Both kinds share
+//     them (a NamespacedSidecarSet's spec is validated as a SidecarSet's);
 //   - on update: containers are never added or renamed, a container's upgradeType never changes,
 //     and a canary's base annotation never changes.
 //

@@ -17,7 +17,8 @@ func ValidateNamespacedSidecarSet(n *apps.NamespacedSidecarSet) field.ErrorList 
 	allErrs := apivalidation.ValidateObjectMeta(&n.ObjectMeta, true, validateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateNamespacedName(n.Namespace, n.Name)...)
 	allErrs = append(allErrs, validateNamespacedScope(&n.Spec)...)
-	return append(allErrs, validateSpec(&n.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSpec(&n.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateLimits(&n.Spec, nil, field.NewPath("spec"))...)
 }
 
 // ValidateNamespacedSidecarSetUpdate validates an update as ValidateSidecarSetUpdate does.

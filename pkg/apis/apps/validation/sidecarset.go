@@ -25,14 +25,17 @@ var nameRegexp = regexp.MustCompile(nameFmt)
 // ValidateSidecarSet validates a new, defaulted SidecarSet: its metadata and its spec.
 func ValidateSidecarSet(ss *apps.SidecarSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&ss.ObjectMeta, false, validateName, field.NewPath("metadata"))
-	return append(allErrs, validateSpec(&ss.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSpec(&ss.Spec, field.NewPath("spec"))...)
+	return append(allErrs, validateLimits(&ss.Spec, nil, field.NewPath("spec"))...)
 }
 
-// ValidateSidecarSetUpdate validates an update of a SidecarSet: the new spec as for a create, no
-// added or renamed container, no changed upgradeType and no changed canary base. Metadata is left
-// to the generic registry, which validates it on every update (the name cannot change).
+// ValidateSidecarSetUpdate validates an update of a SidecarSet: the new spec as for a create (the
+// limits only where the update changes a field), no added or renamed container, no changed
+// upgradeType and no changed canary base. Metadata is left to the generic registry, which
+// validates it on every update (the name cannot change).
 func ValidateSidecarSetUpdate(newSS, oldSS *apps.SidecarSet) field.ErrorList {
 	allErrs := validateSpec(&newSS.Spec, field.NewPath("spec"))
+	allErrs = append(allErrs, validateLimits(&newSS.Spec, &oldSS.Spec, field.NewPath("spec"))...)
 	allErrs = append(allErrs, validateContainersFrozen(newSS.Spec.Containers, oldSS.Spec.Containers,
 		field.NewPath("spec", "containers"))...)
 	return append(allErrs, validateCanaryBaseUnchanged(newSS, oldSS)...)
