@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+)
+
+// TestTenantBoundary: a user bound to edit in one namespace attacks, with NamespacedSidecarSets,
+// a cluster SidecarSet and the pods of another namespace, in both injection modes; nothing outside
+// its namespace changes. The attacks: a sidecar named like another namespace's app container
+// (with shareVolumePolicy, and without: the deferral names of policy injection), a selector that
+// requires no label (every pod of the cluster sent to the server), 33 neighbours on another key
+// (a cluster SidecarSet pushed to the webhook), 64 values on the cluster SidecarSet's own key (its
+// value budget). The victim pod is injected as before the attacks, the cluster SidecarSet keeps
+// its Injected reason, and every webhook of the active configuration is the same as before or
+// limited to the attacker's namespace. Then the limits: a ResourceQuota counting
+// NamespacedSidecarSets is enforced, and an unbounded revisionHistoryLimit is refused.
+func TestTenantBoundary(t *testing.T) {
+	deleteAllSidecarSets(t)
+	t.Cleanup(func() { deleteAllSidecarSets(t) })
+	defer restartServer(t, "policy")
+	ctx := context.Background()
+	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts/deploy/base/user-roles.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tenant, victim := tempNamespace(t, "e2e-tenant-"), tempNamespace(t, "e2e-victim-")
+	editor := namespaceEditor(t, "e2e-tenant-attacker", tenant)
+
+	audit := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e2e-audit-agent"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "e2e-web"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "audit-agent", Image: "busybox:1.36"}}},
+		}}
+	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, audit, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	victimPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: victim, Labels: map[string]string{"tier": "e2e-web"}},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{
+			{Name: "app", Image: "busybox:1.36"}, {Name: "app2", Image: "busybox:1.36"}}}}
+
+	for _, mode := range []string{"policy", "webhook"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "webhook" {
+				restartServer(t, mode)
+			}
+			waitSettled(t, audit.Name)
+			time.Sleep(policySettle) // the policies of the settled SidecarSet are loaded
+			before := waitInjected(t, victimPod, "audit-agent")
+			reason := injectedReason(t, audit.Name)
+			webhooks := activeWebhooks(t)
+
+			attacks := tenantAttacks()
+			for _, a := range attacks {
+				createAsEditor(t, editor, tenant, a)
+			}
+			t.Cleanup(func() { deleteNamespacedSidecarSets(t, tenant) })
+			for _, a := range attacks {
+				waitNamespacedSettled(t, editor, tenant, a.Name)
+			}
+			// Over twice the time new policies take to load, every try is injected as before.
+			for end := time.Now().Add(2 * policySettle); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+				got, err := createPodDryRun(victimPod)
+				if err != nil {
+					t.Fatalf("the victim pod is refused after the attacks: %v", err)
+				}
+				if !reflect.DeepEqual(containerSpecs(got), containerSpecs(before)) {
+					t.Fatalf("the victim pod's containers changed after the attacks: %v, before %v", containerSpecs(got), containerSpecs(before))
+				}
+			}
+			if got := injectedReason(t, audit.Name); got != reason {
+				t.Errorf("the cluster SidecarSet's Injected reason went from %q to %q", reason, got)
+			}
+			checkWebhooksScoped(t, webhooks, activeWebhooks(t), tenant)
+		})
+	}
+
+	t.Run("limits", func(t *testing.T) {
+		unbounded := tenantSidecarSet("history", map[string]string{"e2e-history": "1"}, "history")
+		unbounded.Spec.RevisionHistoryLimit = ptr.To[int32](2147483647)
+		_, err := editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Create(ctx, unbounded, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.revisionHistoryLimit") {
+			t.Errorf("revisionHistoryLimit 2147483647: want Invalid naming spec.revisionHistoryLimit, got %v", err)
+		}
+		deleteNamespacedSidecarSets(t, tenant)
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "sidecarsets", Namespace: tenant},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/namespacedsidecarsets.apps.kruise.io": resource.MustParse("2")}}}
+		if _, err := kube.CoreV1().ResourceQuotas(tenant).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the quota's status", time.Minute, func(ctx context.Context) (bool, string) {
+			q, err := kube.CoreV1().ResourceQuotas(tenant).Get(ctx, quota.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			_, ok := q.Status.Hard["count/namespacedsidecarsets.apps.kruise.io"]
+			return ok, fmt.Sprintf("%+v", q.Status)
+		})
+		for i := 0; i < 2; i++ {
+			createAsEditor(t, editor, tenant, tenantSidecarSet(fmt.Sprintf("quota-%d", i), map[string]string{"e2e-quota": "1"}, fmt.Sprintf("quota%d", i)))
+		}
+		_, err = editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Create(ctx,
+			tenantSidecarSet("quota-2", map[string]string{"e2e-quota": "1"}, "quota2"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+			t.Errorf("a third NamespacedSidecarSet under a quota of 2: want Forbidden, exceeded quota; got %v", err)
+		}
+	})
+}
+
+// tenantAttacks are the attacker's NamespacedSidecarSets.
+func tenantAttacks() []*v1alpha1.NamespacedSidecarSet {
+	never := map[string]string{"e2e-never": "1"}
+	stripShare := tenantSidecarSet("strip-app", never, "app")
+	stripShare.Spec.Containers[0].ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+	out := []*v1alpha1.NamespacedSidecarSet{
+		stripShare,
+		tenantSidecarSet("strip-app2", map[string]string{"aaa": "1"}, "app2"),
+	}
+	everyPod := tenantSidecarSet("every-pod", nil, "every-pod")
+	everyPod.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "e2e-absent", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	everyPod.Spec.Containers[0].ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+	out = append(out, everyPod)
+	var values []string
+	for i := 0; i < 64; i++ {
+		values = append(values, fmt.Sprintf("e2e-web-%02d", i))
+	}
+	budget := tenantSidecarSet("value-budget", nil, "budget")
+	budget.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: values}}}
+	out = append(out, budget)
+	for i := 0; i < 33; i++ {
+		out = append(out, tenantSidecarSet(fmt.Sprintf("neighbour-%02d", i), map[string]string{"e2e-neighbour": fmt.Sprint(i)},
+			fmt.Sprintf("neighbour%02d", i)))
+	}
+	return out
+}
+
+func tenantSidecarSet(name string, selector map[string]string, container string) *v1alpha1.NamespacedSidecarSet {
+	return &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: selector},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: container, Image: "busybox:1.36"}}},
+		}}
+}
+
+// createAsEditor creates nss as the namespace editor (retrying while role aggregation and the
+// authorization cache catch up).
+func createAsEditor(t *testing.T, editor clientset.Interface, ns string, nss *v1alpha1.NamespacedSidecarSet) {
+	t.Helper()
+	eventually(t, "the editor's create of "+nss.Name, 30*time.Second, func(ctx context.Context) (bool, string) {
+		_, err := editor.AppsV1alpha1().NamespacedSidecarSets(ns).Create(ctx, nss, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+	})
+}
+
+func deleteNamespacedSidecarSets(t *testing.T, ns string) {
+	t.Helper()
+	client := sidecars.AppsV1alpha1().NamespacedSidecarSets(ns)
+	if err := client.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no NamespacedSidecarSet in "+ns, time.Minute, func(ctx context.Context) (bool, string) {
+		list, err := client.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, fmt.Sprint(err)
+	})
+}
+
+// injectedReason is the reason of the SidecarSet's Injected condition (its path).
+func injectedReason(t *testing.T, name string) string {
+	t.Helper()
+	ss := waitSettled(t, name)
+	c := apimeta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
+	if c == nil {
+		t.Fatalf("SidecarSet %s has no %s condition", name, v1alpha1.SidecarSetInjected)
+	}
+	return c.Reason
+}
+
+// containerSpecs is what the victim pod gets: each container's name and image, in order.
+func containerSpecs(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		out = append(out, c.Name+"="+c.Image)
+	}
+	return out
+}
+
+func activeWebhooks(t *testing.T) []admissionregistrationv1.MutatingWebhook {
+	t.Helper()
+	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector-active", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Webhooks
+}
+
+// checkWebhooksScoped fails t unless every webhook of after either is one of before, unchanged in
+// what it selects, or selects pods of the tenant's namespace only.
+func checkWebhooksScoped(t *testing.T, before, after []admissionregistrationv1.MutatingWebhook, tenant string) {
+	t.Helper()
+	selects := func(w admissionregistrationv1.MutatingWebhook) string {
+		return fmt.Sprintf("objectSelector %v namespaceSelector %v conditions %v", w.ObjectSelector, w.NamespaceSelector, w.MatchConditions)
+	}
+	was := map[string]string{}
+	for _, w := range before {
+		was[w.Name] = selects(w)
+	}
+	for _, w := range after {
+		if was[w.Name] == selects(w) {
+			continue
+		}
+		if !onlyNamespace(w.NamespaceSelector, tenant) {
+			t.Errorf("webhook %s changed and is not limited to namespace %s: %s (was %q)", w.Name, tenant, selects(w), was[w.Name])
+		}
+	}
+}
+
+// onlyNamespace reports whether sel selects no namespace but ns: kubernetes.io/metadata.name In
+// [ns], with or without other requirements.
+func onlyNamespace(sel *metav1.LabelSelector, ns string) bool {
+	if sel == nil {
+		return false
+	}
+	if sel.MatchLabels[corev1.LabelMetadataName] == ns {
+		return true
+	}
+	for _, r := range sel.MatchExpressions {
+		if r.Key == corev1.LabelMetadataName && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) == 1 && r.Values[0] == ns {
+			return true
+		}
+	}
+	return false
+}
