@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -167,7 +168,7 @@ func setWhitelist(t *testing.T, wanted bool) {
 		if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(whitelistSettle)
 		return
 	}
 	cur, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
@@ -181,8 +182,13 @@ func setWhitelist(t *testing.T, wanted bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(whitelistSettle)
 }
+
+// whitelistSettle is how long setWhitelist lets the admission plugin's ConfigMap informer take a
+// change in: a sleep, since nothing but the admission of a SidecarSet (what the tests check)
+// shows when it has.
+const whitelistSettle = 500 * time.Millisecond
 
 // applyNamespaces creates the namespaces of a namespace.yaml, or updates their labels, and returns
 // their names.
@@ -226,11 +232,12 @@ func setNamespace(t *testing.T, name string, labels map[string]string) {
 	if err != nil {
 		t.Fatalf("namespace %s: %v", name, err)
 	}
-	for i := 0; i < 100; i++ {
-		if _, err := kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	// Not fatal: what follows fails, saying why, if it needs the ServiceAccount.
+	if last, ok := poll(10*time.Second, func(ctx context.Context) (bool, string) {
+		_, err := kube.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprintf("get: %v", err)
+	}); !ok {
+		t.Logf("waited 10s for the default ServiceAccount of namespace %s; last seen: %s", name, last)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -43,13 +42,10 @@ func TestEtcdOutage(t *testing.T) {
 	}()
 	ctx := context.Background()
 	var writeErr error
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "a SidecarSet write during the outage to return ServiceUnavailable", 30*time.Second, func(ctx context.Context) (bool, string) {
 		writeErr = labelSidecarSet(ctx, "outage", "1")
-		return apierrors.IsServiceUnavailable(writeErr), nil
+		return apierrors.IsServiceUnavailable(writeErr), fmt.Sprintf("write: %v", writeErr)
 	})
-	if err != nil {
-		t.Fatalf("a SidecarSet write during the outage: %v, want ServiceUnavailable", writeErr)
-	}
 	if !strings.Contains(writeErr.Error(), "storage (etcd) is unavailable") {
 		t.Errorf("unclear error: %v", writeErr)
 	}
@@ -73,13 +69,10 @@ func TestEtcdOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	etcdUp = true
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		writeErr = labelSidecarSet(ctx, "outage", "over")
-		return writeErr == nil, nil
+	eventually(t, "SidecarSet writes to recover after etcd is back", time.Minute, func(ctx context.Context) (bool, string) {
+		err := labelSidecarSet(ctx, "outage", "over")
+		return err == nil, fmt.Sprintf("write: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("SidecarSet writes do not recover after etcd is back: %v", writeErr)
-	}
 	if now := serverPID(t, 1); now != pid {
 		t.Errorf("the server process was restarted during the outage: pid %d then %d", pid, now)
 	}
@@ -168,13 +161,16 @@ func TestKubeSystemFailsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	started = true
-	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "a NotInjected event naming test-sidecarset on the pod admitted without injection", time.Minute, func(ctx context.Context) (bool, string) {
 		events, err := kube.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + created.Name + ",reason=NotInjected"})
-		return err == nil && len(events.Items) > 0 && strings.Contains(events.Items[0].Message, "test-sidecarset"), nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(events.Items) == 0 {
+			return false, "no event"
+		}
+		return strings.Contains(events.Items[0].Message, "test-sidecarset"), "event: " + events.Items[0].Message
 	})
-	if err != nil {
-		t.Fatalf("no NotInjected event on the pod admitted without injection: %v", err)
-	}
 	direct := kubernetes.NewForConfigOrDie(serverConfig(1))
 	metricsText, err := direct.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -242,7 +238,7 @@ func TestNotLoadedFailsSafe(t *testing.T) {
 		if hasContainer(created, "sidecar1") {
 			t.Error("the kube-system pod was injected although the server has no SidecarSets loaded")
 		}
-		time.Sleep(8 * time.Second) // the server gives up on its storage after about 20 s
+		time.Sleep(8 * time.Second) // what is tested: throughout; the server gives up on its storage after about 20 s
 	}
 }
 
@@ -263,7 +259,9 @@ func TestShippedWebhooksSelectNoPod(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	t.Cleanup(func() { _, _ = runKubectl(t, "", "delete", "mutatingwebhookconfiguration", "e2e-shipped-webhooks") })
-	time.Sleep(2 * time.Second) // kube-apiserver loads webhook configurations asynchronously
+	// kube-apiserver loads webhook configurations asynchronously. A sleep, not a wait: a loaded
+	// configuration that sends no pod looks just like one not loaded yet, which is the point.
+	time.Sleep(2 * time.Second)
 	for _, ns := range []string{"default", "kube-system"} {
 		pod := nginxPod(ns, "shipped-webhooks")
 		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {

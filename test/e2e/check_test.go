@@ -3,11 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // openKruiseCRDs are OpenKruise's CloneSet and SidecarSet CRDs as it installs them (group
@@ -82,12 +81,11 @@ func TestCheck(t *testing.T) {
 	var report checkOutput
 	var out string
 	var err error
-	if werr := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(context.Context) (bool, error) {
+	// Every second: each try runs the plugin. SidecarSets of earlier tests may still be settling.
+	eventuallyEvery(t, "check to pass on the installed cluster", time.Second, 60*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t)
-		return err == nil, nil // SidecarSets of earlier tests may still be settling
-	}); werr != nil {
-		t.Fatalf("check on the installed cluster: %v\n%s", err, out)
-	}
+		return err == nil, fmt.Sprintf("%v\n%s", err, out)
+	})
 	for _, name := range []string{"openkruise-crds", "apiservices", "storage", "webhooks", "version", "certificates"} {
 		if status, msg := report.status(name); status != "ok" || !report.Installed {
 			t.Errorf("check %s: %s %q (installed %v), want ok", name, status, msg, report.Installed)
@@ -115,12 +113,12 @@ func TestCheck(t *testing.T) {
 	if out, err := runKubectl(t, "", "delete", "crd", "clonesets.apps.kruise.io"); err != nil {
 		t.Fatalf("deleting the CloneSet CRD: %v\n%s", err, out)
 	}
-	if werr := wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+	if last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t)
 		status, msg = report.status("openkruise-crds")
-		return err == nil && status == "warning", nil
-	}); werr != nil {
-		t.Errorf("check beside OpenKruise's SidecarSet only: exit %v, %s %q; want exit 0 and a warning\n%s", err, status, msg, out)
+		return err == nil && status == "warning", fmt.Sprintf("exit %v, %s %q\n%s", err, status, msg, out)
+	}); !ok {
+		t.Errorf("waited 30s for check beside OpenKruise's SidecarSet only to exit 0 with a warning; last seen: %s", last)
 	}
 	if !strings.Contains(msg, "SidecarSet (sidecarsets.apps.kruise.io") {
 		t.Errorf("the warning does not name OpenKruise's SidecarSet CRD: %q", msg)

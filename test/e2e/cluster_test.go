@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 const manualPod = `apiVersion: v1
@@ -52,12 +52,12 @@ func TestKubectl(t *testing.T) {
 	}
 	// kube-apiserver aggregates this server's OpenAPI asynchronously: right after the server
 	// (re)starts, explain may not find the resource for a moment.
-	pollErr := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+	// Every second: each try runs kubectl.
+	if last, ok := pollEvery(time.Second, time.Minute, func(context.Context) (bool, string) {
 		out, err = runKubectl(t, "", "explain", "sidecarset.spec.updateStrategy.partition")
-		return err == nil && strings.Contains(out, "partition") && strings.Contains(out, "old version"), nil
-	})
-	if pollErr != nil {
-		t.Errorf("explain: %v\n%s", err, out)
+		return err == nil && strings.Contains(out, "partition") && strings.Contains(out, "old version"), fmt.Sprintf("%v\n%s", err, out)
+	}); !ok {
+		t.Errorf("waited 1m for explain to describe sidecarset.spec.updateStrategy.partition; last seen: %s", last)
 	}
 	out, err = runKubectl(t, "", "patch", "sidecarset", "test-sidecarset", "--type=strategic",
 		"-p", `{"spec":{"containers":[{"name":"sidecar1","image":"centos:7"}]}}`)
@@ -93,18 +93,11 @@ func TestManualExampleInjection(t *testing.T) {
 	}
 	for _, dryRun := range [][]string{{metav1.DryRunAll}, nil} {
 		var got *corev1.Pod
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		eventually(t, fmt.Sprintf("pod %s created (dry-run %v)", pod.Name, dryRun), 30*time.Second, func(ctx context.Context) (bool, string) {
 			var err error
 			got, err = kube.CoreV1().Pods("default").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: dryRun})
-			if err != nil {
-				t.Logf("create pod (dry-run %v): %v", dryRun, err)
-				return false, nil
-			}
-			return true, nil
+			return err == nil, fmt.Sprintf("create: %v", err)
 		})
-		if err != nil {
-			t.Fatalf("pod create never succeeded: %v", err)
-		}
 		if dryRun == nil {
 			t.Cleanup(func() { _ = kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) })
 		}
@@ -129,13 +122,11 @@ func TestRestartKeepsSidecarSets(t *testing.T) {
 		if _, err := localUp(what); err != nil {
 			t.Fatal(err)
 		}
-		var getErr error
-		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			_, getErr = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
-			return getErr == nil, nil
-		})
-		if err != nil {
-			t.Errorf("after %s: %v", what, getErr)
+		if last, ok := poll(30*time.Second, func(ctx context.Context) (bool, string) {
+			_, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
+			return err == nil, fmt.Sprintf("get: %v", err)
+		}); !ok {
+			t.Errorf("after %s, waited 30s for SidecarSet test-sidecarset to be read; last seen: %s", what, last)
 		}
 	}
 }

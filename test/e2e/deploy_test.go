@@ -205,7 +205,7 @@ func TestDeployWhileServerCannotStart(t *testing.T) {
 
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	// Until the deadline, through kube-apiserver's loading of what was applied and the pods the
-	// deployment starts.
+	// deployment starts: a check that holds throughout 20 s, not a wait.
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
 		for _, n := range []string{"default", "kube-system", ns, extra.Name} {
 			for _, app := range []string{"nginx", "selected-by-none"} {

@@ -9,7 +9,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -77,9 +76,10 @@ func TestServerGuard(t *testing.T) {
 	elsewhere := active.DeepCopy()
 	elsewhere.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
 	// kube-apiserver takes a moment to load a policy (re)applied at registration, and its parameter.
-	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// refused reports what the last try returned.
+	_, _ = poll(time.Minute, func(ctx context.Context) (bool, string) {
 		_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, elsewhere, update)
-		return err != nil, nil
+		return err != nil, ""
 	})
 	refused("send a webhook's pods elsewhere", err, "never where they send pods")
 	wider := active.DeepCopy()

@@ -111,6 +111,8 @@ func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 	got, err := createPodDryRun(pod)
 	checkInjection(t, meta.Title, expect, got, err)
 	if settled {
+		// A sleep, not a wait: the pod's admission is what is checked, and nothing else shows that
+		// kube-apiserver has loaded the policies.
 		time.Sleep(policySettle)
 		got, err = createPodDryRun(pod)
 		checkInjection(t, meta.Title+" (policies loaded)", expect, got, err)
@@ -206,6 +208,9 @@ func applySidecarSetDoc(t *testing.T, doc []byte, vars map[string]string) interf
 }
 
 // createPodDryRun retries briefly: the server's SidecarSet cache follows writes asynchronously.
+// Three tries a second apart while the server answers "not ready", each with its full request
+// time, and the last answer returned: not a wait on a condition, since its callers check the
+// answer (a rejection may be what they expect); they wait with waitInjected.
 func createPodDryRun(pod *corev1.Pod) (*corev1.Pod, error) {
 	var got *corev1.Pod
 	var err error

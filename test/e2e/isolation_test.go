@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -119,15 +119,16 @@ func TestUninstallGarbageCollects(t *testing.T) {
 	if out, err := runKubectl(t, "", "delete", "apiservice", "v1alpha1.apps.kruise.io"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "the garbage collector to delete the server's policies, bindings and webhooks", 2*time.Minute, func(ctx context.Context) (bool, string) {
 		ps, err1 := ar.MutatingAdmissionPolicies().List(ctx, sel)
 		bs, err2 := ar.MutatingAdmissionPolicyBindings().List(ctx, sel)
 		ws, err3 := ar.MutatingWebhookConfigurations().List(ctx, sel)
-		return err1 == nil && err2 == nil && err3 == nil && len(ps.Items)+len(bs.Items)+len(ws.Items) == 0, nil
+		if err1 != nil || err2 != nil || err3 != nil {
+			return false, fmt.Sprintf("list: %v; %v; %v", err1, err2, err3)
+		}
+		return len(ps.Items)+len(bs.Items)+len(ws.Items) == 0,
+			fmt.Sprintf("%d policies, %d bindings, %d webhook configurations left", len(ps.Items), len(bs.Items), len(ws.Items))
 	})
-	if err != nil {
-		t.Fatalf("the garbage collector left policies, bindings or webhooks behind: %v", err)
-	}
 }
 
 // TestWideningIsReported: a SidecarSet whose selector requires no label leaves the injection
@@ -158,19 +159,15 @@ spec:
 	}
 	waitWidening := func(status metav1.ConditionStatus, reason, message, gauge string) {
 		t.Helper()
-		var last *metav1.Condition
-		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		eventually(t, fmt.Sprintf("condition WebhookReceivesEveryPod %s %s with %q", status, reason, message), time.Minute, func(ctx context.Context) (bool, string) {
 			ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "widening", metav1.GetOptions{})
 			if err != nil {
-				return false, nil
+				return false, err.Error()
 			}
-			last = apimeta.FindStatusCondition(ss.Status.Conditions, "WebhookReceivesEveryPod")
-			return last != nil && last.ObservedGeneration == ss.Generation && last.Status == status && last.Reason == reason &&
-				strings.Contains(last.Message, message), nil
+			c := apimeta.FindStatusCondition(ss.Status.Conditions, "WebhookReceivesEveryPod")
+			return c != nil && c.ObservedGeneration == ss.Generation && c.Status == status && c.Reason == reason &&
+				strings.Contains(c.Message, message), fmt.Sprintf("generation %d, condition %+v", ss.Generation, c)
 		})
-		if err != nil {
-			t.Fatalf("condition WebhookReceivesEveryPod: %+v, want %s %s with %q", last, status, reason, message)
-		}
 		if got := grepLines(serverMetrics(t), "sidecarset_injection_webhook_selects_every_pod"); !strings.HasSuffix(strings.TrimSpace(got), " "+gauge) {
 			t.Errorf("gauge: %q, want %s", got, gauge)
 		}

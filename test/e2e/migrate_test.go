@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -125,12 +124,13 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	// Pods OpenKruise injected, running before the server knows their SidecarSet; no SidecarSet of
 	// the server selects them (checked by a dry run), so they are created as they are.
 	probe := openKruisePod("probe", current)
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	eventually(t, "pods labelled app=migrate to be created as they are, not injected", time.Minute, func(context.Context) (bool, string) {
 		got, err := createPodDryRun(probe)
-		return err == nil && len(got.Spec.Containers) == 2, nil
-	}); err != nil {
-		t.Fatalf("pods labelled app=migrate are still injected: %v", err)
-	}
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(got.Spec.Containers) == 2, fmt.Sprintf("%d containers", len(got.Spec.Containers))
+	})
 	names := []string{"migrate-0", "migrate-1", "migrate-2"}
 	before := map[string]string{}
 	for _, name := range names {
@@ -250,17 +250,16 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 func waitAdopted(t *testing.T, name string, n int) *v1alpha1.SidecarSet {
 	t.Helper()
 	var ss *v1alpha1.SidecarSet
-	var seen string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("SidecarSet %s to control %d revisions", name, n), time.Minute, func(ctx context.Context) (bool, string) {
 		var err error
 		if ss, err = sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.SidecarSetNameLabel + "=" + name})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		seen = ""
+		seen := "revisions "
 		adopted := 0
 		for _, r := range list.Items {
 			owner := metav1.GetControllerOf(&r)
@@ -269,11 +268,8 @@ func waitAdopted(t *testing.T, name string, n int) *v1alpha1.SidecarSet {
 				adopted++
 			}
 		}
-		return len(list.Items) == n && adopted == n, nil
+		return len(list.Items) == n && adopted == n, seen
 	})
-	if err != nil {
-		t.Fatalf("SidecarSet %s: revisions %s want %d, all controlled by it", name, seen, n)
-	}
 	return ss
 }
 
@@ -282,19 +278,16 @@ func waitAdopted(t *testing.T, name string, n int) *v1alpha1.SidecarSet {
 // earlier run that stopped before writing the SidecarSet, stay: a migration finds them unchanged.
 func waitRevisionsGone(t *testing.T, name string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("the revisions of an earlier SidecarSet %s deleted", name), time.Minute, func(ctx context.Context) (bool, string) {
 		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.SidecarSetNameLabel + "=" + name})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		for _, r := range list.Items {
-			if metav1.GetControllerOf(&r) != nil {
-				return false, nil
+			if owner := metav1.GetControllerOf(&r); owner != nil {
+				return false, fmt.Sprintf("revision %s still controlled by %s %s", r.Name, owner.Kind, owner.UID)
 			}
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("the revisions of an earlier SidecarSet %s are still there: %v", name, err)
-	}
 }

@@ -15,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -112,21 +111,22 @@ func lastLines(s string, n int) string {
 // settleAll waits until the controller observed the generation of every stored SidecarSet.
 func settleAll(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "every SidecarSet settled", timeout, func(ctx context.Context) (bool, string) {
 		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
+		unsettled, example := 0, ""
 		for i := range list.Items {
-			if list.Items[i].Status.ObservedGeneration != list.Items[i].Generation {
-				return false, nil
+			if ss := &list.Items[i]; ss.Status.ObservedGeneration != ss.Generation {
+				if unsettled == 0 {
+					example = fmt.Sprintf(", %s at generation %d observed %d", ss.Name, ss.Generation, ss.Status.ObservedGeneration)
+				}
+				unsettled++
 			}
 		}
-		return true, nil
+		return unsettled == 0, fmt.Sprintf("%d of %d not settled%s", unsettled, len(list.Items), example)
 	})
-	if err != nil {
-		t.Fatalf("SidecarSets not settled: %v", err)
-	}
 }
 
 // timeSidecarSetCreates creates n more SidecarSets one by one (each selecting a value of its own

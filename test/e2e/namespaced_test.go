@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -42,14 +42,12 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	nss := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "team-agent"},
 		Spec: simpleSidecarSet("team-agent", "busybox:1.35", nil).Spec}
 	var stored *v1alpha1.NamespacedSidecarSet
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// Role aggregation and the authorization cache take a moment: retry until it is allowed.
+	eventually(t, "a namespace editor allowed to create a NamespacedSidecarSet in its namespace", 30*time.Second, func(ctx context.Context) (bool, string) {
 		var err error
 		stored, err = editor.AppsV1alpha1().NamespacedSidecarSets(own).Create(ctx, nss, metav1.CreateOptions{})
-		return err == nil, nil // role aggregation and the authorization cache take a moment
+		return err == nil, fmt.Sprintf("create: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("a namespace editor cannot create a NamespacedSidecarSet in its namespace: %v", err)
-	}
 	if _, err := editor.AppsV1alpha1().NamespacedSidecarSets(other).Create(ctx, nss, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("a namespace editor created a NamespacedSidecarSet in another namespace: %v", err)
 	}
@@ -142,12 +140,14 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	if err := editor.AppsV1alpha1().NamespacedSidecarSets(own).Delete(ctx, stored.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if last, ok := poll(30*time.Second, func(ctx context.Context) (bool, string) {
 		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.SidecarSetNameLabel + "=" + engineName})
-		return err == nil && len(list.Items) == 0, nil
-	})
-	if err != nil {
-		t.Errorf("the revisions of a deleted NamespacedSidecarSet remain: %v", err)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d revisions", len(list.Items))
+	}); !ok {
+		t.Errorf("waited 30s for the revisions of a deleted NamespacedSidecarSet to go; last seen: %s", last)
 	}
 
 	// Deleting a namespace deletes its NamespacedSidecarSets: kube-controller-manager's namespace
@@ -208,26 +208,22 @@ func teamPod(namespace, app, name string) *corev1.Pod {
 // (its injection is in place).
 func waitNamespacedSettled(t *testing.T, client clientset.Interface, namespace, name string) {
 	t.Helper()
-	var got *v1alpha1.NamespacedSidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && got.Status.ObservedGeneration == got.Generation, nil
+	eventually(t, fmt.Sprintf("NamespacedSidecarSet %s/%s settled", namespace, name), 90*time.Second, func(ctx context.Context) (bool, string) {
+		got, err := client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("generation %d, status %+v", got.Generation, got.Status)
 	})
-	if err != nil {
-		t.Fatalf("NamespacedSidecarSet %s/%s not settled: %v %+v", namespace, name, err, got)
-	}
 }
 
 func waitNamespacedStatus(t *testing.T, client clientset.Interface, namespace, name string, ok func(v1alpha1.SidecarSetStatus) bool) {
 	t.Helper()
-	var got *v1alpha1.NamespacedSidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && ok(got.Status), nil
+	eventually(t, fmt.Sprintf("NamespacedSidecarSet %s/%s status as wanted", namespace, name), rolloutTimeout, func(ctx context.Context) (bool, string) {
+		got, err := client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ok(got.Status), fmt.Sprintf("generation %d, status %+v", got.Generation, got.Status)
 	})
-	if err != nil {
-		t.Fatalf("NamespacedSidecarSet %s/%s status: %v %+v", namespace, name, err, got)
-	}
 }

@@ -70,14 +70,14 @@ func TestNoGapWhenPathsChange(t *testing.T) {
 				default:
 					created.Add(1)
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // the load's pace
 			}
 		}()
 	}
 	step := func(what string, do func()) {
 		t.Logf("%s: %s (so far %d injected, %d refused, %d bare)", time.Now().Format(time.StampMilli), what, created.Load(), refused.Load(), bare.Load())
 		do()
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // what is tested: the pods created meanwhile, not a state to wait for
 	}
 	step("restart into webhook mode", func() { restartServer(t, "webhook") })
 	step("restart into policy mode", func() { restartServer(t, "policy") })

@@ -160,16 +160,32 @@ func cleanPods(t *testing.T, ns, selector string) {
 // the last state cond described: the one wait of the suite, which the domain waits build on.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	if last, ok := poll(timeout, cond); !ok {
+	eventuallyEvery(t, what, pollInterval, timeout, cond)
+}
+
+// eventuallyEvery is eventually polling every interval: longer for a cond whose every try is
+// expensive (it runs kubectl or the plugin, or creates objects), shorter where the test measures
+// how soon something happens.
+func eventuallyEvery(t *testing.T, what string, interval, timeout time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	if last, ok := pollEvery(interval, timeout, cond); !ok {
 		t.Fatalf("waited %s for %s; last seen: %s", timeout, what, last)
 	}
 }
 
+// pollInterval is how often eventually and poll try their condition.
+const pollInterval = 200 * time.Millisecond
+
 // poll is eventually for a caller that adds its own diagnostics on failure: it reports whether
 // cond held within timeout, and the last state cond described.
 func poll(timeout time.Duration, cond func(ctx context.Context) (bool, string)) (string, bool) {
+	return pollEvery(pollInterval, timeout, cond)
+}
+
+// pollEvery is poll trying cond every interval (see eventuallyEvery).
+func pollEvery(interval, timeout time.Duration, cond func(ctx context.Context) (bool, string)) (string, bool) {
 	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(ctx context.Context) (bool, error) {
 		var ok bool
 		ok, last = cond(ctx)
 		return ok, nil

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -71,15 +71,15 @@ func (e *buildError) Error() string {
 // caches authorization decisions for a few seconds after the user's role is created).
 func pluginAs(t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errOut string
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if out, errOut, err = plugin(t, args...); err == nil {
-			return out
-		}
-	}
-	t.Fatalf("kubectl sidecarset %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
-	return ""
+	var out string
+	// Every second: each try runs the plugin.
+	eventuallyEvery(t, "kubectl sidecarset "+strings.Join(args, " ")+" to succeed", time.Second, 30*time.Second, func(context.Context) (bool, string) {
+		var errOut string
+		var err error
+		out, errOut, err = plugin(t, args...)
+		return err == nil, fmt.Sprintf("%v\n%s%s", err, out, errOut)
+	})
+	return out
 }
 
 // writeSidecarSet writes ss as a manifest and returns its path.
@@ -299,17 +299,16 @@ spec:
 `
 	var out string
 	var err error
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		// The webhook path serves "warn" (transferEnv) once its match condition names it.
+	// The webhook path serves "warn" (transferEnv) once its match condition names it. Every second:
+	// each try runs kubectl and creates the pod. The check below reports the last try.
+	_, _ = pollEvery(time.Second, 60*time.Second, func(context.Context) (bool, string) {
 		_, _ = runKubectl(t, "", "delete", "pod", "-n", upgradeNamespace, "warn-0", "--ignore-not-found", "--wait")
 		out, err = runKubectl(t, pod, "create", "-f", "-")
-		if err == nil && strings.Contains(out, "Warning") {
-			break
-		}
-	}
+		return err == nil && strings.Contains(out, "Warning"), ""
+	})
 	want := `Warning: SidecarSet "warn": spec.containers[0].transferEnv[0]: source container "missing" is not in the pod; nothing copied`
 	if err != nil || !strings.Contains(out, want) {
-		t.Fatalf("kubectl create: %v, want the warning %q in:\n%s", err, want, out)
+		t.Fatalf("waited 1m for kubectl create to warn; last try: %v, want the warning %q in:\n%s", err, want, out)
 	}
 	created, err := kube.CoreV1().Pods(upgradeNamespace).Get(ctx, "warn-0", metav1.GetOptions{})
 	if err != nil || !hasContainer(created, "warn-sidecar") {
@@ -426,12 +425,11 @@ func TestVersion(t *testing.T) {
 		t.Errorf("metrics lack the build info of %s:\n%s", want, grepLines(m, "build_info"))
 	}
 	wantOut := "Client Version: " + want + "\nServer Version: " + want + "\n"
-	var out, errOut string
-	err = wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
-		out, errOut, err = plugin(t, "version")
-		return err == nil && out == wantOut, nil // the leader records its version on its first reconcile
-	})
-	if err != nil {
-		t.Errorf("kubectl sidecarset version:\n%s%s\nwant:\n%s", out, errOut, wantOut)
+	// The leader records its version on its first reconcile. Every second: each try runs the plugin.
+	if last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
+		out, errOut, err := plugin(t, "version")
+		return err == nil && out == wantOut, fmt.Sprintf("%v\n%s%s", err, out, errOut)
+	}); !ok {
+		t.Errorf("waited 30s for kubectl sidecarset version to print\n%s; last seen: %s", wantOut, last)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -66,14 +65,14 @@ func TestPolicyDifferential(t *testing.T) {
 	if got := ownedPolicySidecarSets(t); !equalSets(got, onPolicy) {
 		t.Errorf("the server's policies inject %d SidecarSets, their conditions say %d are on the Policy path", len(got), len(onPolicy))
 	}
-	var diffs []string
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-		diffs = compareAnswers(cases, webhook, dryRunAll(t, cases))
-		return len(diffs) == 0, nil
+	// Every second: each try dry-runs every case.
+	eventuallyEvery(t, "identical pods in webhook and policy mode", time.Second, 2*time.Minute, func(context.Context) (bool, string) {
+		diffs := compareAnswers(cases, webhook, dryRunAll(t, cases))
+		if len(diffs) == 0 {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d of %d cases differ; first:\n%s", len(diffs), n, diffs[0])
 	})
-	if err != nil {
-		t.Fatalf("%d of %d cases differ between webhook and policy mode; first:\n%s", len(diffs), n, diffs[0])
-	}
 	deferred := 0
 	for _, c := range cases {
 		if deferringSets(c, stored) {
@@ -149,13 +148,14 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	eventually(t, "policy "+name+" to follow the SidecarSet change to centos:7", time.Minute, func(ctx context.Context) (bool, string) {
 		p, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
-		return err == nil && strings.Contains(p.Spec.Mutations[0].JSONPatch.Expression, `"centos:7"`), nil
+		if err != nil {
+			return false, err.Error()
+		}
+		expr := p.Spec.Mutations[0].JSONPatch.Expression
+		return strings.Contains(expr, `"centos:7"`), "expression " + expr
 	})
-	if err != nil {
-		t.Fatalf("the policy does not follow the SidecarSet change: %v", err)
-	}
 	pod.Name += "-after"
 	waitInjectedImage(t, pod, "sidecar1", "centos:7")
 }
@@ -177,19 +177,15 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 	if path == policy.PathNone {
 		want, wantReason = metav1.ConditionFalse, reason
 	}
-	var last *metav1.Condition
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("condition Injected of %s with status %s reason %s", name, want, wantReason), 30*time.Second, func(ctx context.Context) (bool, string) {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		last = apimeta.FindStatusCondition(ss.Status.Conditions, "Injected")
-		return last != nil && last.ObservedGeneration == ss.Generation && last.Status == want && last.Reason == wantReason &&
-			(path != policy.PathWebhook || strings.Contains(last.Message, reason)), nil
+		c := apimeta.FindStatusCondition(ss.Status.Conditions, "Injected")
+		return c != nil && c.ObservedGeneration == ss.Generation && c.Status == want && c.Reason == wantReason &&
+			(path != policy.PathWebhook || strings.Contains(c.Message, reason)), fmt.Sprintf("generation %d, condition %+v", ss.Generation, c)
 	})
-	if err != nil {
-		t.Fatalf("condition Injected of %s: %+v, want status %s reason %s", name, last, want, wantReason)
-	}
 	out, err := runKubectl(t, "", "get", "sidecarset", name, "-o", "wide", "--no-headers")
 	if fields := strings.Fields(out); err != nil || len(fields) == 0 || fields[len(fields)-1] != string(path) {
 		t.Errorf("kubectl get sidecarset %s -o wide: %q (%v), want PATH %s last", name, out, err, path)
@@ -221,23 +217,23 @@ func storeCorpus(t *testing.T, cases []policytest.Case) []*v1alpha1.SidecarSet {
 		return err
 	})
 	var stored []*v1alpha1.SidecarSet
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("the corpus's %d SidecarSets stored and settled", len(sets)), time.Minute, func(ctx context.Context) (bool, string) {
 		list, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) != len(sets) {
-			return false, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) != len(sets) {
+			return false, fmt.Sprintf("%d SidecarSets stored", len(list.Items))
 		}
 		stored = stored[:0]
 		for i := range list.Items {
-			if list.Items[i].Status.ObservedGeneration != list.Items[i].Generation {
-				return false, nil
+			if ss := &list.Items[i]; ss.Status.ObservedGeneration != ss.Generation {
+				return false, fmt.Sprintf("%s at generation %d observed %d", ss.Name, ss.Generation, ss.Status.ObservedGeneration)
 			}
 			stored = append(stored, &list.Items[i])
 		}
-		return true, nil
+		return true, ""
 	})
-	if err != nil {
-		t.Fatalf("SidecarSets not settled: %v", err)
-	}
 	return stored
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -50,14 +50,12 @@ func TestRBACPerSubresource(t *testing.T) {
 	reader := asUser(t, "e2e-reader", []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"},
 		Resources: []string{"sidecarsets"}, Verbs: []string{"get"}}})
 	var got *v1alpha1.SidecarSet
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// The server caches authorization decisions for a few seconds: retry until it is allowed.
+	eventually(t, "the reader allowed to get SidecarSets", 30*time.Second, func(ctx context.Context) (bool, string) {
 		var err error
 		got, err = reader.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
-		return err == nil, nil // the server caches authorization decisions for a few seconds
+		return err == nil, fmt.Sprintf("get: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("reader cannot get: %v", err)
-	}
 	got.Spec.Containers[0].Image = "centos:7"
 	if _, err := reader.AppsV1alpha1().SidecarSets().Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("reader update: want Forbidden, got %v", err)
@@ -67,18 +65,15 @@ func TestRBACPerSubresource(t *testing.T) {
 		{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets/status"}, Verbs: []string{"update"}},
 	})
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "the status writer allowed to update the status", 30*time.Second, func(ctx context.Context) (bool, string) {
 		cur, err := writer.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, fmt.Sprintf("get: %v", err)
 		}
 		cur.Spec.Containers[0].Image = "centos:7"
 		_, err = writer.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err == nil, nil
+		return err == nil, fmt.Sprintf("update status: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("status writer cannot update status: %v", err)
-	}
 	after, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
 	if err != nil || after.Spec.Containers[0].Image != "centos:6.7" {
 		t.Errorf("a status update changed the spec: %v %v", err, after.Spec.Containers)
@@ -114,15 +109,12 @@ func TestShippedUserRoles(t *testing.T) {
 		return clientset.NewForConfigOrDie(cfg)
 	}
 	editor, admin := bind("e2e-namespace-editor", "edit"), bind("e2e-sidecarset-admin", "sidecarsets-admin")
-	// Aggregation and the server's authorization cache take a moment.
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// Aggregation and the server's authorization cache take a moment: retry until both may read.
+	eventually(t, "the editor and the SidecarSet admin allowed to read SidecarSets", 30*time.Second, func(ctx context.Context) (bool, string) {
 		_, err1 := editor.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
 		_, err2 := admin.AppsV1alpha1().SidecarSets().Get(ctx, "test-sidecarset", metav1.GetOptions{})
-		return err1 == nil && err2 == nil, nil
+		return err1 == nil && err2 == nil, fmt.Sprintf("editor: %v; admin: %v", err1, err2)
 	})
-	if err != nil {
-		t.Fatalf("the editor or the SidecarSet admin cannot read SidecarSets: %v", err)
-	}
 	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e2e-roles"},
 		Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "e2e-roles"}},
 			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "roles", Image: "busybox"}}}}}
@@ -218,12 +210,15 @@ metadata: {name: psa-refused, namespace: ` + enforced.Name + `, labels: {app: ca
 spec:
   containers: [{name: app, image: busybox, env: [{name: TZ, value: UTC}]}]
 `
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+	// Every second: each try runs kubectl.
+	last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		out, err = runKubectl(t, pod, "create", "--dry-run=server", "-f", "-")
-		return err != nil && strings.Contains(out, `Warning: SidecarSet "cap-agent"`), nil
+		return err != nil && strings.Contains(out, `Warning: SidecarSet "cap-agent"`), fmt.Sprintf("%v: %s", err, out)
 	})
-	if err != nil || !strings.Contains(out, "namespace "+enforced.Name+" enforces") || !strings.Contains(out, "violates PodSecurity") {
-		t.Errorf("a pod Pod Security refuses after injection: the output does not name the SidecarSet: %v: %s", err, out)
+	if !ok {
+		t.Errorf("waited 30s for a pod Pod Security refuses after injection to be refused with the SidecarSet's warning; last seen: %s", last)
+	} else if !strings.Contains(out, "namespace "+enforced.Name+" enforces") || !strings.Contains(out, "violates PodSecurity") {
+		t.Errorf("a pod Pod Security refuses after injection: the output does not name the namespace and its violation: %s", out)
 	} else {
 		t.Logf("kubectl create of a pod Pod Security refuses after injection:\n%s", out)
 	}

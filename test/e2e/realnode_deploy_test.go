@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -167,16 +166,14 @@ func TestRealNodeDeployment(t *testing.T) {
 	}
 	t.Logf("deleted etcd member sidecarset-etcd-1 and the leading server pod %s", leader)
 	second := realPod("rn-deploy-1", "rn-deploy")
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Every second, each failure logged (the recovery's timeline): each try creates the pod.
+	eventuallyEvery(t, "pod "+second.Name+" created after the deletions", time.Second, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		_, err := kube.CoreV1().Pods(realNodeNamespace).Create(ctx, second, metav1.CreateOptions{})
 		if err != nil {
 			t.Logf("create %s: %v", second.Name, err)
 		}
-		return err == nil, nil
+		return err == nil, fmt.Sprintf("create: %v", err)
 	})
-	if err != nil {
-		t.Fatalf("no pod created after the deletions: %v", err)
-	}
 	p := waitPodRunning(t, realNodeNamespace, second.Name, true)
 	if st := sidecar.ContainerStatus(p, "sidecar1"); st == nil || !reportsImage(st, testImage+":v2") {
 		t.Fatalf("%s not injected with sidecar1 v2 after the deletions: %+v", second.Name, p.Spec.Containers)
@@ -208,22 +205,19 @@ func TestRealNodeDeployment(t *testing.T) {
 	if out, err := runKubectl(t, "", "delete", "-k", overlay, "--wait=true", "--timeout=180s"); err != nil {
 		t.Fatalf("kubectl delete -k: %v\n%s", err, out)
 	}
-	var left string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Every second: each try runs kubectl.
+	eventuallyEvery(t, "kubectl delete -k to leave no policy, binding or webhook configuration", time.Second, 2*time.Minute, func(ctx context.Context) (bool, string) {
 		out, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings,mutatingwebhookconfigurations", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
 		if err != nil {
-			return false, nil
+			return false, fmt.Sprintf("kubectl get: %v: %s", err, out)
 		}
-		left = strings.Join(strings.Fields(out), " ")
+		left := strings.Join(strings.Fields(out), " ")
 		_, err = kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sidecarset-injector", metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			left += " mutatingwebhookconfiguration/sidecarset-injector"
 		}
-		return strings.TrimSpace(left) == "", nil
+		return strings.TrimSpace(left) == "", "left behind: " + left
 	})
-	if err != nil {
-		t.Fatalf("left behind by kubectl delete -k: %s", left)
-	}
 	t.Log("kubectl delete -k left no policy, binding or webhook configuration")
 }
 
@@ -303,13 +297,17 @@ func checkDefrag(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	var got *batchv1.Job
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err = kube.BatchV1().Jobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
-		return err == nil && (got.Status.Succeeded > 0 || got.Status.Failed > 0), nil
+	last, ok := poll(2*time.Minute, func(ctx context.Context) (bool, string) {
+		j, err := kube.BatchV1().Jobs(ns).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got = j
+		return got.Status.Succeeded > 0 || got.Status.Failed > 0, fmt.Sprintf("status %+v", got.Status)
 	})
-	if err != nil || got.Status.Succeeded == 0 {
+	if !ok || got.Status.Succeeded == 0 { // the Job's log says why
 		logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/"+created.Name)
-		t.Fatalf("defragmentation Job %s: %v %+v\n%s", created.Name, err, got.Status, logs)
+		t.Fatalf("defragmentation Job %s: waited 2m for it to succeed (finished %v); last seen: %s\n%s", created.Name, ok, last, logs)
 	}
 	logs, _ := runKubectl(t, "", "-n", ns, "logs", "job/"+created.Name)
 	if n := strings.Count(logs, "Finished defragmenting etcd member"); n != 3 {
@@ -353,17 +351,15 @@ func checkServerImage(t *testing.T, pods []corev1.Pod) {
 func checkEtcdCluster(t *testing.T, ns string) {
 	t.Helper()
 	var out string
-	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Every 2 s: each try runs etcdctl in a pod through kubectl exec.
+	eventuallyEvery(t, "etcd endpoint status --cluster to list 3 https endpoints", 2*time.Second, time.Minute, func(ctx context.Context) (bool, string) {
 		var err error
 		out, err = runKubectl(t, "", "-n", ns, "exec", "sidecarset-etcd-0", "--", "etcdctl",
 			"--endpoints=https://sidecarset-etcd-0.sidecarset-etcd."+ns+".svc:2379,https://sidecarset-etcd-1.sidecarset-etcd."+ns+".svc:2379,https://sidecarset-etcd-2.sidecarset-etcd."+ns+".svc:2379",
 			"--cacert=/etc/etcd/server/ca.crt", "--cert=/etc/etcd/server/tls.crt", "--key=/etc/etcd/server/tls.key",
 			"endpoint", "status", "--cluster", "-w", "json")
-		return err == nil && strings.Count(out, `"Endpoint":"https://`) == 3, nil
+		return err == nil && strings.Count(out, `"Endpoint":"https://`) == 3, fmt.Sprintf("%v\n%s", err, out)
 	})
-	if err != nil {
-		t.Fatalf("etcd endpoint status --cluster: %v\n%s", err, out)
-	}
 	var st []struct {
 		Endpoint string
 		Status   struct {
@@ -420,9 +416,10 @@ func createLocalVolumes(t *testing.T) {
 			},
 		}
 		_ = kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{})
-		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// The create below fails, saying so, if the volume is still there.
+		_, _ = poll(30*time.Second, func(ctx context.Context) (bool, string) {
 			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
+			return apierrors.IsNotFound(err), ""
 		})
 		if _, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

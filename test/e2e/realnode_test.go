@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -220,14 +219,15 @@ func upgradeInPlaceTo(t *testing.T, name string, before *corev1.Pod, container, 
 	patchImage(t, name, patch)
 	var premature []string
 	var after *corev1.Pod
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	// Every 50 ms: to catch the counters running ahead of the pod.
+	eventuallyEvery(t, fmt.Sprintf("the upgrade of %s of pod %s to %s", container, before.Name, image), 50*time.Millisecond, rolloutTimeout, func(ctx context.Context) (bool, string) {
 		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		p, err := kube.CoreV1().Pods(realNodeNamespace).Get(ctx, before.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		// The counters are for the new spec once its revision is recorded (observedGeneration may
 		// come later: in policy mode the server lets kube-apiserver drop the old policy first).
@@ -240,11 +240,9 @@ func upgradeInPlaceTo(t *testing.T, name string, before *corev1.Pod, container, 
 				time.Since(patched).Round(10*time.Millisecond), p.Status.ObservedGeneration, p.Generation, container, st))
 		}
 		after = p
-		return newGen && done && ss.Status.MatchedPods == 1 && ss.Status.UpdatedPods == 1 && ss.Status.ReadyPods == 1 && ss.Status.UpdatedReadyPods == 1, nil
+		return newGen && done && ss.Status.MatchedPods == 1 && ss.Status.UpdatedPods == 1 && ss.Status.ReadyPods == 1 && ss.Status.UpdatedReadyPods == 1,
+			fmt.Sprintf("SidecarSet generation %d, status %+v; pod status %+v", ss.Generation, ss.Status, p.Status)
 	})
-	if err != nil {
-		t.Fatalf("upgrade of %s not finished: %v; pod status %+v", container, err, after.Status)
-	}
 	for _, m := range premature {
 		t.Errorf("the SidecarSet counted the pod updated and ready before its new %s ran: %s", container, m)
 	}
@@ -364,7 +362,7 @@ func TestRealNodeBadImageRollback(t *testing.T) {
 	patchImage(t, "rn-stall", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:missing"}]}}`)
 	stalled := v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 1, ReadyPods: 2, UpdatedReadyPods: 0}
 	waitStatus(t, "rn-stall", stalled)
-	time.Sleep(5 * time.Second) // it stays stalled
+	time.Sleep(5 * time.Second) // what is tested: it stays stalled
 	waitStatusOn(t, sidecars, "rn-stall", stalled, time.Second)
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "rn-stall", metav1.GetOptions{})
 	if err != nil {
@@ -479,10 +477,14 @@ func TestRealNodeBudget(t *testing.T) {
 	patchImage(t, "rn-budget", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:alias-v1"}]}}`)
 	start := time.Now()
 	var premature []string
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	// Every 50 ms: to catch the counters running ahead of the pods.
+	eventuallyEvery(t, fmt.Sprintf("the rollout of rn-budget's %d pods", n), 50*time.Millisecond, rolloutTimeout, func(ctx context.Context) (bool, string) {
 		cur, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "rn-budget", metav1.GetOptions{})
-		if err != nil || cur.Status.LatestRevision == rev { // the counters are still the old spec's
-			return false, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if cur.Status.LatestRevision == rev { // the counters are still the old spec's
+			return false, "revision " + rev + " still the latest"
 		}
 		ps := listRealPods(t, "rn-budget")
 		k := 0
@@ -496,11 +498,9 @@ func TestRealNodeBudget(t *testing.T) {
 				time.Since(start).Round(10*time.Millisecond), cur.Status.UpdatedReadyPods, k))
 		}
 		return k == n && cur.Status.ObservedGeneration == cur.Generation &&
-			cur.Status.UpdatedReadyPods == n && cur.Status.UpdatedPods == n && cur.Status.ReadyPods == n, nil
+				cur.Status.UpdatedReadyPods == n && cur.Status.UpdatedPods == n && cur.Status.ReadyPods == n,
+			fmt.Sprintf("%d pods run their new sidecar1; generation %d, status %+v", k, cur.Generation, cur.Status)
 	})
-	if err != nil {
-		t.Fatalf("rollout not finished: %v", err)
-	}
 	t.Logf("rollout of %d pods at maxUnavailable 1 on the real kubelet: %v", n, time.Since(start).Round(100*time.Millisecond))
 	w.Stop()
 	<-watched

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -202,7 +201,7 @@ func (r *scenarioRun) createPods(pods []conformance.Pod) error {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreateOrder < sorted[j].CreateOrder })
 	for i, sp := range sorted {
 		if i > 0 {
-			time.Sleep(1100 * time.Millisecond)
+			time.Sleep(1100 * time.Millisecond) // creation and ready times: one-second resolution
 		}
 		pod := &corev1.Pod{ObjectMeta: *r.template.ObjectMeta.DeepCopy(), Spec: *r.template.Spec.DeepCopy()}
 		pod.Name, pod.Namespace = sp.Name, r.namespace
@@ -271,22 +270,24 @@ func (r *scenarioRun) waitDeployment(name string) {
 	if st == nil {
 		r.t.Fatalf("Deployment %s is not one of the scenario's", name)
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, rolloutTimeout, true, func(ctx context.Context) (bool, error) {
+	eventually(r.t, fmt.Sprintf("Deployment %s ready with %d replicas", name, st.replicas), rolloutTimeout, func(ctx context.Context) (bool, string) {
 		d, err := kube.AppsV1().Deployments(st.namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || d.Status.ObservedGeneration != d.Generation || d.Status.ReadyReplicas != st.replicas ||
-			d.Status.Replicas != st.replicas {
-			return false, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if d.Status.ObservedGeneration != d.Generation || d.Status.ReadyReplicas != st.replicas || d.Status.Replicas != st.replicas {
+			return false, fmt.Sprintf("generation %d, status %+v", d.Generation, d.Status)
 		}
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil {
-			return false, err
+		if err != nil { // no use waiting
+			r.t.Fatalf("Deployment %s: selector: %v", name, err)
 		}
 		pods, err := kube.CoreV1().Pods(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-		return err == nil && len(pods.Items) == int(st.replicas), nil
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == int(st.replicas), fmt.Sprintf("%d pods", len(pods.Items))
 	})
-	if err != nil {
-		r.t.Fatalf("Deployment %s not ready with %d replicas: %v", name, st.replicas, err)
-	}
 }
 
 // act performs the step's action; an API error (which a step may expect) is returned.
@@ -369,7 +370,9 @@ func (r *scenarioRun) labelNamespace(a *conformance.Action) error {
 	if !ok {
 		return nil
 	}
-	time.Sleep(3 * time.Second) // let the injection objects (webhook cache, policies) see the new labels
+	// Let the injection objects (webhook cache, policies) see the new labels: a sleep, since
+	// nothing shows when kube-apiserver's and the server's namespace caches have them.
+	time.Sleep(3 * time.Second)
 	old := r.scenarioPods(name, nil)
 	for _, p := range old {
 		if err := kube.CoreV1().Pods(name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -416,24 +419,20 @@ func (r *scenarioRun) expect(step *conformance.Step) {
 	t := r.t
 	r.logInvariants(step)
 	var seen []conformance.StatusCounts
-	var lastErr error
-	deadline := time.Now().Add(rolloutTimeout)
-	for {
+	// Every 100 ms: each try also samples the status counters for the sequence checked below.
+	eventuallyEvery(t, fmt.Sprintf("step %q's expectations", step.Name), 100*time.Millisecond, rolloutTimeout, func(context.Context) (bool, string) {
 		seen = r.sample(step, seen)
-		if lastErr = r.check(&step.Expect.Eventually); lastErr == nil {
-			break
+		if err := r.check(&step.Expect.Eventually); err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("step %q: not reached within %v: %v", step.Name, rolloutTimeout, lastErr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true, ""
+	})
 	if want := step.Expect.ObservedSequenceContains; len(want) > 0 && !subsequence(want, seen) {
 		t.Errorf("step %q: status sequence %v does not contain %v in order", step.Name, seen, want)
 	}
 	until := time.Now().Add(time.Duration(step.Expect.StableForSeconds) * time.Second)
 	for time.Now().Before(until) {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // what is tested: it keeps holding, sampled every second
 		r.sample(step, nil)
 		if err := r.check(&step.Expect.Eventually); err != nil {
 			t.Fatalf("step %q: held, then stopped holding within %ds: %v", step.Name, step.Expect.StableForSeconds, err)
@@ -774,15 +773,18 @@ func cleanNamespace(t *testing.T, ns string) {
 	if err := kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, fmt.Sprintf("no pod nor ReplicaSet in namespace %s", ns), 5*time.Minute, func(ctx context.Context) (bool, string) {
 		_ = kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		rs, err2 := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-		return err == nil && err2 == nil && len(pods.Items) == 0 && len(rs.Items) == 0, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		rs, err := kube.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0 && len(rs.Items) == 0, fmt.Sprintf("%d pods, %d ReplicaSets left", len(pods.Items), len(rs.Items))
 	})
-	if err != nil {
-		t.Fatalf("namespace %s not cleaned: %v", ns, err)
-	}
 }
 
 func podIsReady(pod *corev1.Pod) bool {

@@ -81,11 +81,11 @@ func TestServerMemoryPerPod(t *testing.T) {
 	if _, err := localUp("restart-server"); err != nil { // a fresh heap
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Second)
+	time.Sleep(20 * time.Second) // let the fresh server's heap settle before measuring it idle
 	idle := serverMemory(t, "idle")
 	prepareScale(t, ss, n, nil)
 	waitStatusFor(t, "memory", n, 20*time.Minute)
-	time.Sleep(30 * time.Second) // let the collector run
+	time.Sleep(30 * time.Second) // let the collector run before measuring
 	loaded := serverMemory(t, "loaded")
 	perPod := func(a, b int64) float64 { return float64(a-b) / float64(n) }
 	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; after a collection and %v: RSS %s (idle %s), %.0f B/pod; "+
@@ -189,7 +189,7 @@ func serverMemory(t *testing.T, label string) memory {
 			m.live = int64(f)
 		}
 	}
-	time.Sleep(settle)
+	time.Sleep(settle) // what is measured: the resident set once the runtime had time to return memory
 	m.settledRSS = serverRSS(t)
 	return m
 }

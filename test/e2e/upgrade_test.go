@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -131,7 +130,7 @@ func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
 	good := waitSettled(t, "stall").Status.LatestRevision
 	patchImage(t, "stall", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:bad"}]}}`)
 	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
-	time.Sleep(10 * time.Second) // it stays stalled
+	time.Sleep(10 * time.Second) // what is tested: it stays stalled
 	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
 
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "stall", metav1.GetOptions{})
@@ -161,14 +160,13 @@ func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
 		Resources: []string{"sidecarsets/rollout"}, Verbs: []string{"get", "create"}}})
 	for _, action := range []v1alpha1.RolloutAction{v1alpha1.RolloutActionPause, v1alpha1.RolloutActionResume} {
 		var got *v1alpha1.SidecarSetRollout
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// Authorization decisions are cached for a few seconds: retry until it is allowed.
+		eventually(t, fmt.Sprintf("%s through sidecarsets/rollout", action), 30*time.Second, func(ctx context.Context) (bool, string) {
+			var err error
 			got, err = operator.AppsV1alpha1().SidecarSets().Rollout(ctx, "stall",
 				&v1alpha1.SidecarSetRollout{Spec: v1alpha1.SidecarSetRolloutSpec{Action: action}}, metav1.CreateOptions{})
-			return err == nil, nil // authorization decisions are cached for a few seconds
+			return err == nil, fmt.Sprintf("rollout: %v", err)
 		})
-		if err != nil {
-			t.Fatalf("%s through sidecarsets/rollout: %v", action, err)
-		}
 		if got.Status.Paused != (action == v1alpha1.RolloutActionPause) {
 			t.Errorf("%s: view says paused=%v", action, got.Status.Paused)
 		}
@@ -392,22 +390,20 @@ func TestRevisionRunByPodIsKept(t *testing.T) {
 		waitSettled(t, "keep")
 	}
 	latest := waitSettled(t, "keep").Status.LatestRevision
-	var names []string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if last, ok := poll(30*time.Second, func(ctx context.Context) (bool, string) {
 		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: "apps.kruise.io/sidecarset-name=keep"})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		names = names[:0]
+		var names []string
 		for _, r := range list.Items {
 			names = append(names, r.Name)
 		}
 		sort.Strings(names)
 		want := []string{used, latest}
 		sort.Strings(want)
-		return fmt.Sprint(names) == fmt.Sprint(want), nil
-	})
-	if err != nil {
-		t.Errorf("revisions %v, want the pod's %s and the latest %s only", names, used, latest)
+		return fmt.Sprint(names) == fmt.Sprint(want), fmt.Sprintf("revisions %v", names)
+	}); !ok {
+		t.Errorf("waited 30s for the revisions to be the pod's %s and the latest %s only; last seen: %s", used, latest, last)
 	}
 }

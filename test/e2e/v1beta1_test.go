@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -33,7 +32,9 @@ func TestV1beta1Manifests(t *testing.T) {
 		t.Fatalf("whitelist: %v: %s", err, out)
 	}
 	t.Cleanup(func() { setWhitelist(t, false) })
-	time.Sleep(500 * time.Millisecond) // the admission plugin's ConfigMap informer
+	// The admission plugin's ConfigMap informer: a sleep, since nothing shows when it has the
+	// whitelist.
+	time.Sleep(500 * time.Millisecond)
 	files, err := filepath.Glob(filepath.Join(v1beta1Manifests, "[0-9]*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("manifests: %v %v", files, err)
@@ -183,10 +184,11 @@ func TestV1beta1API(t *testing.T) {
 	explain := func(args ...string) (string, error) {
 		var out string
 		var err error
-		// kube-apiserver aggregates this server's OpenAPI asynchronously.
-		_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		// kube-apiserver aggregates this server's OpenAPI asynchronously. Every second: each try
+		// runs kubectl. The caller reports the last try.
+		_, _ = pollEvery(time.Second, time.Minute, func(context.Context) (bool, string) {
 			out, err = runKubectl(t, "", append([]string{"explain"}, args...)...)
-			return err == nil, nil
+			return err == nil, ""
 		})
 		return out, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -124,13 +123,14 @@ func runValidationScenario(t *testing.T, dir string) validationOutcome {
 // exists. Validation needs no more (its injection need not be in place).
 func waitRecorded(t *testing.T, name string, latestRevision func(context.Context) (string, error)) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Every 50 ms: the catalogue waits so for each of its many SidecarSets.
+	eventuallyEvery(t, "the revision of "+name+" recorded", 50*time.Millisecond, time.Minute, func(ctx context.Context) (bool, string) {
 		rev, err := latestRevision(ctx)
-		return err == nil && rev != "", nil
+		if err != nil {
+			return false, err.Error()
+		}
+		return rev != "", "no latest revision"
 	})
-	if err != nil {
-		t.Fatalf("the revision of %s is not recorded: %v", name, err)
-	}
 }
 
 // applySidecarSet creates the SidecarSet or replaces the stored one of the same name.
@@ -196,26 +196,27 @@ func settleDiagnostics(ss *v1alpha1.SidecarSet) string {
 func deleteAllSidecarSets(t *testing.T) {
 	t.Helper()
 	serialOnly(t, "deleting every SidecarSet")
-	ctx := context.Background()
 	client := sidecars.AppsV1alpha1().SidecarSets()
 	// Deleting a thousand SidecarSets can outlast kube-apiserver's request timeout, which ends the
 	// deletion where it is: delete again what is left until nothing is.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	eventually(t, "every SidecarSet deleted", 5*time.Minute, func(ctx context.Context) (bool, string) {
 		list, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) == 0 {
-			return err == nil, nil
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) == 0 {
+			return true, ""
 		}
 		err = client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
-			return false, err
+		if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) { // no use waiting
+			t.Fatalf("deleting every SidecarSet: %v", err)
 		}
-		return false, nil
+		return false, fmt.Sprintf("%d SidecarSets left (delete: %v)", len(list.Items), err)
 	})
-	if err != nil {
-		t.Fatalf("SidecarSets not deleted: %v", err)
-	}
 	deleteAllNamespacedSidecarSets(t)
-	time.Sleep(500 * time.Millisecond) // let the admission plugin's SidecarSet cache catch up
+	// Let the admission plugin's SidecarSet cache catch up: a sleep, since nothing shows when it
+	// has seen the deletions.
+	time.Sleep(500 * time.Millisecond)
 }
 
 // deleteAllNamespacedSidecarSets deletes the NamespacedSidecarSets of every namespace.
