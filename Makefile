@@ -65,11 +65,11 @@ chart:
 	$$(hack/install-helm.sh | tail -n 1) lint --strict charts/sidecarset-apiserver --set certificates.source=cert-manager
 	$(GO) test -count=1 -v ./test/chart/
 
-# Two local clusters at once (hack/e2e.sh): the conformance catalogue on one, every other test on
-# the other, whose tests run in a serial phase (restarts, reconfiguration, uninstalls) and then a
-# parallel one. REAL_NODE=1: the main cluster also gets the real node (containerd and a kubelet;
-# hack/local-up.sh node-up, root only), on which the TestRealNode tests run. Logs and per-test
-# times: _output/e2e/.
+# Seven local clusters at once (hack/e2e.sh): the conformance catalogue and the tests that restart
+# or reconfigure something spread over six of them, every other test on the main one, whose tests
+# run in a serial phase (restarts, reconfiguration, uninstalls) and then a parallel one.
+# REAL_NODE=1: the main cluster also gets the real node (containerd and a kubelet; hack/local-up.sh
+# node-up, root only), on which the TestRealNode tests run. Logs and per-test times: _output/e2e/.
 e2e:
 	REAL_NODE=1 hack/e2e.sh
 

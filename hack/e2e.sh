@@ -1,58 +1,92 @@
 #!/usr/bin/env bash
-# The end-to-end suite (make e2e) on two local clusters at once, each a hack/local-up.sh cluster of
-# its own (LOCAL_STATE, ports), driven by its own go test process:
+# The end-to-end suite (make e2e) on several local clusters at once, each a hack/local-up.sh
+# cluster of its own (LOCAL_STATE folder, ports), driven by its own go test process. The tests
+# spend their time waiting (policy grace periods, kubelet restart delays, rollouts paced by
+# maxUnavailable, server restarts), not computing: the clusters share the cores well.
 #
-#   main       _output/local, the default ports, the real node when REAL_NODE=1: every test but
-#              the catalogue's. Tests that restart, reconfigure or uninstall something run first,
-#              one at a time (the serial phase); then every test that calls parallelTest runs at
-#              once, in its own namespace with its own names (the parallel phase, -parallel).
-#   catalogue  _output/local-catalogue, ports 42379.., 46443, 48443: the conformance scenarios,
-#              which run one at a time on a cluster holding no other SidecarSet (the catalogue's
-#              isolation rule: a scenario's SidecarSets must not meet another test's), and switch
-#              the server's injection mode.
+# Shards (name, then the tests it runs; main runs every test no other shard names):
+#   catalogue-*  the conformance scenarios. Each runs one scenario at a time on a cluster holding no
+#                other test's SidecarSet (the catalogue's isolation rule: a scenario's SidecarSets
+#                must not meet another test's), and the injection scenarios switch the server's
+#                injection mode.
+#   serial-*     tests that restart, stop or reconfigure the server, its etcd or kube-apiserver,
+#                or need every SidecarSet of the cluster to be theirs, one at a time, on a cluster
+#                of their own (a catalogue runner clears the cluster before each scenario).
+#   main         _output/local, the default ports, the real node when REAL_NODE=1: the other
+#                tests that restart or reconfigure something first, one at a time (the serial
+#                phase); then every test that calls parallelTest at once, each in its own
+#                namespace with its own names (the parallel phase, -parallel).
 #
-# Each shard's full log is _output/e2e/<shard>.log; the summary prints each test's time and each
-# phase's. E2E_ARGS adds go test flags to both shards (e.g. E2E_ARGS='-run TestKubectl' narrows
-# main to it; the catalogue shard then runs what matches both). Exit status: non-zero if a shard
-# failed.
+# Each shard's full log is _output/e2e/<shard>.log; the summary prints each test's time, each
+# shard's and each phase's. E2E_ARGS adds go test flags to every shard (e.g. E2E_ARGS='-run
+# TestKubectl'). Exit status: non-zero if a shard failed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "${ROOT}"
 OUT="${ROOT}/_output/e2e"
 mkdir -p "${OUT}"
-CATALOGUE='^(TestInjectionConformance|TestValidationConformance|TestRolloutConformance|TestConformanceAtV1beta1)$'
 PARALLEL=${E2E_PARALLEL:-8}
 read -r -a extra <<<"${E2E_ARGS:-}"
 
-# What both clusters would otherwise build at the same moment: the cluster's binaries, the server
+# Balanced by the tests' times on a 2-core machine (the summary prints them): about 7 minutes each.
+SHARDS=(
+  "catalogue-injection ^TestInjectionConformance$"
+  "catalogue-rollout ^TestRolloutConformance$"
+  "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
+  "serial-1 ^(TestValidationConformance|TestPolicyDifferential|TestChaosRollout)$"
+  "serial-2 ^(TestNotLoadedFailsSafe|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection)$"
+  "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer)$"
+)
+
+# What the clusters would otherwise build at the same moment: the cluster's binaries, the server
 # and the test binary (into the Go build cache).
 hack/install-tools.sh >/dev/null
 go build -o /dev/null ./cmd/apiserver
 go test -count=1 -run '^$' ./test/e2e/ >/dev/null
 
 start=${SECONDS}
+declare -A pids
+rm -f "${OUT}"/*.seconds
+skip=""
+i=0
+for shard in "${SHARDS[@]}"; do
+  name=${shard%% *} run=${shard#* }
+  skip+="${skip:+|}${run}"
+  i=$((i + 1))
+  (
+    # Cluster i: ports 32379+100i and the next (etcd), 32381+100i and the next (the server's
+    # etcd), 36443+100i (kube-apiserver), 38443+100i and the next (the server and its replica);
+    # no real node. main, cluster 0, has the default ports.
+    export LOCAL_STATE="${ROOT}/_output/local-${name}" ETCD_PORT=$((32379 + 100 * i)) \
+      SERVER_ETCD_PORT=$((32381 + 100 * i)) KUBE_PORT=$((36443 + 100 * i)) SERVER_PORT=$((38443 + 100 * i)) \
+      SERVER_REPLICA_PORT=$((38444 + 100 * i)) REAL_NODE=
+    code=0
+    E2E=1 go test -count=1 -timeout 60m -v -run "${run}" "${extra[@]}" ./test/e2e/ >"${OUT}/${name}.log" 2>&1 || code=$?
+    echo $((SECONDS - start)) >"${OUT}/${name}.seconds"
+    exit "${code}"
+  ) &
+  pids[${name}]=$!
+done
 (
-  export LOCAL_STATE="${ROOT}/_output/local-catalogue" ETCD_PORT=42379 SERVER_ETCD_PORT=42381 KUBE_PORT=46443 \
-    SERVER_PORT=48443 SERVER_REPLICA_PORT=48444 REAL_NODE=
-  E2E=1 go test -count=1 -timeout 60m -v -run "${CATALOGUE}" "${extra[@]}" ./test/e2e/ >"${OUT}/catalogue.log" 2>&1
+  code=0
+  E2E=1 go test -count=1 -timeout 60m -v -parallel "${PARALLEL}" -skip "${skip}" "${extra[@]}" ./test/e2e/ \
+    >"${OUT}/main.log" 2>&1 || code=$?
+  echo $((SECONDS - start)) >"${OUT}/main.seconds"
+  exit "${code}"
 ) &
-catalogue=$!
-(
-  E2E=1 go test -count=1 -timeout 60m -v -parallel "${PARALLEL}" -skip "${CATALOGUE}" "${extra[@]}" ./test/e2e/ \
-    >"${OUT}/main.log" 2>&1
-) &
-main=$!
+pids[main]=$!
 
 status=0
-wait "${main}" || status=1
-main_time=$((SECONDS - start))
-wait "${catalogue}" || status=1
-catalogue_time=$((SECONDS - start))
+names=(main)
+for shard in "${SHARDS[@]}"; do names+=("${shard%% *}"); done
+for name in "${names[@]}"; do
+  wait "${pids[${name}]}" || status=1
+done
 
-summary() { # summary SHARD SECONDS
+summary() { # summary SHARD
   local log="${OUT}/$1.log"
-  echo "== e2e shard $1: ${2} s (${log})"
+  echo "== e2e shard $1: done after $(cat "${OUT}/$1.seconds" 2>/dev/null || echo '?') s (${log})"
   grep -E '^--- (PASS|FAIL|SKIP): Test[^/ ]+ ' "${log}" | sed -E 's/^--- (PASS|FAIL|SKIP): (Test[^ ]+) \(([0-9.]+)s\)/\3 \1 \2/' |
     sort -rn | awk '{ printf "   %8.1f s  %-4s %s\n", $1, $2, $3 }'
   grep -E '^e2e phases:' "${log}" || true
@@ -62,6 +96,6 @@ summary() { # summary SHARD SECONDS
   fi
   grep -E '^(ok|FAIL)\s' "${log}" || true
 }
-summary main "${main_time}"
-summary catalogue "${catalogue_time}"
+for name in "${names[@]}"; do summary "${name}"; done
+echo "e2e: $((SECONDS - start)) s in all"
 exit "${status}"

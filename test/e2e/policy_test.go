@@ -55,16 +55,9 @@ func TestPolicyDifferential(t *testing.T) {
 
 	restartServer(t, "policy")
 	// Each SidecarSet's Injected condition says which path serves it; the policies the server
-	// owns must list exactly those on the Policy path.
-	onPolicy := policyPathSidecarSets(t, stored)
-	served := len(onPolicy)
-	if served < len(stored)/10 {
-		t.Fatalf("policies serve only %d of %d SidecarSets: the corpus no longer exercises them", served, len(stored))
-	}
-	waitOwnedPolicies(t, served)
-	if got := ownedPolicySidecarSets(t); !equalSets(got, onPolicy) {
-		t.Errorf("the server's policies inject %d SidecarSets, their conditions say %d are on the Policy path", len(got), len(onPolicy))
-	}
+	// owns must inject exactly those on the Policy path, and enough of them to prove something.
+	served := len(policyServedSidecarSets(t, stored))
+	waitOwnedPolicies(t, served) // and each policy has its binding
 	// Every second: each try dry-runs every case.
 	eventuallyEvery(t, "identical pods in webhook and policy mode", time.Second, 2*time.Minute, func(context.Context) (bool, string) {
 		diffs := compareAnswers(cases, webhook, dryRunAll(t, cases))
@@ -334,60 +327,76 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 	}
 }
 
-// policyPathSidecarSets waits until every SidecarSet of sets reports its injection path for its
-// current generation (condition Injected) and returns those whose path is Policy.
-func policyPathSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[string]bool {
+// policyServedSidecarSets waits until the server's policies inject exactly the SidecarSets of
+// sets whose Injected condition reports the Policy path, at least a tenth of sets, and both stay
+// so for 3 s (the conditions the webhook-mode server left say Webhook until the policy-mode one
+// has planned); it returns them.
+func policyServedSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[string]bool {
 	t.Helper()
 	var onPolicy map[string]bool
-	eventually(t, "every SidecarSet reports its injection path", 2*time.Minute, func(ctx context.Context) (bool, string) {
-		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+	var stableSince time.Time
+	eventually(t, "the policies to inject the SidecarSets on the Policy path", 3*time.Minute, func(ctx context.Context) (bool, string) {
+		conditions, err := policyPathSidecarSets(ctx, sets)
 		if err != nil {
 			return false, err.Error()
 		}
-		want := map[string]bool{}
-		for _, ss := range sets {
-			want[ss.Name] = true
+		owned, err := ownedPolicySidecarSets(ctx)
+		if err != nil {
+			return false, err.Error()
 		}
-		onPolicy = map[string]bool{}
-		pending := 0
-		for i := range list.Items {
-			ss := &list.Items[i]
-			if !want[ss.Name] {
-				continue
-			}
-			c := apimeta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
-			if c == nil || c.ObservedGeneration != ss.Generation || (c.Reason != "Policy" && c.Reason != "Webhook") {
-				pending++
-				continue
-			}
-			if c.Reason == "Policy" {
-				onPolicy[ss.Name] = true
-			}
+		state := fmt.Sprintf("%d SidecarSets on the Policy path by their conditions, %d injected by the policies", len(conditions), len(owned))
+		if !equalSets(conditions, owned) || len(conditions) < len(sets)/10 {
+			stableSince = time.Time{}
+			return false, state
 		}
-		return pending == 0, fmt.Sprintf("%d SidecarSets report no path yet", pending)
+		if !equalSets(conditions, onPolicy) {
+			onPolicy, stableSince = conditions, time.Now()
+		}
+		return time.Since(stableSince) >= 3*time.Second, state
 	})
 	return onPolicy
 }
 
+// policyPathSidecarSets returns the SidecarSets of sets whose Injected condition reports the
+// Policy path.
+func policyPathSidecarSets(ctx context.Context, sets []*v1alpha1.SidecarSet) (map[string]bool, error) {
+	list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, ss := range sets {
+		want[ss.Name] = true
+	}
+	out := map[string]bool{}
+	for i := range list.Items {
+		ss := &list.Items[i]
+		c := apimeta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
+		if want[ss.Name] && c != nil && c.Reason == "Policy" {
+			out[ss.Name] = true
+		}
+	}
+	return out, nil
+}
+
 // ownedPolicySidecarSets returns the SidecarSets the server's policies inject, by their records.
-func ownedPolicySidecarSets(t *testing.T) map[string]bool {
-	t.Helper()
-	ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(context.Background(),
+func ownedPolicySidecarSets(ctx context.Context) (map[string]bool, error) {
+	ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx,
 		metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]bool{}
 	for i := range ps.Items {
 		recs := map[string]json.RawMessage{}
 		if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
-			t.Fatalf("policy %s: %v", ps.Items[i].Name, err)
+			return nil, fmt.Errorf("policy %s: %w", ps.Items[i].Name, err)
 		}
 		for name := range recs {
 			out[name] = true
 		}
 	}
-	return out
+	return out, nil
 }
 
 func equalSets(a, b map[string]bool) bool {

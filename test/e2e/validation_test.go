@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -155,27 +156,30 @@ func createSidecarSet(ctx context.Context, ss *v1alpha1.SidecarSet) error {
 }
 
 // updateSidecarSet replaces the stored SidecarSet of the same name with ss, at its current
-// resourceVersion (kubectl replace), at v1beta1 when the runner converts to it.
+// resourceVersion (kubectl replace), at v1beta1 when the runner converts to it. The controller
+// writes the status between the read and the write at times: on a conflict, read again.
 func updateSidecarSet(ctx context.Context, ss *v1alpha1.SidecarSet) error {
-	if beta := asV1beta1(ss); beta != nil {
-		client := sidecars.AppsV1beta1().SidecarSets()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if beta := asV1beta1(ss); beta != nil {
+			client := sidecars.AppsV1beta1().SidecarSets()
+			current, err := client.Get(ctx, ss.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			beta.ResourceVersion = current.ResourceVersion
+			_, err = client.Update(ctx, beta, metav1.UpdateOptions{})
+			return err
+		}
+		client := sidecars.AppsV1alpha1().SidecarSets()
 		current, err := client.Get(ctx, ss.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		beta.ResourceVersion = current.ResourceVersion
-		_, err = client.Update(ctx, beta, metav1.UpdateOptions{})
+		update := ss.DeepCopy()
+		update.ResourceVersion = current.ResourceVersion
+		_, err = client.Update(ctx, update, metav1.UpdateOptions{})
 		return err
-	}
-	client := sidecars.AppsV1alpha1().SidecarSets()
-	current, err := client.Get(ctx, ss.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	update := ss.DeepCopy()
-	update.ResourceVersion = current.ResourceVersion
-	_, err = client.Update(ctx, update, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // settleDiagnostics describes, for a SidecarSet that did not settle, its generation and status and
