@@ -17,8 +17,9 @@
 #                phase); then every test that calls parallelTest at once, each in its own
 #                namespace with its own names (the parallel phase, -parallel).
 #
-# Each shard's full log is _output/e2e/<shard>.log; the summary prints each test's time, each
-# shard's and each phase's. E2E_ARGS adds go test flags to every shard (e.g. E2E_ARGS='-run
+# Each shard's go test -json output is _output/e2e/<shard>.json, its text _output/e2e/<shard>.log;
+# the summary (hack/e2esummary) prints each test's time, each shard's and each phase's, the output of
+# failed tests, and closes with "e2e: N passed, N failed, N skipped". E2E_ARGS adds go test flags to every shard (e.g. E2E_ARGS='-run
 # TestKubectl'). Exit status: non-zero if a shard failed.
 set -euo pipefail
 
@@ -62,7 +63,7 @@ for shard in "${SHARDS[@]}"; do
       SERVER_ETCD_PORT=$((32381 + 100 * i)) KUBE_PORT=$((36443 + 100 * i)) SERVER_PORT=$((38443 + 100 * i)) \
       SERVER_REPLICA_PORT=$((38444 + 100 * i)) REAL_NODE=
     code=0
-    E2E=1 go test -count=1 -timeout 60m -v -run "${run}" "${extra[@]}" ./test/e2e/ >"${OUT}/${name}.log" 2>&1 || code=$?
+    E2E=1 go test -count=1 -timeout 60m -json -run "${run}" "${extra[@]}" ./test/e2e/ >"${OUT}/${name}.json" 2>&1 || code=$?
     echo $((SECONDS - start)) >"${OUT}/${name}.seconds"
     exit "${code}"
   ) &
@@ -70,8 +71,8 @@ for shard in "${SHARDS[@]}"; do
 done
 (
   code=0
-  E2E=1 go test -count=1 -timeout 60m -v -parallel "${PARALLEL}" -skip "${skip}" "${extra[@]}" ./test/e2e/ \
-    >"${OUT}/main.log" 2>&1 || code=$?
+  E2E=1 go test -count=1 -timeout 60m -json -parallel "${PARALLEL}" -skip "${skip}" "${extra[@]}" ./test/e2e/ \
+    >"${OUT}/main.json" 2>&1 || code=$?
   echo $((SECONDS - start)) >"${OUT}/main.seconds"
   exit "${code}"
 ) &
@@ -84,18 +85,11 @@ for name in "${names[@]}"; do
   wait "${pids[${name}]}" || status=1
 done
 
-summary() { # summary SHARD
-  local log="${OUT}/$1.log"
-  echo "== e2e shard $1: done after $(cat "${OUT}/$1.seconds" 2>/dev/null || echo '?') s (${log})"
-  grep -E '^--- (PASS|FAIL|SKIP): Test[^/ ]+ ' "${log}" | sed -E 's/^--- (PASS|FAIL|SKIP): (Test[^ ]+) \(([0-9.]+)s\)/\3 \1 \2/' |
-    sort -rn | awk '{ printf "   %8.1f s  %-4s %s\n", $1, $2, $3 }'
-  grep -E '^e2e phases:' "${log}" || true
-  if grep -qE '^(--- FAIL|FAIL|panic:)' "${log}"; then
-    echo "-- failures of shard $1:"
-    grep -E -- '--- FAIL|^\s+[a-z_]+_test\.go:[0-9]+:|^panic:|^FAIL' "${log}" | tail -n 400
-  fi
-  grep -E '^(ok|FAIL)\s' "${log}" || true
-}
-for name in "${names[@]}"; do summary "${name}"; done
-echo "e2e: $((SECONDS - start)) s in all"
+jsons=()
+for name in "${names[@]}"; do
+  echo "e2e shard ${name}: done after $(cat "${OUT}/${name}.seconds" 2>/dev/null || echo '?') s"
+  jsons+=("${OUT}/${name}.json")
+done
+go run ./hack/e2esummary "${jsons[@]}"
+echo "e2e: $((SECONDS - start)) s in all; logs in ${OUT}"
 exit "${status}"
