@@ -343,7 +343,7 @@ func servedBy(results map[string]policy.Result) map[string][]string {
 	return out
 }
 
-func policySpec(p *admissionregistrationv1.MutatingAdmissionPolicy) any       { return p.Spec }
+func policySpec(p *admissionregistrationv1.MutatingAdmissionPolicy) any         { return p.Spec }
 func bindingSpec(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) any { return b.Spec }
 
 // diff returns the writes that make have (the owned objects of kind k) want: creates of the
