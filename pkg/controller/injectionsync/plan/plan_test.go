@@ -204,7 +204,10 @@ func TestSync(t *testing.T) {
 		want: summary{Writes: []string{"Create " + active, "Create " + appP, "Create " + appB + " if " + appP + " failed=false"}, RecheckAfter: grace},
 	}, {
 		name: "settled: nothing to write",
-		in:   func(t *testing.T) Input { c := settled(t, a, b); return c.input([]*v1alpha1.SidecarSet{a, b}, t0, c.longAgo(t0)) },
+		in: func(t *testing.T) Input {
+			c := settled(t, a, b)
+			return c.input([]*v1alpha1.SidecarSet{a, b}, t0, c.longAgo(t0))
+		},
 		want: summary{},
 	}, {
 		name: "withdrawal waits while the webhooks that take over are written",
@@ -328,7 +331,9 @@ func TestTracker(t *testing.T) {
 	written := now.Add(-2500 * time.Millisecond) // 09:59:57.5, stored as 09:59:57
 	p := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1",
 		CreationTimestamp: metav1.NewTime(written.Truncate(time.Second))}}
-	obs := func(ps ...*admissionregistrationv1.MutatingAdmissionPolicy) []Observation { return Observations(now, ps, nil, nil) }
+	obs := func(ps ...*admissionregistrationv1.MutatingAdmissionPolicy) []Observation {
+		return Observations(now, ps, nil, nil)
+	}
 	for _, tc := range []struct {
 		name   string
 		before func(*Tracker)
@@ -342,7 +347,10 @@ func TestTracker(t *testing.T) {
 			old.ResourceVersion = "0"
 			tr.Observe(now.Add(-time.Minute), obs(old))
 		}, now},
-		{"written: when written", func(tr *Tracker) { tr.Observe(now.Add(-time.Minute), nil); tr.Wrote(PolicyKey("p"), "1", now.Add(-time.Second)) }, now.Add(-time.Second)},
+		{"written: when written", func(tr *Tracker) {
+			tr.Observe(now.Add(-time.Minute), nil)
+			tr.Wrote(PolicyKey("p"), "1", now.Add(-time.Second))
+		}, now.Add(-time.Second)},
 		{"written, then failed: now", func(tr *Tracker) {
 			tr.Observe(now.Add(-time.Minute), nil)
 			tr.Wrote(PolicyKey("p"), "1", now.Add(-time.Second))
