@@ -56,7 +56,9 @@ func (h history) servedByPolicy(name string, t time.Time) bool {
 		if !ok {
 			continue
 		}
-		if h.serves(key, t, func(o metav1.Object) bool { return policy.Members(o.(*admissionregistrationv1.MutatingAdmissionPolicy))[name] }) &&
+		if h.serves(key, t, func(o metav1.Object) bool {
+			return policy.Members(o.(*admissionregistrationv1.MutatingAdmissionPolicy))[name]
+		}) &&
 			h.serves(BindingKey(pname), t, func(o metav1.Object) bool {
 				return o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec.PolicyName == pname
 			}) {
