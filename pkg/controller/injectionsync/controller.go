@@ -214,10 +214,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if res.RecheckAfter > 0 {
 		c.addAfter(res.RecheckAfter)
 	}
-	everyPod.Set(0)
+	widened := 0.0
 	if res.SelectsEveryPod() {
-		everyPod.Set(1)
+		widened = 1
 	}
+	everyPod.Set(widened)
 	if len(res.Withdrawing) > 0 {
 		klog.V(2).InfoS("policies that stop injecting SidecarSets wait for the webhooks that take them over", "policies", res.Withdrawing, "wait", res.WithdrawAfter)
 	}
