@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -374,13 +373,3 @@ func TestTracker(t *testing.T) {
 	}
 }
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k, v := range m {
-		if v {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
