@@ -372,4 +372,3 @@ func TestTracker(t *testing.T) {
 		t.Errorf("webhooks seen since %v on a first look, want now", got)
 	}
 }
-
