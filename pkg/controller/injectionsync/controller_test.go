@@ -421,38 +421,6 @@ func TestNewLeaderKnowsLoadedPolicies(t *testing.T) {
 	}
 }
 
-// TestLoadedSince: the first look trusts the objects' last write (rounded up to the second they
-// are stored in); anything that appears after a first look, even a first look at nothing, was
-// written since and is loaded only from now.
-func TestLoadedSince(t *testing.T) {
-	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	written := now.Add(-2500 * time.Millisecond) // 09:59:57.5, stored as 09:59:57
-	policyAt := func(at time.Time) *admissionregistrationv1.MutatingAdmissionPolicy {
-		p := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1",
-			CreationTimestamp: metav1.NewTime(at.Truncate(time.Second))}}
-		return p
-	}
-	for _, tc := range []struct {
-		name   string
-		before [][]*admissionregistrationv1.MutatingAdmissionPolicy // what earlier reconciles saw
-		want   time.Time
-	}{
-		{"first look: last write, rounded up", nil, now.Add(-2 * time.Second)},
-		{"after a first look at nothing: now", [][]*admissionregistrationv1.MutatingAdmissionPolicy{nil}, now},
-		{"seen before at that version: first sight", [][]*admissionregistrationv1.MutatingAdmissionPolicy{{policyAt(written)}}, now.Add(-2 * time.Second)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &Controller{opts: Options{Clock: clocktesting.NewFakeClock(now)}}
-			for _, seen := range tc.before {
-				c.loaded(seen, nil)
-			}
-			if got := c.loaded([]*admissionregistrationv1.MutatingAdmissionPolicy{policyAt(written)}, nil)["p"]; !got.Equal(tc.want) {
-				t.Errorf("loaded since %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestWithdrawalWaitsForWebhooks: a policy that would stop injecting a SidecarSet stays until the
 // webhook that takes the SidecarSet over has been in place for the grace period (kube-apiserver
 // loads each asynchronously), then goes.
