@@ -56,12 +56,13 @@ for shard in "${SHARDS[@]}"; do
   skip+="${skip:+|}${run}"
   i=$((i + 1))
   (
-    # Cluster i: ports 32379+100i and the next (etcd), 32381+100i and the next (the server's
-    # etcd), 36443+100i (kube-apiserver), 38443+100i and the next (the server and its replica);
-    # no real node. main, cluster 0, has the default ports.
-    export LOCAL_STATE="${ROOT}/_output/local-${name}" ETCD_PORT=$((32379 + 100 * i)) \
-      SERVER_ETCD_PORT=$((32381 + 100 * i)) KUBE_PORT=$((36443 + 100 * i)) SERVER_PORT=$((38443 + 100 * i)) \
-      SERVER_REPLICA_PORT=$((38444 + 100 * i)) REAL_NODE=
+    # Cluster i: ports 20379+100i and the next (etcd), 20381+100i and the next (the server's
+    # etcd), 26443+100i (kube-apiserver), 28443+100i and the next (the server and its replica),
+    # below the kernel's ephemeral ports (32768 and up), which clients' connections take; no real
+    # node. main, cluster 0, has hack/local-up.sh's default ports.
+    export LOCAL_STATE="${ROOT}/_output/local-${name}" ETCD_PORT=$((20379 + 100 * i)) \
+      SERVER_ETCD_PORT=$((20381 + 100 * i)) KUBE_PORT=$((26443 + 100 * i)) SERVER_PORT=$((28443 + 100 * i)) \
+      SERVER_REPLICA_PORT=$((28444 + 100 * i)) REAL_NODE=
     code=0
     E2E=1 go test -count=1 -timeout 60m -json -run "${run}" "${extra[@]}" ./test/e2e/ >"${OUT}/${name}.json" 2>&1 || code=$?
     echo $((SECONDS - start)) >"${OUT}/${name}.seconds"
