@@ -28,7 +28,7 @@ import (
 // random kill moments (the seed is logged).
 const (
 	chaosName       = "chaos"
-	chaosDelay      = "2s" // the fake kubelet's in-place restart time (kwok.x-k8s.io/image-change-delay)
+	chaosDelay      = "4s" // the fake kubelet's in-place restart time (kwok.x-k8s.io/image-change-delay)
 	chaosSampleTick = 250 * time.Millisecond
 )
 

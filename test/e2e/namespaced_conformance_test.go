@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/test/conformance"
@@ -49,14 +50,17 @@ func applyNamespaced(ctx context.Context, n *v1alpha1.NamespacedSidecarSet) erro
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	current, err := client.Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
+	// The controller writes the status between the read and the write at times: read again.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := client.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		update := n.DeepCopy()
+		update.ResourceVersion = current.ResourceVersion
+		_, err = client.Update(ctx, update, metav1.UpdateOptions{})
 		return err
-	}
-	update := n.DeepCopy()
-	update.ResourceVersion = current.ResourceVersion
-	_, err = client.Update(ctx, update, metav1.UpdateOptions{})
-	return err
+	})
 }
 
 // errorFields returns the sorted field paths of an Invalid error's causes ("" for none), or the

@@ -27,6 +27,7 @@ func TestCompileCorpus(t *testing.T) {
 		k := len(c.Sets)
 		orders := [][]int{identity(k), reversed(k), g.Perm(k)}
 		t.Run(fmt.Sprint(id), func(t *testing.T) {
+			t.Parallel() // the cases share nothing: use every core
 			checkSame(t, c.Sets, c.Pod, c.NS, orders)
 		})
 		if pod := webhookPod(t, c.Sets, c.Pod, c.NS); pod != c.Pod {
@@ -59,6 +60,7 @@ func TestPlanCorpus(t *testing.T) {
 		}
 		want := normalize(webhookPod(t, c.Sets, c.Pod, c.NS))
 		t.Run(fmt.Sprint(id), func(t *testing.T) {
+			t.Parallel()
 			if diff := cmp.Diff(want, normalize(admitted(t, c.Sets, c.Pod, c.NS))); diff != "" {
 				t.Fatalf("differs from the injector alone (-injector +admitted):\n%s", diff)
 			}
