@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
@@ -50,7 +51,7 @@ type injectionPaths struct {
 // policies.
 func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
 	if p.unserved {
-		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "PoliciesNotServed",
+		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "PoliciesNotServed",
 			Message: "the cluster serves no admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"}
 	}
 	if p.planned != nil {
@@ -60,7 +61,7 @@ func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInje
 	}
 	all, err := p.sets.List(labels.Everything())
 	if err != nil {
-		return &v1alpha1.RolloutInjection{Path: string(policy.PathWebhook), Reason: "Unknown", Message: err.Error()}
+		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "Unknown", Message: err.Error()}
 	}
 	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
 	if p.policies != nil {
@@ -174,7 +175,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		Version:              version.Get().GitVersion,
 	}
 	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.LabelSelector = policy.ManagedByLabel + "=" + policy.ManagedByValue
+		lo.LabelSelector = apps.ManagedByLabel + "=" + apps.ManagedByValue
 	}))
 	if servesMutatingAdmissionPolicies(kube) {
 		opts.Policies = owned.Admissionregistration().V1().MutatingAdmissionPolicies()

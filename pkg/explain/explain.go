@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -239,7 +238,7 @@ func path(ss *v1alpha1.SidecarSet) (string, string) {
 	case c.Status == metav1.ConditionTrue:
 		return c.Reason, c.Message
 	}
-	return string(policy.PathNone), c.Reason + ": " + c.Message
+	return string(apps.PathNone), c.Reason + ": " + c.Message
 }
 
 // excluded reports whether the admission configuration keeps namespace ns from injection.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
 
@@ -52,9 +52,9 @@ func TestServerGuard(t *testing.T) {
 	_, err = server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, foreign, dryRun)
 	refused("create an unlabelled MutatingAdmissionPolicy", err, "writes only the admission policies and bindings it owns")
 	_, err = server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx,
-		guardTestPolicy(policy.NamePrefix+"e2e-guard", nil), dryRun)
+		guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", nil), dryRun)
 	refused("create an unlabelled sidecarsets-* MutatingAdmissionPolicy", err, "writes only the admission policies and bindings it owns")
-	owned := guardTestPolicy(policy.NamePrefix+"e2e-guard", map[string]string{policy.ManagedByLabel: policy.ManagedByValue})
+	owned := guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", map[string]string{apps.ManagedByLabel: apps.ManagedByValue})
 	if _, err := server.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, owned, dryRun); err != nil {
 		t.Errorf("with the server's token, create a policy it owns: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestServerGuard(t *testing.T) {
 	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
 	refused("create another, unlabelled webhook configuration", err, "creates only webhook configurations labelled")
-	other.Labels = map[string]string{policy.ManagedByLabel: policy.ManagedByValue}
+	other.Labels = map[string]string{apps.ManagedByLabel: apps.ManagedByValue}
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
 	refused("create another, labelled webhook configuration", err, "writes only its webhook configurations")
 	err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, active.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})

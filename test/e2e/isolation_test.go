@@ -13,7 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -84,7 +84,7 @@ func TestUninstallGarbageCollects(t *testing.T) {
 	deleteAllSidecarSets(t)
 	applyManualExample(t)
 	t.Cleanup(func() { deleteAllSidecarSets(t) })
-	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
+	sel := metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue}
 	ar := kube.AdmissionregistrationV1()
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.apps.kruise.io").DoRaw(ctx)
 	if err != nil {
@@ -172,7 +172,7 @@ spec:
 			t.Errorf("gauge: %q, want %s", got, gauge)
 		}
 	}
-	waitWidening(metav1.ConditionTrue, policy.WideningSelectorRequiresNoLabel, "calls this server", "1")
+	waitWidening(metav1.ConditionTrue, apps.WideningSelectorRequiresNoLabel, "calls this server", "1")
 	if out, err := runKubectl(t, manifest("{matchLabels: {app: widening}}"), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

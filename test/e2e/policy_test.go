@@ -22,6 +22,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -86,7 +87,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 	pod := nginxPod("default", fmt.Sprintf("outage-%d", time.Now().UnixNano()))
 	before := waitInjected(t, pod, "sidecar1")
 	waitWebhookLeavesLabels(t)
-	checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
+	checkInjectionPath(t, "test-sidecarset", apps.PathPolicy, apps.ReasonCompiled)
 	ctx := context.Background()
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "test-sidecarset", metav1.GetOptions{})
 	if err != nil || view.Status.Injection == nil || view.Status.Injection.Policy == "" {
@@ -156,7 +157,7 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 // checkInjectionPath checks the path the /rollout view reports for a SidecarSet, its Injected
 // condition once its generation is observed (True with the path as reason, or False when nothing
 // injects), and the PATH column of `kubectl get -o wide`.
-func checkInjectionPath(t *testing.T, name string, path policy.Path, reason string) {
+func checkInjectionPath(t *testing.T, name string, path apps.InjectionPath, reason string) {
 	t.Helper()
 	ctx := context.Background()
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
@@ -167,7 +168,7 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 		t.Fatalf("/rollout of %s: injection %+v, want path %s reason %s", name, in, path, reason)
 	}
 	want, wantReason := metav1.ConditionTrue, string(path)
-	if path == policy.PathNone {
+	if path == apps.PathNone {
 		want, wantReason = metav1.ConditionFalse, reason
 	}
 	eventually(t, fmt.Sprintf("condition Injected of %s with status %s reason %s", name, want, wantReason), 30*time.Second, func(ctx context.Context) (bool, string) {
@@ -177,7 +178,7 @@ func checkInjectionPath(t *testing.T, name string, path policy.Path, reason stri
 		}
 		c := apimeta.FindStatusCondition(ss.Status.Conditions, "Injected")
 		return c != nil && c.ObservedGeneration == ss.Generation && c.Status == want && c.Reason == wantReason &&
-			(path != policy.PathWebhook || strings.Contains(c.Message, reason)), fmt.Sprintf("generation %d, condition %+v", ss.Generation, c)
+			(path != apps.PathWebhook || strings.Contains(c.Message, reason)), fmt.Sprintf("generation %d, condition %+v", ss.Generation, c)
 	})
 	out, err := runKubectl(t, "", "get", "sidecarset", name, "-o", "wide", "--no-headers")
 	if fields := strings.Fields(out); err != nil || len(fields) == 0 || fields[len(fields)-1] != string(path) {
@@ -382,14 +383,14 @@ func policyPathSidecarSets(ctx context.Context, sets []*v1alpha1.SidecarSet) (ma
 // ownedPolicySidecarSets returns the SidecarSets the server's policies inject, by their records.
 func ownedPolicySidecarSets(ctx context.Context) (map[string]bool, error) {
 	ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx,
-		metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue})
+		metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for i := range ps.Items {
 		recs := map[string]json.RawMessage{}
-		if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
+		if err := json.Unmarshal([]byte(ps.Items[i].Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", ps.Items[i].Name, err)
 		}
 		for name := range recs {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // TestAnotherMutationKeepsItsEdits adds a second mutating admission step, a cluster
@@ -39,9 +39,9 @@ func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 			restartServer(t, mode)
 			waitSettled(t, "test-sidecarset")
 			if mode == "webhook" {
-				checkInjectionPath(t, "test-sidecarset", policy.PathWebhook, policy.ReasonWebhookMode)
+				checkInjectionPath(t, "test-sidecarset", apps.PathWebhook, apps.ReasonWebhookMode)
 			} else {
-				checkInjectionPath(t, "test-sidecarset", policy.PathPolicy, policy.ReasonCompiled)
+				checkInjectionPath(t, "test-sidecarset", apps.PathPolicy, apps.ReasonCompiled)
 			}
 			got := waitInjected(t, nginxPod("default", "edited"), "sidecar1")
 			var sidecars []corev1.Container

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -130,7 +130,7 @@ func waitWebhookLeavesLabels(t *testing.T) {
 // policy with its binding.
 func waitOwnedPolicies(t *testing.T, n int) {
 	t.Helper()
-	sel := metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue}
+	sel := metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue}
 	ar := kube.AdmissionregistrationV1()
 	// A thousand SidecarSets take the controller well under a minute on an idle machine; allow for
 	// a busy one.
@@ -142,7 +142,7 @@ func waitOwnedPolicies(t *testing.T, n int) {
 		served := 0
 		for i := range ps.Items {
 			recs := map[string]json.RawMessage{}
-			if err := json.Unmarshal([]byte(ps.Items[i].Annotations[policy.SidecarSetsAnnotation]), &recs); err != nil {
+			if err := json.Unmarshal([]byte(ps.Items[i].Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil {
 				return false, err.Error()
 			}
 			served += len(recs)

@@ -16,7 +16,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // errCheckFailed is returned when a check finds an error; it exits with exitError.
@@ -180,7 +180,7 @@ func (o *options) gatherServer(ctx context.Context, c *clients, t checkTargets, 
 	if f.Active, err = getOrNil(hooks.Get(ctx, t.webhooks+"-active", metav1.GetOptions{})); err != nil {
 		return err
 	}
-	policies, err := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: policy.ManagedByLabel + "=" + policy.ManagedByValue})
+	policies, err := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
 	switch {
 	case apierrors.IsNotFound(err):
 		f.Policies = -1

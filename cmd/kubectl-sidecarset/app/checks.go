@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -222,8 +222,8 @@ func checkWebhooks(f *clusterFacts) checkResult {
 		return checkResult{"webhooks", checkError, "the injection webhook configuration (the template shipped with the deployment) is missing: no pod is injected by the webhook"}
 	case f.Active == nil:
 		return checkResult{"webhooks", checkError, fmt.Sprintf("%s exists but the server has not written its active configuration: is its leader running?", f.Template.Name)}
-	case f.Active.Labels[policy.ManagedByLabel] != policy.ManagedByValue:
-		return checkResult{"webhooks", checkError, f.Active.Name + " is not labelled " + policy.ManagedByLabel + "=" + policy.ManagedByValue + ": it is not the server's"}
+	case f.Active.Labels[apps.ManagedByLabel] != apps.ManagedByValue:
+		return checkResult{"webhooks", checkError, f.Active.Name + " is not labelled " + apps.ManagedByLabel + "=" + apps.ManagedByValue + ": it is not the server's"}
 	}
 	msg := fmt.Sprintf("%s: %d webhooks rendered from %s", f.Active.Name, len(f.Active.Webhooks), f.Template.Name)
 	if f.Policies >= 0 {
@@ -236,10 +236,10 @@ func checkWebhooks(f *clusterFacts) checkResult {
 
 // checkVersion: the version the server's leader recorded.
 func checkVersion(f *clusterFacts) checkResult {
-	if f.Active == nil || f.Active.Annotations[policy.ServerVersionAnnotation] == "" {
-		return checkResult{"version", checkWarning, "the server has recorded no version (annotation " + policy.ServerVersionAnnotation + "): its leader has not written the webhooks, or predates it"}
+	if f.Active == nil || f.Active.Annotations[apps.ServerVersionAnnotation] == "" {
+		return checkResult{"version", checkWarning, "the server has recorded no version (annotation " + apps.ServerVersionAnnotation + "): its leader has not written the webhooks, or predates it"}
 	}
-	return checkResult{"version", checkOK, "server " + f.Active.Annotations[policy.ServerVersionAnnotation]}
+	return checkResult{"version", checkOK, "server " + f.Active.Annotations[apps.ServerVersionAnnotation]}
 }
 
 // injecting is one object whose Injected condition check reads.
@@ -272,7 +272,7 @@ func checkInjection(f *clusterFacts) checkResult {
 		case c == nil || c.ObservedGeneration != ss.generation:
 			failing = append(failing, ss.name+": not yet observed by the server")
 		case c.Status == metav1.ConditionTrue:
-		case c.Reason == policy.ReasonInjectionPaused || c.Reason == policy.ReasonNoSelector:
+		case c.Reason == apps.ReasonInjectionPaused || c.Reason == apps.ReasonNoSelector:
 			paused = append(paused, ss.name+" ("+c.Reason+")")
 		default:
 			failing = append(failing, ss.name+": "+c.Reason+": "+c.Message)

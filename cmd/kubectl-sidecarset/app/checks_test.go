@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -59,8 +59,8 @@ func installedFacts(t *testing.T) *clusterFacts {
 	}
 	f.Template = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"}}
 	f.Active = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector-active",
-		Labels:      map[string]string{policy.ManagedByLabel: policy.ManagedByValue},
-		Annotations: map[string]string{policy.ServerVersionAnnotation: "v1.2.3"}},
+		Labels:      map[string]string{apps.ManagedByLabel: apps.ManagedByValue},
+		Annotations: map[string]string{apps.ServerVersionAnnotation: "v1.2.3"}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "a", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca}}}}
 	f.SidecarSets = []v1alpha1.SidecarSet{sidecarSetInjected("a", "True", "Policy"), sidecarSetInjected("b", "True", "Webhook")}
 	return f
@@ -133,7 +133,7 @@ func TestAssessCluster(t *testing.T) {
 		}, map[string]checkStatus{"webhooks": checkOK}, map[string]string{"webhooks": "serves no MutatingAdmissionPolicy"}, false},
 		{"a paused and an unobserved SidecarSet", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
-			f.SidecarSets = append(f.SidecarSets, sidecarSetInjected("p", "False", policy.ReasonInjectionPaused))
+			f.SidecarSets = append(f.SidecarSets, sidecarSetInjected("p", "False", apps.ReasonInjectionPaused))
 			return f
 		}, map[string]checkStatus{"injection": checkWarning}, map[string]string{"injection": "p (InjectionPaused)"}, false},
 		{"an unobserved SidecarSet", func(t *testing.T) *clusterFacts {
@@ -151,13 +151,13 @@ func TestAssessCluster(t *testing.T) {
 			"storage": "2 SidecarSets and 1 NamespacedSidecarSets", "injection": "all 2 SidecarSets and 1 NamespacedSidecarSets inject new pods"}, false},
 		{"a paused and a failing NamespacedSidecarSet", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
-			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", policy.ReasonInjectionPaused),
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", apps.ReasonInjectionPaused),
 				namespacedInjected("shop", "bad", "False", "PolicyFailed")}
 			return f
 		}, map[string]checkStatus{"injection": checkError}, map[string]string{"injection": "namespacedsidecarset shop/bad: PolicyFailed"}, true},
 		{"a paused NamespacedSidecarSet", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
-			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", policy.ReasonInjectionPaused)}
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{namespacedInjected("shop", "p", "False", apps.ReasonInjectionPaused)}
 			return f
 		}, map[string]checkStatus{"injection": checkWarning}, map[string]string{"injection": "2 of 2 SidecarSets and 1 NamespacedSidecarSets inject; not injecting on purpose: namespacedsidecarset shop/p (InjectionPaused)"}, false},
 		{"NamespacedSidecarSets not readable", func(t *testing.T) *clusterFacts {

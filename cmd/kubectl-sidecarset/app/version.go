@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/version"
 )
 
@@ -29,7 +29,7 @@ func newVersionCommand(o *options) *cobra.Command {
 		Short: "Print the plugin's version and the server's",
 		Long: `Print the version of this plugin and of the SidecarSet server running in the cluster: the version
 the server's leader records on the injection webhook configuration it writes (annotation
-` + policy.ServerVersionAnnotation + `; reading it needs get on mutatingwebhookconfigurations).
+` + apps.ServerVersionAnnotation + `; reading it needs get on mutatingwebhookconfigurations).
 A server replica serves its own version on /version and as the metric sidecarset_build_info.`,
 		Example: `  kubectl sidecarset version
   kubectl sidecarset version --client -o json`,
@@ -65,9 +65,9 @@ func (o *options) serverVersion(ctx context.Context, webhooks string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("reading the server's version: %w", err)
 	}
-	v := cfg.Annotations[policy.ServerVersionAnnotation]
+	v := cfg.Annotations[apps.ServerVersionAnnotation]
 	if v == "" {
-		return "", fmt.Errorf("the server has not recorded its version on %s (annotation %s): is it running, and of a version that records it?", webhooks, policy.ServerVersionAnnotation)
+		return "", fmt.Errorf("the server has not recorded its version on %s (annotation %s): is it running, and of a version that records it?", webhooks, apps.ServerVersionAnnotation)
 	}
 	return v, nil
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // TestVersionCommand: the plugin's version always; the server's from the annotation its leader
@@ -28,9 +28,9 @@ func TestVersionCommand(t *testing.T) {
 		wantErr string
 	}{
 		{"client only", []string{"version", "--client"}, nil, []string{"Client Version: v"}, ""},
-		{"both", []string{"version"}, []runtime.Object{active(map[string]string{policy.ServerVersionAnnotation: "v9.8.7"})},
+		{"both", []string{"version"}, []runtime.Object{active(map[string]string{apps.ServerVersionAnnotation: "v9.8.7"})},
 			[]string{"Client Version: v", "Server Version: v9.8.7"}, ""},
-		{"json", []string{"version", "-o", "json"}, []runtime.Object{active(map[string]string{policy.ServerVersionAnnotation: "v9.8.7"})},
+		{"json", []string{"version", "-o", "json"}, []runtime.Object{active(map[string]string{apps.ServerVersionAnnotation: "v9.8.7"})},
 			[]string{"{", `  "clientVersion": {`}, ""},
 		{"not recorded", []string{"version"}, []runtime.Object{active(nil)}, []string{"Client Version: v"}, "has not recorded its version"},
 		{"no server", []string{"version"}, nil, []string{"Client Version: v"}, "not found"},

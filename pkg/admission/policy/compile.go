@@ -14,57 +14,6 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// Well-known names of the compiled objects.
-const (
-	// NamePrefix prefixes the name of every policy and binding this server owns.
-	NamePrefix = "sidecarsets-"
-	// ManagedByLabel marks the objects this server owns; its value is ManagedByValue.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedByValue is the value of ManagedByLabel on compiled objects.
-	ManagedByValue = "sidecarset-apiserver"
-	// SidecarSetsAnnotation on a compiled policy records the SidecarSets it injects: a JSON object
-	// from SidecarSet name to the spec hash it was compiled from, when (the updateTimestamp its
-	// pods' hash annotation entries carry) and a digest of what it injects where.
-	SidecarSetsAnnotation = "apps.kruise.io/sidecarsets"
-	// ServerVersionAnnotation on the active injection webhook configuration is the version of the
-	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
-	ServerVersionAnnotation = "apps.kruise.io/server-version"
-)
-
-// Path says which admission path injects a SidecarSet.
-type Path string
-
-// Paths.
-const (
-	// PathPolicy: a MutatingAdmissionPolicy inside kube-apiserver.
-	PathPolicy Path = "Policy"
-	// PathWebhook: this server's injection webhook, for what a policy cannot express exactly.
-	PathWebhook Path = "Webhook"
-	// PathNone: the SidecarSet injects into no pod (injection paused), so neither path serves it.
-	PathNone Path = "None"
-)
-
-// Reasons a SidecarSet is served by the webhook or by neither path.
-const (
-	ReasonInjectionPaused     = "InjectionPaused"
-	ReasonCanary              = "Canary"
-	ReasonInjectionRevision   = "InjectionRevision"
-	ReasonPatchPodMetadata    = "PatchPodMetadata"
-	ReasonHotUpgrade          = "HotUpgrade"
-	ReasonResourcesPolicy     = "ResourcesPolicy"
-	ReasonTransferEnv         = "TransferEnv"
-	ReasonShareVolumePolicy   = "ShareVolumePolicy"
-	ReasonShareVolumeDevices  = "ShareVolumeDevicePolicy"
-	ReasonSortedContainers    = "SortSidecarContainersByName"
-	ReasonAmbiguousContainers = "AmbiguousContainerNames"
-	ReasonTooLarge            = "TooLarge"
-	ReasonNoSelector          = "NoSelector"
-	ReasonCompiled            = "Compiled"
-	ReasonWebhookMode         = "WebhookMode"
-	ReasonSelectorBudget      = "SelectorBudget"
-	ReasonManyNeighbours      = "ManyNeighbours"
-)
-
 // maxNeighbours is the most SidecarSets that may share pods with a policy-path SidecarSet: its
 // CEL names their sidecars (to place its own among them and to leave pods that declare one to the
 // webhook), so its size, what kube-apiserver compiles, and what a write of any of them rewrites grow
@@ -97,12 +46,12 @@ type Input struct {
 // Result says which path serves a SidecarSet.
 type Result struct {
 	// Path serves the SidecarSet.
-	Path Path
-	// Reason says why (ReasonCompiled for the policy path).
+	Path apps.InjectionPath
+	// Reason says why (apps.ReasonCompiled for the policy path).
 	Reason string
 	// Message explains Reason to a person.
 	Message string
-	// PolicyName, for PathPolicy, is the policy (and binding) that injects the SidecarSet.
+	// PolicyName, for apps.PathPolicy, is the policy (and binding) that injects the SidecarSet.
 	PolicyName string
 }
 
@@ -128,10 +77,10 @@ func compileMember(in Input) (Result, *member, error) {
 		return Result{}, nil, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
 	if m.size() > maxExpressionSize {
-		return Result{Path: PathWebhook, Reason: ReasonTooLarge,
+		return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge,
 			Message: fmt.Sprintf("its sidecars need about %d characters of CEL, more than a policy expression holds", m.size())}, nil, nil
 	}
-	return Result{Path: PathPolicy, Reason: ReasonCompiled}, m, nil
+	return Result{Path: apps.PathPolicy, Reason: apps.ReasonCompiled}, m, nil
 }
 
 // classify returns the result for a SidecarSet a policy does not serve, and false; or true when
@@ -139,30 +88,30 @@ func compileMember(in Input) (Result, *member, error) {
 func classify(in *Input) (Result, bool) {
 	ss := in.SidecarSet
 	webhook := func(reason, format string, args ...any) (Result, bool) {
-		return Result{Path: PathWebhook, Reason: reason, Message: fmt.Sprintf(format, args...)}, false
+		return Result{Path: apps.PathWebhook, Reason: reason, Message: fmt.Sprintf(format, args...)}, false
 	}
 	switch {
 	case ss.Spec.InjectionStrategy.Paused:
-		return Result{Path: PathNone, Reason: ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, false
+		return Result{Path: apps.PathNone, Reason: apps.ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, false
 	case apps.SelectsNoPod(ss.Spec.Selector):
-		return Result{Path: PathNone, Reason: ReasonNoSelector, Message: "spec.selector selects no pod"}, false
+		return Result{Path: apps.PathNone, Reason: apps.ReasonNoSelector, Message: "spec.selector selects no pod"}, false
 	case in.SortSidecarContainersByName:
-		return webhook(ReasonSortedContainers, "the server sorts sidecar containers by name")
+		return webhook(apps.ReasonSortedContainers, "the server sorts sidecar containers by name")
 	case isCanaryOrBase(ss, in.Others) || in.Bases[ss.Name]:
-		return webhook(ReasonCanary, "canary SidecarSets and their bases choose between each other per pod")
+		return webhook(apps.ReasonCanary, "canary SidecarSets and their bases choose between each other per pod")
 	case ss.Spec.InjectionStrategy.Revision != nil:
-		return webhook(ReasonInjectionRevision, "spec.injectionStrategy.revision chooses a recorded revision per pod")
+		return webhook(apps.ReasonInjectionRevision, "spec.injectionStrategy.revision chooses a recorded revision per pod")
 	case len(ss.Spec.PatchPodMetadata) > 0:
-		return webhook(ReasonPatchPodMetadata, "spec.patchPodMetadata merges into pod annotations")
+		return webhook(apps.ReasonPatchPodMetadata, "spec.patchPodMetadata merges into pod annotations")
 	}
 	if reason, field := containerFeature(ss); reason != "" {
 		return webhook(reason, "%s is computed from the pod at admission", field)
 	}
 	if len(in.Neighbours) > maxNeighbours {
-		return webhook(ReasonManyNeighbours, "it may select the same pods as %d other SidecarSets (a policy places sidecars among at most %d)", len(in.Neighbours), maxNeighbours)
+		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as %d other SidecarSets (a policy places sidecars among at most %d)", len(in.Neighbours), maxNeighbours)
 	}
 	if name := ambiguousName(ss, in.Neighbours); name != "" {
-		return webhook(ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
+		return webhook(apps.ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
 	}
 	return Result{}, true
 }
@@ -178,15 +127,15 @@ func containerFeature(ss *v1alpha1.SidecarSet) (string, string) {
 			path := fmt.Sprintf("%s[%d]", list.field, i)
 			switch {
 			case sidecar.IsHotUpgrade(sc):
-				return ReasonHotUpgrade, path + ".upgradeStrategy"
+				return apps.ReasonHotUpgrade, path + ".upgradeStrategy"
 			case sc.ResourcesPolicy != nil:
-				return ReasonResourcesPolicy, path + ".resourcesPolicy"
+				return apps.ReasonResourcesPolicy, path + ".resourcesPolicy"
 			case len(sc.TransferEnv) > 0:
-				return ReasonTransferEnv, path + ".transferEnv"
+				return apps.ReasonTransferEnv, path + ".transferEnv"
 			case sc.ShareVolumePolicy.Type == v1alpha1.ShareVolumePolicyEnabled:
-				return ReasonShareVolumePolicy, path + ".shareVolumePolicy"
+				return apps.ReasonShareVolumePolicy, path + ".shareVolumePolicy"
 			case sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == v1alpha1.ShareVolumePolicyEnabled:
-				return ReasonShareVolumeDevices, path + ".shareVolumeDevicePolicy"
+				return apps.ReasonShareVolumeDevices, path + ".shareVolumeDevicePolicy"
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -87,7 +88,7 @@ func compileAll(t testing.TB, sets []*v1alpha1.SidecarSet, excluded []string) []
 		t.Fatal(err)
 	}
 	for _, ss := range sets {
-		if r := plan.Results[ss.Name]; r.Path == PathWebhook {
+		if r := plan.Results[ss.Name]; r.Path == apps.PathWebhook {
 			t.Fatalf("SidecarSet %s: webhook path: %s: %s", ss.Name, r.Reason, r.Message)
 		}
 	}

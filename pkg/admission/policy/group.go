@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -425,8 +426,8 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 	}
 	meta := metav1.ObjectMeta{
 		Name:        g.name,
-		Labels:      map[string]string{ManagedByLabel: ManagedByValue},
-		Annotations: map[string]string{SidecarSetsAnnotation: string(recs)},
+		Labels:      map[string]string{apps.ManagedByLabel: apps.ManagedByValue},
+		Annotations: map[string]string{apps.SidecarSetsAnnotation: string(recs)},
 	}
 	vars := groupVariables(g.members, excluded)
 	values := keyValues(g.key, g.sets)
@@ -455,7 +456,7 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 	}
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: g.name, Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Name: g.name, Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}},
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: g.name},
 	}
 	return policy, binding, nil

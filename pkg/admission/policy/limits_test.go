@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -121,7 +122,7 @@ func TestAdversarialLimits(t *testing.T) {
 			}
 			reasons := map[string]int{}
 			for _, r := range plan.Results {
-				if r.Path == PathWebhook {
+				if r.Path == apps.PathWebhook {
 					if r.Reason == "" || r.Message == "" {
 						t.Errorf("a SidecarSet goes to the webhook without a stated reason: %+v", r)
 					}

@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -64,7 +65,7 @@ type Plan struct {
 	// every other pod is admitted without leaving kube-apiserver.
 	WebhookMatches []WebhookMatch
 	// Widened names the SidecarSets that leave the webhooks without a label selector, and why.
-	Widened map[string]Widening
+	Widened map[string]apps.Widening
 	// RecheckAfter, when positive, is when the next grace period ends: plan again then.
 	RecheckAfter time.Duration
 }
@@ -91,7 +92,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		if in.WebhookOnly && r.Path == PathPolicy {
+		if in.WebhookOnly && r.Path == apps.PathPolicy {
 			r, m = webhookMode(), nil
 		}
 		if m != nil && groupOf.over[ss.Name] {
@@ -113,7 +114,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 				r = groupFull(name)
 			}
 		}
-		if r.Path == PathWebhook {
+		if r.Path == apps.PathWebhook {
 			webhookSets = append(webhookSets, ss)
 		}
 		p.Results[ss.Name] = r
@@ -145,42 +146,42 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 
 // groupFull is the result of a SidecarSet its group policy has no room for.
 func groupFull(policy string) Result {
-	return Result{Path: PathWebhook, Reason: ReasonTooLarge, Message: fmt.Sprintf(
+	return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge, Message: fmt.Sprintf(
 		"group policy %s holds as many SidecarSets as its expressions allow (%d characters of CEL, %d members)", policy, maxExpressionSize, maxMembers)}
 }
 
 // selectorBudget is the result of a SidecarSet whose value is beyond maxNativeValues.
 func selectorBudget(ss *v1alpha1.SidecarSet) Result {
-	k, vs := representative(ss.Spec.Selector)
-	return Result{Path: PathWebhook, Reason: ReasonSelectorBudget, Message: fmt.Sprintf(
+	k, vs := apps.RequiredLabel(ss.Spec.Selector)
+	return Result{Path: apps.PathWebhook, Reason: apps.ReasonSelectorBudget, Message: fmt.Sprintf(
 		"the group policies already list %d label values, which kube-apiserver checks on every request; label %s=%s is served by the injection webhook, cheaper for its pods",
 		maxNativeValues, k, slices.Min(vs))}
 }
 
 func webhookMode() Result {
-	return Result{Path: PathWebhook, Reason: ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
+	return Result{Path: apps.PathWebhook, Reason: apps.ReasonWebhookMode, Message: "the server runs with --injection=webhook"}
 }
 
-// record is what a policy's SidecarSetsAnnotation says of one SidecarSet.
+// record is what a policy's apps.SidecarSetsAnnotation says of one SidecarSet.
 type record struct {
 	Hash       string `json:"hash"`
 	CompiledAt string `json:"compiledAt"`
 	Digest     string `json:"digest"`
 }
 
-// records reads the SidecarSetsAnnotation of a policy; a malformed one reads as none.
+// records reads the apps.SidecarSetsAnnotation of a policy; a malformed one reads as none.
 func records(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]record {
 	out := map[string]record{}
 	if p == nil {
 		return out
 	}
-	if err := json.Unmarshal([]byte(p.Annotations[SidecarSetsAnnotation]), &out); err != nil {
+	if err := json.Unmarshal([]byte(p.Annotations[apps.SidecarSetsAnnotation]), &out); err != nil {
 		return map[string]record{}
 	}
 	return out
 }
 
-// Members returns the names of the SidecarSets p injects, as its SidecarSetsAnnotation records.
+// Members returns the names of the SidecarSets p injects, as its apps.SidecarSetsAnnotation records.
 func Members(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]bool {
 	out := map[string]bool{}
 	for name := range records(p) {
@@ -332,7 +333,7 @@ const maxConditionSize = 90_000
 func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) string {
 	reqs := map[string]*requirement{}
 	for _, ss := range webhookSets {
-		k, vs := representative(ss.Spec.Selector)
+		k, vs := apps.RequiredLabel(ss.Spec.Selector)
 		if k == "" {
 			return "true" // a selector no label is required for
 		}
@@ -353,37 +354,6 @@ func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet, members ma
 		return expr
 	}
 	return "true"
-}
-
-// RequiredLabel returns a label key every pod sel selects has, "" when sel requires none: then no
-// label selector narrows what the injection webhook receives, and every pod create in the
-// namespaces it selects reaches the webhook's match condition or the server.
-func RequiredLabel(sel *metav1.LabelSelector) string {
-	k, _ := representative(sel)
-	return k
-}
-
-// representative returns a requirement every pod sel selects meets: a label key and the values it
-// may have, or nil values when it only has to exist; "" when sel requires no label to be present.
-func representative(sel *metav1.LabelSelector) (string, []string) {
-	if sel == nil {
-		return "", nil
-	}
-	if keys := sortedKeys(sel.MatchLabels); len(keys) > 0 {
-		return keys[0], []string{sel.MatchLabels[keys[0]]}
-	}
-	exists := ""
-	for _, r := range sel.MatchExpressions {
-		switch r.Operator {
-		case metav1.LabelSelectorOpIn:
-			return r.Key, r.Values
-		case metav1.LabelSelectorOpExists:
-			if exists == "" {
-				exists = r.Key
-			}
-		}
-	}
-	return exists, nil
 }
 
 // declaredNames are the terms true for pods that declare, as their own, a container or init
@@ -449,9 +419,9 @@ func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, compiled map[
 	}
 	r, m, err := compileMember(Input{SidecarSet: ss, Others: others})
 	if err != nil {
-		return &v1alpha1.RolloutInjection{Path: string(PathWebhook), Reason: "CompileError", Message: err.Error()}
+		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "CompileError", Message: err.Error()}
 	}
-	if webhookOnly && r.Path == PathPolicy {
+	if webhookOnly && r.Path == apps.PathPolicy {
 		r, m = webhookMode(), nil
 	}
 	groupOf := assign(withSelf, incumbents(compiledRecords(compiled)))

@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -44,12 +45,12 @@ spec:
 	if r := first.Results["plain"]; r.PolicyName != "sidecarsets-app-v0" {
 		t.Errorf("plain: policy %q", r.PolicyName)
 	}
-	for name, want := range map[string]Path{"plain": PathPolicy, "hot": PathWebhook, "paused": PathNone} {
+	for name, want := range map[string]apps.InjectionPath{"plain": apps.PathPolicy, "hot": apps.PathWebhook, "paused": apps.PathNone} {
 		if got := first.Results[name].Path; got != want {
 			t.Errorf("%s: path %s, want %s", name, got, want)
 		}
 	}
-	if first.Results["hot"].Reason != ReasonHotUpgrade {
+	if first.Results["hot"].Reason != apps.ReasonHotUpgrade {
 		t.Errorf("hot: reason %q", first.Results["hot"].Reason)
 	}
 	web, front := labelled(map[string]string{"app": "web"}), labelled(map[string]string{"tier": "front"})
@@ -133,9 +134,9 @@ spec:
 		webhookOnly bool
 		want        v1alpha1.RolloutInjection
 	}{
-		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: ReasonCompiled, Policy: "sidecarsets-app-v0"}},
-		{plain, true, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonWebhookMode}},
-		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: ReasonTransferEnv}},
+		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: apps.ReasonCompiled, Policy: "sidecarsets-app-v0"}},
+		{plain, true, v1alpha1.RolloutInjection{Path: "Webhook", Reason: apps.ReasonWebhookMode}},
+		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: apps.ReasonTransferEnv}},
 	}
 	for _, tc := range cases {
 		got := Describe(tc.ss, all, nil, tc.webhookOnly)

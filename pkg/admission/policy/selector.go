@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -30,7 +31,7 @@ import (
 //     values are listed in all: the values most SidecarSets select first, then those a policy
 //     already injects (so that a new SidecarSet does not move others), then by key and value.
 //     The SidecarSets of the other values are served by the injection webhook, whose selectors
-//     kube-apiserver parses once (reason ReasonSelectorBudget): for them a policy would cost every
+//     kube-apiserver parses once (reason apps.ReasonSelectorBudget): for them a policy would cost every
 //     request in the cluster more than the webhook costs their pods;
 //   - a SidecarSet that accepts any value of its key (Exists, NotIn) joins a key group, spread over
 //     buckets of about perBucket SidecarSets by a hash of its name, whose objectSelector asks for
@@ -51,7 +52,7 @@ const maxNativeValues = 128
 
 // groupKey is the label key every pod ss selects has, "" when its selector requires none.
 func groupKey(ss *v1alpha1.SidecarSet) string {
-	k, _ := representative(ss.Spec.Selector)
+	k, _ := apps.RequiredLabel(ss.Spec.Selector)
 	return k
 }
 
@@ -91,7 +92,7 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 	anyCounts := map[[2]string]int{}
 	groups := map[[3]string]*valueGroup{}
 	for _, ss := range sets {
-		k, vs := representative(ss.Spec.Selector)
+		k, vs := apps.RequiredLabel(ss.Spec.Selector)
 		if vs == nil {
 			anyCounts[[2]string{groupClass(ss), k}]++
 			continue
@@ -110,9 +111,9 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 		}
 	}
 	for _, ss := range sets {
-		if k, vs := representative(ss.Spec.Selector); vs == nil {
+		if k, vs := apps.RequiredLabel(ss.Spec.Selector); vs == nil {
 			c := groupClass(ss)
-			a.policy[ss.Name] = fmt.Sprintf("%s%s-%s%d", NamePrefix, keyPart(k), c, hashOf(ss.Name)%buckets(anyCounts[[2]string{c, k}], perBucket))
+			a.policy[ss.Name] = fmt.Sprintf("%s%s-%s%d", apps.PolicyNamePrefix, keyPart(k), c, hashOf(ss.Name)%buckets(anyCounts[[2]string{c, k}], perBucket))
 		}
 	}
 	listed, native := 0, map[[2]string]int{}
@@ -130,7 +131,7 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 	}
 	for _, g := range admitted {
 		c := g.class()
-		name := fmt.Sprintf("%s%s-%sv%d", NamePrefix, keyPart(g.key), c, hashOf(g.value)%buckets(native[[2]string{c, g.key}], valuesPerBucket))
+		name := fmt.Sprintf("%s%s-%sv%d", apps.PolicyNamePrefix, keyPart(g.key), c, hashOf(g.value)%buckets(native[[2]string{c, g.key}], valuesPerBucket))
 		for _, ss := range g.sets {
 			a.policy[ss.Name] = name
 		}
@@ -222,7 +223,7 @@ func keyPart(key string) string {
 func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 	seen := map[string]bool{}
 	for _, ss := range sets {
-		k, values := representative(ss.Spec.Selector)
+		k, values := apps.RequiredLabel(ss.Spec.Selector)
 		if k != key || values == nil {
 			return nil
 		}
@@ -242,7 +243,7 @@ func exactSelector(key string, values []string, sets []*v1alpha1.SidecarSet) boo
 		if sel == nil || ss.Spec.Namespace != "" || ss.Spec.NamespaceSelector != nil || len(sel.MatchLabels)+len(sel.MatchExpressions) != 1 {
 			return false
 		}
-		k, vs := representative(sel)
+		k, vs := apps.RequiredLabel(sel)
 		if k != key || (vs == nil) != (values == nil) {
 			return false
 		}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -33,7 +34,7 @@ type tenantNeeds struct {
 
 // need adds the pods a selector may select.
 func (n *tenantNeeds) need(sel *metav1.LabelSelector) {
-	k, vs := representative(sel)
+	k, vs := apps.RequiredLabel(sel)
 	if k == "" {
 		n.every = true
 		return

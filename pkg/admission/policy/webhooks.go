@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -34,10 +35,6 @@ type WebhookMatch struct {
 	// NamespacedSidecarSets' needs selects their namespaces only.
 	NamespaceSelector *metav1.LabelSelector
 }
-
-// maxWebhookKeys is the most label keys that get a webhook each; with more, one webhook selects
-// pods with a match condition alone.
-const maxWebhookKeys = 16
 
 // unmatchableKey names the label of a selector that selects no pod (it must both exist and not).
 const unmatchableKey = "apps.kruise.io/no-injection-webhook"
@@ -119,42 +116,12 @@ type keyNeeds struct {
 	policySets []*v1alpha1.SidecarSet // policy-path SidecarSets: pods declaring their sidecars' names
 }
 
-// Widening says why a SidecarSet leaves the injection webhooks without a label selector: every
-// pod created in the namespaces they serve then reaches their match condition (CallsServer false)
-// or this server (true), and a server outage fails those creates.
-type Widening struct {
-	// Reason is SelectorRequiresNoLabel (the SidecarSet's own selector), TooManyLabelKeys or
-	// MatchConditionTooLarge (all SidecarSets together).
-	Reason      string
-	CallsServer bool
-}
-
-// The reasons of a Widening.
-const (
-	WideningSelectorRequiresNoLabel = "SelectorRequiresNoLabel"
-	WideningTooManyLabelKeys        = "TooManyLabelKeys"
-	WideningMatchConditionTooLarge  = "MatchConditionTooLarge"
-)
-
-// Message says what w means for the cluster.
-func (w Widening) Message() string {
-	why := map[string]string{
-		WideningSelectorRequiresNoLabel: "spec.selector requires no label (only NotIn or DoesNotExist)",
-		WideningTooManyLabelKeys:        fmt.Sprintf("the SidecarSets' selectors require more than %d label keys", maxWebhookKeys),
-		WideningMatchConditionTooLarge:  "the webhooks' match condition would exceed CEL's expression size",
-	}[w.Reason]
-	if w.CallsServer {
-		return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve calls this server (while it is down, those creates fail)"
-	}
-	return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve is checked against their match condition"
-}
-
 // webhookMatches returns the webhooks each class of namespace needs, in order (see above), and
 // the SidecarSets that leave them without a label selector, by name. members are the compiled
 // members of the policy-path SidecarSets (nil: each defers on its own sidecar names only). The
 // needs of cluster SidecarSets come first, then one webhook for the needs that come from
 // NamespacedSidecarSets, restricted to their namespaces (see tenantMatch).
-func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
+func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
 	isTenant := func(ss *v1alpha1.SidecarSet) bool { return TenantNamespace(ss) != "" }
 	clusterWebhook := slices.DeleteFunc(slices.Clone(webhookSets), isTenant)
 	clusterPolicy := slices.DeleteFunc(slices.Clone(policySets), isTenant)
@@ -162,11 +129,11 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 	if m, ok := tenantMatch(webhookSets, policySets, members); ok {
 		out = append(out, m)
 		for _, ss := range webhookSets {
-			if isTenant(ss) && RequiredLabel(ss.Spec.Selector) == "" {
+			if k, _ := apps.RequiredLabel(ss.Spec.Selector); isTenant(ss) && k == "" {
 				if widened == nil {
-					widened = map[string]Widening{}
+					widened = map[string]apps.Widening{}
 				}
-				widened[ss.Name] = Widening{Reason: WideningSelectorRequiresNoLabel, CallsServer: true}
+				widened[ss.Name] = apps.Widening{Reason: apps.WideningSelectorRequiresNoLabel, CallsServer: true}
 			}
 		}
 	}
@@ -174,11 +141,11 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 }
 
 // clusterMatches returns the webhooks the cluster SidecarSets need (see webhookMatches).
-func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
+func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
 	needs := map[string]*keyNeeds{}
 	var keyless []*v1alpha1.SidecarSet
 	need := func(ss *v1alpha1.SidecarSet) (*keyNeeds, []string, bool) {
-		k, values := representative(ss.Spec.Selector)
+		k, values := apps.RequiredLabel(ss.Spec.Selector)
 		if k == "" {
 			keyless = append(keyless, ss)
 			return nil, nil, false
@@ -202,9 +169,9 @@ func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 	}
 	switch {
 	case len(keyless) > 0:
-		return widened(webhookSets, policySets, keyless, WideningSelectorRequiresNoLabel, members)
-	case len(needs) > maxWebhookKeys:
-		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), WideningTooManyLabelKeys, members)
+		return widened(webhookSets, policySets, keyless, apps.WideningSelectorRequiresNoLabel, members)
+	case len(needs) > apps.MaxWebhookLabelKeys:
+		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), apps.WideningTooManyLabelKeys, members)
 	}
 	keys := sortedKeys(needs)
 	var out []WebhookMatch
@@ -222,16 +189,16 @@ func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 // widened is the single webhook of a class when the SidecarSets need more than label keys can say
 // (see oneWebhook), and the SidecarSets of cause, which leave it without a label selector for
 // reason (none when the webhook has no pod to receive).
-func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string, members map[string]*member) ([]WebhookMatch, map[string]Widening) {
+func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
 	m := oneWebhook(webhookSets, policySets, members)
 	if m.ObjectSelector != nil {
 		return []WebhookMatch{m}, nil
 	}
-	w := Widening{Reason: reason, CallsServer: m.Condition == ""}
-	if w.CallsServer && reason == WideningTooManyLabelKeys {
-		w.Reason = WideningMatchConditionTooLarge // every selector requires a key: the condition was too large
+	w := apps.Widening{Reason: reason, CallsServer: m.Condition == ""}
+	if w.CallsServer && reason == apps.WideningTooManyLabelKeys {
+		w.Reason = apps.WideningMatchConditionTooLarge // every selector requires a key: the condition was too large
 	}
-	out := make(map[string]Widening, len(cause))
+	out := make(map[string]apps.Widening, len(cause))
 	for _, ss := range cause {
 		out[ss.Name] = w
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -88,7 +89,7 @@ func TestWebhookMatches(t *testing.T) {
 	}
 	many := func() []*v1alpha1.SidecarSet {
 		var out []*v1alpha1.SidecarSet
-		for i := 0; i <= maxWebhookKeys; i++ {
+		for i := 0; i <= apps.MaxWebhookLabelKeys; i++ {
 			out = append(out, selecting(t, fmt.Sprintf("k%d", i), fmt.Sprintf("{matchLabels: {k%d: v}}", i), fmt.Sprintf("c%d", i)))
 		}
 		return out
@@ -156,12 +157,12 @@ func TestWebhooksWidenedBy(t *testing.T) {
 	app := selecting(t, "app", "{matchLabels: {app: web}}", "log")
 	anyPod := selecting(t, "any", "{matchExpressions: [{key: app, operator: NotIn, values: [db]}]}", "trace")
 	var many []*v1alpha1.SidecarSet
-	for i := 0; i <= maxWebhookKeys; i++ {
+	for i := 0; i <= apps.MaxWebhookLabelKeys; i++ {
 		many = append(many, selecting(t, fmt.Sprintf("k%d", i), fmt.Sprintf("{matchLabels: {k%d: v}}", i), fmt.Sprintf("c%d", i)))
 	}
 	bigName := strings.Repeat("x", 60)
 	var huge []*v1alpha1.SidecarSet
-	for i := 0; i <= maxWebhookKeys; i++ {
+	for i := 0; i <= apps.MaxWebhookLabelKeys; i++ {
 		for j := 0; j < 100; j++ {
 			huge = append(huge, selecting(t, fmt.Sprintf("h%d-%d", i, j), fmt.Sprintf("{matchLabels: {k%d: %s%d}}", i, bigName, j), fmt.Sprintf("c%d", i)))
 		}
@@ -169,24 +170,24 @@ func TestWebhooksWidenedBy(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		webhook, policy []*v1alpha1.SidecarSet
-		want            map[string]Widening
+		want            map[string]apps.Widening
 	}{
 		{"label selectors say it all", []*v1alpha1.SidecarSet{app}, nil, nil},
 		{"a webhook-path selector requiring no label: every pod calls the server", []*v1alpha1.SidecarSet{anyPod, app}, nil,
-			map[string]Widening{"any": {WideningSelectorRequiresNoLabel, true}}},
+			map[string]apps.Widening{"any": {Reason: apps.WideningSelectorRequiresNoLabel, CallsServer: true}}},
 		{"a policy-path one: every pod meets the condition", []*v1alpha1.SidecarSet{app}, []*v1alpha1.SidecarSet{anyPod},
-			map[string]Widening{"any": {WideningSelectorRequiresNoLabel, false}}},
-		{"more keys than webhooks: all of them", many[:1], many[1:], func() map[string]Widening {
-			out := map[string]Widening{}
+			map[string]apps.Widening{"any": {Reason: apps.WideningSelectorRequiresNoLabel, CallsServer: false}}},
+		{"more keys than webhooks: all of them", many[:1], many[1:], func() map[string]apps.Widening {
+			out := map[string]apps.Widening{}
 			for _, ss := range many {
-				out[ss.Name] = Widening{WideningTooManyLabelKeys, false}
+				out[ss.Name] = apps.Widening{Reason: apps.WideningTooManyLabelKeys, CallsServer: false}
 			}
 			return out
 		}()},
-		{"and a condition too large: every pod calls the server", huge, nil, func() map[string]Widening {
-			out := map[string]Widening{}
+		{"and a condition too large: every pod calls the server", huge, nil, func() map[string]apps.Widening {
+			out := map[string]apps.Widening{}
 			for _, ss := range huge {
-				out[ss.Name] = Widening{WideningMatchConditionTooLarge, true}
+				out[ss.Name] = apps.Widening{Reason: apps.WideningMatchConditionTooLarge, CallsServer: true}
 			}
 			return out
 		}()},

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync/plan"
@@ -80,7 +81,7 @@ type Options struct {
 	// reconcile: the owner may be re-created), so that the garbage collector deletes them with it.
 	Owner func(context.Context) (*metav1.OwnerReference, error)
 	// Version is this server's version, recorded on the active webhook configuration
-	// (policy.ServerVersionAnnotation); empty records none.
+	// (apps.ServerVersionAnnotation); empty records none.
 	Version string
 }
 
@@ -92,9 +93,9 @@ type Controller struct {
 	tracker plan.Tracker
 
 	appliedMu sync.Mutex
-	state     plan.State                 // what is applied, and what settles until when
-	widened   map[string]policy.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
-	results   map[string]policy.Result   // SidecarSet name -> the path the last plan gave it; nil between terms
+	state     plan.State               // what is applied, and what settles until when
+	widened   map[string]apps.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
+	results   map[string]policy.Result // SidecarSet name -> the path the last plan gave it; nil between terms
 	sets      appslisters.SidecarSetLister
 	policies  admissionlisters.MutatingAdmissionPolicyLister
 	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
@@ -331,7 +332,7 @@ func (c *Controller) Injection(name string) (*v1alpha1.RolloutInjection, bool) {
 
 // Widened reports whether the named SidecarSet leaves the injection webhooks without a label
 // selector, as the last plan found, and why.
-func (c *Controller) Widened(name string) (policy.Widening, bool) {
+func (c *Controller) Widened(name string) (apps.Widening, bool) {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
 	w, ok := c.widened[name]
@@ -356,7 +357,7 @@ func (noBindings) List(labels.Selector) ([]*admissionregistrationv1.MutatingAdmi
 	return nil, nil
 }
 
-var ownedSelector = labels.SelectorFromSet(labels.Set{policy.ManagedByLabel: policy.ManagedByValue})
+var ownedSelector = labels.SelectorFromSet(labels.Set{apps.ManagedByLabel: apps.ManagedByValue})
 
 // ActiveWebhooks names the configuration of the injection webhooks this server writes, from the
 // shipped one, template (see plan.ActiveWebhooks).
@@ -494,8 +495,8 @@ func send[T metav1.Object](ctx context.Context, cl client[T], w plan.Write) (met
 			err = fmt.Errorf("%s exists but is not in the cache yet", w.Name)
 		default:
 			var existing T
-			if existing, err = cl.Get(ctx, w.Name, metav1.GetOptions{}); err == nil && existing.GetLabels()[policy.ManagedByLabel] != policy.ManagedByValue {
-				err = fmt.Errorf("the name is taken by an object this server does not own (no label %s=%s)", policy.ManagedByLabel, policy.ManagedByValue)
+			if existing, err = cl.Get(ctx, w.Name, metav1.GetOptions{}); err == nil && existing.GetLabels()[apps.ManagedByLabel] != apps.ManagedByValue {
+				err = fmt.Errorf("the name is taken by an object this server does not own (no label %s=%s)", apps.ManagedByLabel, apps.ManagedByValue)
 			}
 			return existing, err
 		}

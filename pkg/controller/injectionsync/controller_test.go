@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	appsfake "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
 	appsinformers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
@@ -151,7 +151,7 @@ func (f *fixture) webhooks(t *testing.T) string {
 
 func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	leftover := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-gone",
-		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue}}}
+		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
 	foreign := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}
 	f := newFixture(t, false, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1"), sidecarSet("b", "busybox:1")}, leftover, foreign, webhookConfig())
 	f.reconcile(t)
@@ -170,7 +170,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	if len(bindings.Items) != 1 {
 		t.Errorf("%d bindings, want 1", len(bindings.Items))
 	}
-	if recs := got["sidecarsets-app-v0"].Annotations[policy.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
+	if recs := got["sidecarsets-app-v0"].Annotations[apps.SidecarSetsAnnotation]; !contains(recs, `"a":`) || !contains(recs, `"b":`) {
 		t.Errorf("the group policy does not record its SidecarSets: %s", recs)
 	}
 	// Within the grace period the webhook serves the new policy's pods: by label alone.
@@ -180,7 +180,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 
 	// A hand edit is put back; an unchanged SidecarSet keeps its stamp.
 	edited := got["sidecarsets-app-v0"].DeepCopy()
-	stamp := edited.Annotations[policy.SidecarSetsAnnotation]
+	stamp := edited.Annotations[apps.SidecarSetsAnnotation]
 	edited.Spec.Mutations[0].JSONPatch.Expression = "[]"
 	if _, err := f.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Update(context.Background(), edited, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -191,8 +191,8 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 	if repaired.Spec.Mutations[0].JSONPatch.Expression == "[]" {
 		t.Error("the edited policy was not repaired")
 	}
-	if repaired.Annotations[policy.SidecarSetsAnnotation] != stamp {
-		t.Errorf("stamps changed from %s to %s for unchanged SidecarSets", stamp, repaired.Annotations[policy.SidecarSetsAnnotation])
+	if repaired.Annotations[apps.SidecarSetsAnnotation] != stamp {
+		t.Errorf("stamps changed from %s to %s for unchanged SidecarSets", stamp, repaired.Annotations[apps.SidecarSetsAnnotation])
 	}
 	// While a policy is being repaired, and for the grace period after the controller first sees it
 	// as planned, the webhook serves its pods; afterwards it receives, of the pods with the key,
@@ -210,7 +210,7 @@ func TestReconcileCreatesRepairsAndDeletes(t *testing.T) {
 
 func TestReconcileWebhookOnly(t *testing.T) {
 	owned := &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-a",
-		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue}}}
+		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
 	f := newFixture(t, true, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, owned, webhookConfig())
 	f.reconcile(t)
 	if got := f.policies(t); len(got) != 0 {
@@ -474,13 +474,13 @@ func TestActiveWebhooksFromTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if active.Labels[policy.ManagedByLabel] != policy.ManagedByValue || active.Annotations[policy.ServerVersionAnnotation] != "v1.2.3" {
+	if active.Labels[apps.ManagedByLabel] != apps.ManagedByValue || active.Annotations[apps.ServerVersionAnnotation] != "v1.2.3" {
 		t.Errorf("active configuration labels %v, annotations %v; want managed-by and the server's version", active.Labels, active.Annotations)
 	}
 	// A server of another version takes over: it records its version, and nothing else changes.
 	f.ctrl.opts.Version = "v1.3.0"
 	f.reconcile(t)
-	if active, err = ar.Get(context.Background(), active.Name, metav1.GetOptions{}); err != nil || active.Annotations[policy.ServerVersionAnnotation] != "v1.3.0" {
+	if active, err = ar.Get(context.Background(), active.Name, metav1.GetOptions{}); err != nil || active.Annotations[apps.ServerVersionAnnotation] != "v1.3.0" {
 		t.Errorf("after an upgrade: annotations %v (%v), want the new version", active.Annotations, err)
 	}
 	if w := f.webhooks(t); w != "app in (a) | " {
@@ -494,9 +494,9 @@ func TestInjectionIsThePlan(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		webhookOnly bool
-		path        policy.Path
+		path        apps.InjectionPath
 		policyName  string
-	}{{"policy mode", false, policy.PathPolicy, "sidecarsets-app-v0"}, {"webhook mode", true, policy.PathWebhook, ""}} {
+	}{{"policy mode", false, apps.PathPolicy, "sidecarsets-app-v0"}, {"webhook mode", true, apps.PathWebhook, ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.webhookOnly, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, webhookConfig())
 			if _, ok := f.ctrl.Injection("a"); ok {

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -26,10 +26,10 @@ func injectionCondition(inj *v1alpha1.RolloutInjection, generation int64) metav1
 	if inj.Reason != "" {
 		why = inj.Reason + ": " + inj.Message
 	}
-	switch policy.Path(inj.Path) {
-	case policy.PathPolicy:
+	switch apps.InjectionPath(inj.Path) {
+	case apps.PathPolicy:
 		c.Message = fmt.Sprintf("kube-apiserver injects new pods through MutatingAdmissionPolicy %s", inj.Policy)
-	case policy.PathWebhook:
+	case apps.PathWebhook:
 		c.Message = "the injection webhook injects new pods (" + why + ")"
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, inj.Reason, "no new pod is injected: "+inj.Message
@@ -49,14 +49,14 @@ func setInjectionCondition(st *v1alpha1.SidecarSetStatus, inj *v1alpha1.RolloutI
 }
 
 // ConditionWebhookReceivesEveryPod is True while the SidecarSet leaves the injection webhooks
-// without a label selector (policy.Widening): every pod created in the namespaces they serve then
+// without a label selector (apps.Widening): every pod created in the namespaces they serve then
 // reaches their match condition or this server, and while this server is down such creates may
 // fail. False (Narrowed) once that ends; absent on a SidecarSet that never caused it.
 const ConditionWebhookReceivesEveryPod = v1alpha1.SidecarSetWebhookReceivesEveryPod
 
 // setWideningCondition records the WebhookReceivesEveryPod condition in st: True with w's reason
 // when widened, False once it no longer is (only where it was True before).
-func setWideningCondition(st *v1alpha1.SidecarSetStatus, w policy.Widening, widened bool, generation int64, now metav1.Time) {
+func setWideningCondition(st *v1alpha1.SidecarSetStatus, w apps.Widening, widened bool, generation int64, now metav1.Time) {
 	c := metav1.Condition{Type: ConditionWebhookReceivesEveryPod, ObservedGeneration: generation, LastTransitionTime: now}
 	switch {
 	case widened:

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -55,7 +55,7 @@ func TestInjectionConditionTransition(t *testing.T) {
 // does, absent on one that never did.
 func TestWideningCondition(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
-	w := policy.Widening{Reason: policy.WideningSelectorRequiresNoLabel, CallsServer: true}
+	w := apps.Widening{Reason: apps.WideningSelectorRequiresNoLabel, CallsServer: true}
 	var st v1alpha1.SidecarSetStatus
 	for _, step := range []struct {
 		widened bool

@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -62,7 +62,7 @@ type Options struct {
 	Injection func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	// Widened, when set, says whether the named SidecarSet leaves the injection webhooks without a
 	// label selector, and why: the status records it as the WebhookReceivesEveryPod condition.
-	Widened func(name string) (policy.Widening, bool)
+	Widened func(name string) (apps.Widening, bool)
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -85,7 +85,7 @@ type Controller struct {
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
-	widened        func(string) (policy.Widening, bool)
+	widened        func(string) (apps.Widening, bool)
 	excluded       map[string]bool
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 

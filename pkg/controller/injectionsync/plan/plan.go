@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -59,7 +60,7 @@ type Input struct {
 	Owner                       *metav1.OwnerReference
 	Memo                        *policy.Memo
 	// Version, when set, is recorded on the active webhook configuration
-	// (policy.ServerVersionAnnotation).
+	// (apps.ServerVersionAnnotation).
 	Version string
 }
 
@@ -133,7 +134,7 @@ type Result struct {
 	RecheckAfter time.Duration
 	// Results, Widened and WebhookMatches are PlanPolicies's.
 	Results        map[string]policy.Result
-	Widened        map[string]policy.Widening
+	Widened        map[string]apps.Widening
 	WebhookMatches []policy.WebhookMatch
 
 	grace       time.Duration
@@ -424,10 +425,10 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Writ
 	}
 	want := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
 		Name:   ActiveWebhooks(tmpl.Name),
-		Labels: map[string]string{policy.ManagedByLabel: policy.ManagedByValue},
+		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue},
 	}, Webhooks: policy.ExpandWebhooks(tmpl.Webhooks, matches, in.ExcludedNamespaces)}
 	if in.Version != "" {
-		want.Annotations = map[string]string{policy.ServerVersionAnnotation: in.Version}
+		want.Annotations = map[string]string{apps.ServerVersionAnnotation: in.Version}
 	}
 	if in.Owner != nil {
 		want.OwnerReferences = []metav1.OwnerReference{*in.Owner}
@@ -444,7 +445,7 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Writ
 	if update.Labels == nil {
 		update.Labels = map[string]string{}
 	}
-	update.Labels[policy.ManagedByLabel] = policy.ManagedByValue
+	update.Labels[apps.ManagedByLabel] = apps.ManagedByValue
 	for k, v := range want.Annotations {
 		metav1.SetMetaDataAnnotation(&update.ObjectMeta, k, v)
 	}

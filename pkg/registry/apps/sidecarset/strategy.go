@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -99,7 +98,7 @@ func (Strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string
 // by labels, the pods it does not select, so every pod create calls the injection webhook.
 func selectorWarnings(ss *apps.SidecarSet) []string {
 	sel := ss.Spec.Selector
-	if apps.SelectsNoPod(sel) || policy.RequiredLabel(sel) != "" {
+	if k, _ := apps.RequiredLabel(sel); apps.SelectsNoPod(sel) || k != "" {
 		return nil
 	}
 	return []string{"spec.selector requires no label (only NotIn or DoesNotExist): every pod create in the namespaces it selects calls the injection webhook; " +

@@ -1,0 +1,135 @@
+package apps
+
+import (
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The words of the injection paths: which admission path injects a SidecarSet, why, and the
+// names of the objects the server owns in kube-apiserver to serve them. The policy compiler
+// (pkg/admission/policy) decides; the registry, the controllers, the plugin and the tests read
+// the same words here, so that none of them imports the compiler for a constant.
+
+// Names and marks of the objects the server owns (MutatingAdmissionPolicies, their bindings, the
+// injection webhook configuration).
+const (
+	// PolicyNamePrefix prefixes the name of every policy and binding this server owns.
+	PolicyNamePrefix = "sidecarsets-"
+	// ManagedByLabel marks the objects this server owns; its value is ManagedByValue.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel on the objects this server owns.
+	ManagedByValue = "sidecarset-apiserver"
+	// SidecarSetsAnnotation on a compiled policy records the SidecarSets it injects: a JSON object
+	// from SidecarSet name to the spec hash it was compiled from, when (the updateTimestamp its
+	// pods' hash annotation entries carry) and a digest of what it injects where.
+	SidecarSetsAnnotation = "apps.kruise.io/sidecarsets"
+	// ServerVersionAnnotation on the active injection webhook configuration is the version of the
+	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
+	ServerVersionAnnotation = "apps.kruise.io/server-version"
+)
+
+// InjectionPath says which admission path injects a SidecarSet (RolloutInjection.Path).
+type InjectionPath string
+
+// The injection paths.
+const (
+	// PathPolicy: a MutatingAdmissionPolicy inside kube-apiserver.
+	PathPolicy InjectionPath = "Policy"
+	// PathWebhook: this server's injection webhook, for what a policy cannot express exactly.
+	PathWebhook InjectionPath = "Webhook"
+	// PathNone: the SidecarSet injects into no pod (injection paused), so neither path serves it.
+	PathNone InjectionPath = "None"
+)
+
+// Reasons of a RolloutInjection: why a SidecarSet is served by the policy path (ReasonCompiled),
+// by the webhook (the feature or limit a policy cannot express), or by neither path.
+const (
+	ReasonInjectionPaused     = "InjectionPaused"
+	ReasonCanary              = "Canary"
+	ReasonInjectionRevision   = "InjectionRevision"
+	ReasonPatchPodMetadata    = "PatchPodMetadata"
+	ReasonHotUpgrade          = "HotUpgrade"
+	ReasonResourcesPolicy     = "ResourcesPolicy"
+	ReasonTransferEnv         = "TransferEnv"
+	ReasonShareVolumePolicy   = "ShareVolumePolicy"
+	ReasonShareVolumeDevices  = "ShareVolumeDevicePolicy"
+	ReasonSortedContainers    = "SortSidecarContainersByName"
+	ReasonAmbiguousContainers = "AmbiguousContainerNames"
+	ReasonTooLarge            = "TooLarge"
+	ReasonNoSelector          = "NoSelector"
+	ReasonCompiled            = "Compiled"
+	ReasonWebhookMode         = "WebhookMode"
+	ReasonSelectorBudget      = "SelectorBudget"
+	ReasonManyNeighbours      = "ManyNeighbours"
+)
+
+// MaxWebhookLabelKeys is the most label keys that get an injection webhook each; with more, one
+// webhook selects pods with a match condition alone (a Widening, WideningTooManyLabelKeys).
+const MaxWebhookLabelKeys = 16
+
+// Widening says why a SidecarSet leaves the injection webhooks without a label selector: every
+// pod created in the namespaces they serve then reaches their match condition (CallsServer false)
+// or this server (true), and a server outage fails those creates. The SidecarSet controller
+// reports it as the WebhookReceivesEveryPod condition.
+//
+// +k8s:deepcopy-gen=false
+type Widening struct {
+	// Reason is WideningSelectorRequiresNoLabel (the SidecarSet's own selector),
+	// WideningTooManyLabelKeys or WideningMatchConditionTooLarge (all SidecarSets together).
+	Reason      string
+	CallsServer bool
+}
+
+// The reasons of a Widening.
+const (
+	WideningSelectorRequiresNoLabel = "SelectorRequiresNoLabel"
+	WideningTooManyLabelKeys        = "TooManyLabelKeys"
+	WideningMatchConditionTooLarge  = "MatchConditionTooLarge"
+)
+
+// Message says what w means for the cluster.
+func (w Widening) Message() string {
+	why := map[string]string{
+		WideningSelectorRequiresNoLabel: "spec.selector requires no label (only NotIn or DoesNotExist)",
+		WideningTooManyLabelKeys:        fmt.Sprintf("the SidecarSets' selectors require more than %d label keys", MaxWebhookLabelKeys),
+		WideningMatchConditionTooLarge:  "the webhooks' match condition would exceed CEL's expression size",
+	}[w.Reason]
+	if w.CallsServer {
+		return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve calls this server (while it is down, those creates fail)"
+	}
+	return why + ": no label selector narrows the injection webhooks, and every pod create in the namespaces they serve is checked against their match condition"
+}
+
+// RequiredLabel returns a requirement every pod sel selects meets: a label key and the values it
+// may have, or nil values when it only has to exist. The key is "" when sel requires no label to
+// be present: then no label selector narrows what the injection webhook receives, and every pod
+// create in the namespaces it selects reaches the webhook's match condition or the server. The
+// first matchLabels key (in sorted order) wins, then the first In requirement, then the first
+// Exists requirement.
+func RequiredLabel(sel *metav1.LabelSelector) (key string, values []string) {
+	if sel == nil {
+		return "", nil
+	}
+	if len(sel.MatchLabels) > 0 {
+		keys := make([]string, 0, len(sel.MatchLabels))
+		for k := range sel.MatchLabels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return keys[0], []string{sel.MatchLabels[keys[0]]}
+	}
+	exists := ""
+	for _, r := range sel.MatchExpressions {
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			return r.Key, r.Values
+		case metav1.LabelSelectorOpExists:
+			if exists == "" {
+				exists = r.Key
+			}
+		}
+	}
+	return exists, nil
+}
