@@ -45,7 +45,7 @@ func newREST(t *testing.T) *REST {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Destroy)
-	return NewREST(store)
+	return NewREST(store, nil)
 }
 
 // imported is a revision as kubectl sidecarset migrate writes an OpenKruise ControllerRevision:
