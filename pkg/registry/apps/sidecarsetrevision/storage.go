@@ -95,6 +95,9 @@ func (r *REST) GetSingularName() string { return r.store.GetSingularName() }
 // A revision without a controller is adopted by the SidecarSet it is labelled with, which reuses it
 // when its spec equals the snapshot rather than record another.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if rev, ok := obj.(*apps.SidecarSetRevision); ok {
+		stampMissingHashes(rev)
+	}
 	return r.store.Create(ctx, obj, func(ctx context.Context, obj runtime.Object) error {
 		rev := obj.(*apps.SidecarSetRevision)
 		errs := validation.ValidateRevisionCreate(rev)
@@ -120,7 +123,7 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 // kruise.io/sidecarset-hash-without-image the server's: computed from its snapshot as the
 // SidecarSet strategy computes a SidecarSet's (pods injected from the revision carry them, and the
 // controller counts a pod updated when its hash equals the SidecarSet's). A missing annotation is
-// stamped; a given one that differs is refused, naming both values: a migration tool is told what
+// stamped (REST.Create); a given one that differs is refused, naming both values: a migration tool is told what
 // differs rather than have pods look up to date while they run something else.
 func ValidateHashes(rev *apps.SidecarSetRevision) field.ErrorList {
 	h, err := sidecarset.Hashes(validation.InjectedSpec(rev))
@@ -137,10 +140,24 @@ func ValidateHashes(rev *apps.SidecarSetRevision) field.ErrorList {
 				"the server computes %s from the revision's containers (and native sidecar init containers); leave it out or give that value", a.want)))
 		}
 	}
-	if len(errs) == 0 {
-		h.Stamp(rev)
-	}
 	return errs
+}
+
+// stampMissingHashes sets the hash annotations the revision lacks to the server's; a given value
+// is kept, for ValidateHashes to judge. A snapshot that cannot be hashed keeps none.
+func stampMissingHashes(rev *apps.SidecarSetRevision) {
+	h, err := sidecarset.Hashes(validation.InjectedSpec(rev))
+	if err != nil {
+		return
+	}
+	if rev.Annotations == nil {
+		rev.Annotations = map[string]string{}
+	}
+	for k, v := range map[string]string{v1alpha1.SidecarSetHashAnnotation: h.WithImage, v1alpha1.SidecarSetHashWithoutImageAnnotation: h.WithoutImage} {
+		if _, ok := rev.Annotations[k]; !ok {
+			rev.Annotations[k] = v
+		}
+	}
 }
 
 // validateHistory checks the revision against the stored history of its SidecarSet and, when the
