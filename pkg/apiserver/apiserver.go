@@ -215,7 +215,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 		"sidecarsets/status":    sets.Status,
 		"sidecarsets/revisions": sets.Revisions,
 		"sidecarsets/rollout":   sets.Rollout,
-		"sidecarsetrevisions":   sidecarsetrevision.NewREST(s.Revisions),
+		"sidecarsetrevisions":   sidecarsetrevision.NewREST(s.Revisions, sets.SidecarSet),
 		// Namespace owners' SidecarSets, v1alpha1 only.
 		"namespacedsidecarsets":           namespaced.SidecarSet,
 		"namespacedsidecarsets/status":    namespaced.Status,

@@ -1,7 +1,8 @@
 // Package crossvalidation is the in-process admission plugin that validates a SidecarSet against
 // everything outside itself: the other SidecarSets (container, volume and annotation conflicts),
 // its canary base, the patchPodMetadata whitelist ConfigMap, and the revision its
-// injectionStrategy names. It runs after the registry strategy accepted the object, so the checks
+// injectionStrategy names; and a SidecarSetRevision a client imports, as a write of its SidecarSet
+// injecting the revision's snapshot. It runs after the registry strategy accepted the object, so the checks
 // see the defaulted SidecarSet.
 package crossvalidation
 
@@ -12,6 +13,7 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -103,6 +105,15 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if a.GetSubresource() != "" {
 		return nil
 	}
+	if rev, ok := a.GetObject().(*apps.SidecarSetRevision); ok && a.GetResource().GroupResource() == apps.Resource("sidecarsetrevisions") {
+		if a.GetOperation() != admission.Create {
+			return nil
+		}
+		if !p.WaitForReady() {
+			return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
+		}
+		return p.validateRevision(ctx, rev)
+	}
 	ss, kind, name := engineForm(a)
 	if ss == nil {
 		return nil
@@ -115,7 +126,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInternalError(err)
 	}
 	if len(errs) == 0 {
-		if errs, err = p.checkPodSecurity(ctx, ss); err != nil {
+		if errs, err = p.checkPodSecurity(ctx, ss, true); err != nil {
 			return apierrors.NewInternalError(err)
 		}
 	}
@@ -123,6 +134,64 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInvalid(apps.Kind(kind), name, errs)
 	}
 	return nil
+}
+
+// validateRevision checks a revision a client imports (create on sidecarsetrevisions) as a write
+// of its SidecarSet injecting the revision's snapshot would be checked: the patchPodMetadata
+// whitelist, then the conflicts with the other SidecarSets, then Pod Security. While the SidecarSet
+// exists, that is the stored SidecarSet with its injected part (containers, init containers,
+// volumes, imagePullSecrets, patchPodMetadata) replaced by the snapshot: same selectors, labels and
+// namespaces. Before it exists (kubectl sidecarset migrate imports history first), nothing says
+// which pods it will select: the whitelist is applied with the revision's labels (OpenKruise copies
+// the SidecarSet's), conflicts are left to the SidecarSet's create, and Pod Security only warns.
+// The canary and injectionStrategy checks concern a SidecarSet's own fields, not a snapshot's.
+func (p *Plugin) validateRevision(ctx context.Context, rev *apps.SidecarSetRevision) error {
+	ss, exists, err := p.revisionAsSidecarSet(rev)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	whitelist, err := p.in.Whitelist()
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	errs := validation.ValidatePatchPodMetadataWhitelist(ss, whitelist, p.in.PatchPodMetadataDefaultsAllowed)
+	if len(errs) == 0 && exists {
+		others, err := p.others()
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		errs = validation.ValidateConflicts(ss, others)
+	}
+	if len(errs) == 0 {
+		if errs, err = p.checkPodSecurity(ctx, ss, exists); err != nil {
+			return apierrors.NewInternalError(err)
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(apps.Kind("SidecarSetRevision"), rev.Name, errs)
+	}
+	return nil
+}
+
+// revisionAsSidecarSet returns the SidecarSet that would inject the revision's snapshot, and
+// whether its SidecarSet exists.
+func (p *Plugin) revisionAsSidecarSet(rev *apps.SidecarSetRevision) (*apps.SidecarSet, bool, error) {
+	injected := validation.InjectedSpec(rev)
+	wire, err := p.in.SidecarSets.Get(rev.SidecarSetName)
+	if apierrors.IsNotFound(err) {
+		return &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: rev.SidecarSetName, Labels: rev.Labels},
+			Spec: *injected}, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	ss, err := toInternal(wire)
+	if err != nil {
+		return nil, false, err
+	}
+	ss.Spec.InitContainers, ss.Spec.Containers, ss.Spec.Volumes = injected.InitContainers, injected.Containers, injected.Volumes
+	ss.Spec.ImagePullSecrets, ss.Spec.PatchPodMetadata = injected.ImagePullSecrets, injected.PatchPodMetadata
+	return ss, true, nil
 }
 
 // engineForm returns the SidecarSet a write of sidecarsets or namespacedsidecarsets takes part
@@ -168,13 +237,15 @@ func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
 // checkPodSecurity warns the author of a SidecarSet whose sidecars break Pod Security baseline,
 // naming the namespaces it selects that enforce baseline or restricted, where its pods would be
 // refused; with RefusePodSecurityViolations such a SidecarSet is refused when there are any.
-func (p *Plugin) checkPodSecurity(ctx context.Context, ss *apps.SidecarSet) (field.ErrorList, error) {
+// Without knownSelection (a revision imported before its SidecarSet) the namespaces it will
+// select are unknown: it only warns.
+func (p *Plugin) checkPodSecurity(ctx context.Context, ss *apps.SidecarSet, knownSelection bool) (field.ErrorList, error) {
 	violations := validation.PodSecurityViolations(ss)
 	if len(violations) == 0 {
 		return nil, nil
 	}
 	var enforcing []string
-	if p.in.Namespaces != nil {
+	if p.in.Namespaces != nil && knownSelection {
 		nss, err := p.in.Namespaces.List(labels.Everything())
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
@@ -14,7 +15,7 @@ import (
 // the revision's field paths.
 func TestValidateRevisionCreate(t *testing.T) {
 	valid := func() *apps.SidecarSetRevision {
-		return &apps.SidecarSetRevision{SidecarSetName: "s", Revision: 1, Spec: apps.SidecarSetRevisionSpec{
+		return &apps.SidecarSetRevision{ObjectMeta: metav1.ObjectMeta{Name: "s-1"}, SidecarSetName: "s", Revision: 1, Spec: apps.SidecarSetRevisionSpec{
 			Containers: []apps.SidecarContainer{{Container: corev1.Container{Name: "c", Image: "img:1",
 				ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}},
@@ -30,6 +31,21 @@ func TestValidateRevisionCreate(t *testing.T) {
 	}{
 		{"valid", func(*apps.SidecarSetRevision) {}, nil},
 		{"number 0", func(r *apps.SidecarSetRevision) { r.Revision = 0 }, []string{"revision"}},
+		{"a NamespacedSidecarSet's engine name", func(r *apps.SidecarSetRevision) {
+			r.SidecarSetName, r.Name = "team-a.s", "team-a.s-1"
+		}, []string{"sidecarSetName"}},
+		{"a name of another SidecarSet", func(r *apps.SidecarSetRevision) { r.Name = "other-1" }, []string{"metadata.name"}},
+		{"the bare prefix", func(r *apps.SidecarSetRevision) { r.Name = "s-" }, []string{"metadata.name"}},
+		{"a long SidecarSet name cut as OpenKruise cuts it", func(r *apps.SidecarSetRevision) {
+			r.SidecarSetName = strings.Repeat("a", 240)
+			r.Name = strings.Repeat("a", 223) + "-1"
+		}, nil},
+		{"OpenKruise's label naming another SidecarSet", func(r *apps.SidecarSetRevision) {
+			r.Labels = map[string]string{OpenKruiseSidecarSetNameLabel: "other"}
+		}, []string{"metadata.labels[kruise.io/sidecarset-name]"}},
+		{"OpenKruise's label naming it", func(r *apps.SidecarSetRevision) {
+			r.Labels = map[string]string{OpenKruiseSidecarSetNameLabel: "s"}
+		}, nil},
 		{"nothing injected", func(r *apps.SidecarSetRevision) { r.Spec.Containers = nil; r.Spec.Volumes = nil }, []string{"spec.containers"}},
 		{"a volume without a source", func(r *apps.SidecarSetRevision) { r.Spec.Volumes[0].EmptyDir = nil }, []string{"spec.volumes[0]", "spec.containers[0].volumeMounts[0].name"}},
 		{"a patch without a policy", func(r *apps.SidecarSetRevision) {
