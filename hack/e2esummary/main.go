@@ -134,7 +134,7 @@ func (s *shard) print() {
 		if s.hasFailedChild(test) {
 			continue // its failed subtests say why
 		}
-		lines := s.output[test]
+		lines := testLines(s.output[test])
 		if len(lines) > 60 {
 			lines = lines[len(lines)-60:]
 		}
@@ -149,4 +149,17 @@ func (s *shard) hasFailedChild(test string) bool {
 		}
 	}
 	return false
+}
+
+// testLines drops the client's log lines (klog: "I1126 17:55:16.319198 ...", warnings the server
+// sent) from a test's output, keeping what the test itself printed.
+func testLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if len(l) > 5 && strings.ContainsRune("IWEF", rune(l[0])) && l[1] >= '0' && l[1] <= '9' && l[5] == ' ' {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }

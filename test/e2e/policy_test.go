@@ -336,16 +336,19 @@ func policyServedSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[stri
 	t.Helper()
 	var onPolicy map[string]bool
 	var stableSince time.Time
-	eventually(t, "the policies to inject the SidecarSets on the Policy path", 3*time.Minute, func(ctx context.Context) (bool, string) {
+	state := "nothing read yet"
+	// Every 2 s: each try lists every SidecarSet and policy.
+	eventuallyEvery(t, "the policies to inject the SidecarSets on the Policy path", 2*time.Second, 5*time.Minute, func(ctx context.Context) (bool, string) {
 		conditions, err := policyPathSidecarSets(ctx, sets)
 		if err != nil {
-			return false, err.Error()
+			return false, state + "; then " + err.Error()
 		}
 		owned, err := ownedPolicySidecarSets(ctx)
 		if err != nil {
-			return false, err.Error()
+			return false, state + "; then " + err.Error()
 		}
-		state := fmt.Sprintf("%d SidecarSets on the Policy path by their conditions, %d injected by the policies", len(conditions), len(owned))
+		state = fmt.Sprintf("%d SidecarSets on the Policy path by their conditions, %d injected by the policies (%d in both)",
+			len(conditions), len(owned), len(intersect(conditions, owned)))
 		if !equalSets(conditions, owned) || len(conditions) < len(sets)/10 {
 			stableSince = time.Time{}
 			return false, state
@@ -398,6 +401,16 @@ func ownedPolicySidecarSets(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+func intersect(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		if b[k] {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 func equalSets(a, b map[string]bool) bool {
