@@ -270,6 +270,7 @@ func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*c
 		t.Fatalf("apply SidecarSet %s: %v", ss.Name, err)
 	}
 	waitSettled(t, ss.Name)
+	waitRecordsRevision(t, ss.Name, app)
 	for i := 0; i < n; i++ {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i), Namespace: upgradeNamespace, Labels: map[string]string{"app": app}},
@@ -286,6 +287,23 @@ func setupUpgrade(t *testing.T, ss *v1alpha1.SidecarSet, app string, n int) []*c
 	}
 	waitStatus(t, ss.Name, v1alpha1.SidecarSetStatus{MatchedPods: int32(n), UpdatedPods: int32(n), ReadyPods: int32(n), UpdatedReadyPods: int32(n)})
 	return pods
+}
+
+// waitRecordsRevision waits until a pod labelled app=<app> is injected with the SidecarSet's
+// recorded revision (a dry run): the injection path's cache has caught up with the revision the
+// controller recorded, which waitSettled reads from storage.
+func waitRecordsRevision(t *testing.T, name, app string) {
+	t.Helper()
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: app + "-probe", Namespace: upgradeNamespace, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}}}
+	eventually(t, "pods injected with the recorded revision of "+name, time.Minute, func(context.Context) (bool, string) {
+		got, err := createPodDryRun(probe)
+		if err != nil {
+			return false, err.Error()
+		}
+		_, revision, _ := sidecar.LookupHash(got.Annotations[sidecar.HashAnnotation], name)
+		return revision != "", "record " + got.Annotations[sidecar.HashAnnotation]
+	})
 }
 
 func patchImage(t *testing.T, name, patch string) {
