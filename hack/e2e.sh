@@ -35,9 +35,9 @@ SHARDS=(
   "catalogue-injection ^TestInjectionConformance$"
   "catalogue-rollout ^TestRolloutConformance$"
   "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
-  "serial-1 ^(TestValidationConformance|TestPolicyDifferential|TestChaosRollout)$"
+  "serial-1 ^(TestPolicyDifferential|TestChaosRollout)$"
   "serial-2 ^(TestNotLoadedFailsSafe|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection)$"
-  "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer)$"
+  "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestValidationConformance)$"
 )
 
 # What the clusters would otherwise build at the same moment: the cluster's binaries, the server
