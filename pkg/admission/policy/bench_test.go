@@ -125,3 +125,42 @@ func BenchmarkPlanAfterCreate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanWithTenants plans 1,000 cluster SidecarSets (the manual's one-key shape and the
+// mixed one) beside 0, 1,000 and 5,000 NamespacedSidecarSets spread over 50 namespaces, each
+// namespace's selecting its own app values (a tenant's usual shape), as the controller does on
+// every change: the planner's cost as tenants are added.
+func BenchmarkPlanWithTenants(b *testing.B) {
+	now := time.Now()
+	for _, shape := range []string{policytest.ShapeOneKey, policytest.ShapeMixed} {
+		cluster := policytest.BenchSidecarSets(shape, 1000)
+		for _, ss := range cluster {
+			prepare(b, ss)
+		}
+		for _, tenants := range []int{0, 1000, 5000} {
+			sets := append(append([]*v1alpha1.SidecarSet{}, cluster...), benchTenants(b, tenants, 50)...)
+			b.Run(fmt.Sprintf("%s/tenants=%d", shape, tenants), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// benchTenants returns n NamespacedSidecarSets, as the SidecarSets they take part as, spread over
+// namespaces: each selects app=<its index> in its namespace with one container.
+func benchTenants(b *testing.B, n, namespaces int) []*v1alpha1.SidecarSet {
+	out := make([]*v1alpha1.SidecarSet, n)
+	for i := range out {
+		nss := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%04d", i),
+			Namespace: fmt.Sprintf("team-%02d", i%namespaces)}}
+		nss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("t%d", i)}}
+		nss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: fmt.Sprintf("agent-%d", i), Image: "busybox"}}}
+		out[i] = prepare(b, nss.AsSidecarSet())
+	}
+	return out
+}
