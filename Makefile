@@ -80,7 +80,7 @@ e2e-node:
 	E2E=1 REAL_NODE=1 E2E_REAL_NODE_ALL=1 $(GO) test -count=1 -timeout 30m -run 'TestRealNode' -v ./test/e2e/
 
 # The policy/webhook differential on 500 generated cases (about 1,250 SidecarSets; make test runs
-# 200): kube-apiserver compiles group policies that large slowly on 2 cores.
+# 60): kube-apiserver compiles group policies that large slowly on 2 cores.
 e2e-policy:
 	E2E=1 E2E_POLICY_CASES=500 $(GO) test -count=1 -timeout 30m -run 'TestPolicyDifferential' -v ./test/e2e/
 
