@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -332,17 +333,17 @@ func parallel(t *testing.T, n int, f func(i int) error) {
 }
 
 // policyServedSidecarSets waits until the server's policies inject exactly the SidecarSets of
-// sets whose Injected condition reports the Policy path, at least a tenth of sets, and both stay
+// stored whose Injected condition reports the Policy path, at least a tenth of stored, and both stay
 // so for 3 s (the conditions the webhook-mode server left say Webhook until the policy-mode one
 // has planned); it returns them.
-func policyServedSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[string]bool {
+func policyServedSidecarSets(t *testing.T, stored []*v1alpha1.SidecarSet) sets.Set[string] {
 	t.Helper()
-	var onPolicy map[string]bool
+	var onPolicy sets.Set[string]
 	var stableSince time.Time
 	state := "nothing read yet"
 	// Every 2 s: each try lists every SidecarSet and policy.
 	eventuallyEvery(t, "the policies to inject the SidecarSets on the Policy path", 2*time.Second, 5*time.Minute, func(ctx context.Context) (bool, string) {
-		conditions, err := policyPathSidecarSets(ctx, sets)
+		conditions, err := policyPathSidecarSets(ctx, stored)
 		if err != nil {
 			return false, state + "; then " + err.Error()
 		}
@@ -351,12 +352,12 @@ func policyServedSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[stri
 			return false, state + "; then " + err.Error()
 		}
 		state = fmt.Sprintf("%d SidecarSets on the Policy path by their conditions, %d injected by the policies (%d in both)",
-			len(conditions), len(owned), len(intersect(conditions, owned)))
-		if !equalSets(conditions, owned) || len(conditions) < len(sets)/10 {
+			len(conditions), len(owned), conditions.Intersection(owned).Len())
+		if !conditions.Equal(owned) || len(conditions) < len(stored)/10 {
 			stableSince = time.Time{}
 			return false, state
 		}
-		if !equalSets(conditions, onPolicy) {
+		if !conditions.Equal(onPolicy) {
 			onPolicy, stableSince = conditions, time.Now()
 		}
 		return time.Since(stableSince) >= 3*time.Second, state
@@ -364,66 +365,44 @@ func policyServedSidecarSets(t *testing.T, sets []*v1alpha1.SidecarSet) map[stri
 	return onPolicy
 }
 
-// policyPathSidecarSets returns the SidecarSets of sets whose Injected condition reports the
+// policyPathSidecarSets returns the SidecarSets of stored whose Injected condition reports the
 // Policy path.
-func policyPathSidecarSets(ctx context.Context, sets []*v1alpha1.SidecarSet) (map[string]bool, error) {
+func policyPathSidecarSets(ctx context.Context, stored []*v1alpha1.SidecarSet) (sets.Set[string], error) {
 	list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, ss := range sets {
-		want[ss.Name] = true
+	want := sets.New[string]()
+	for _, ss := range stored {
+		want.Insert(ss.Name)
 	}
-	out := map[string]bool{}
+	out := sets.New[string]()
 	for i := range list.Items {
 		ss := &list.Items[i]
 		c := apimeta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetInjected)
-		if want[ss.Name] && c != nil && c.Reason == "Policy" {
-			out[ss.Name] = true
+		if want.Has(ss.Name) && c != nil && c.Reason == string(apps.PathPolicy) {
+			out.Insert(ss.Name)
 		}
 	}
 	return out, nil
 }
 
 // ownedPolicySidecarSets returns the SidecarSets the server's policies inject, by their records.
-func ownedPolicySidecarSets(ctx context.Context) (map[string]bool, error) {
+func ownedPolicySidecarSets(ctx context.Context) (sets.Set[string], error) {
 	ps, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx,
 		metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := sets.New[string]()
 	for i := range ps.Items {
 		recs := map[string]json.RawMessage{}
 		if err := json.Unmarshal([]byte(ps.Items[i].Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", ps.Items[i].Name, err)
 		}
 		for name := range recs {
-			out[name] = true
+			out.Insert(name)
 		}
 	}
 	return out, nil
-}
-
-func intersect(a, b map[string]bool) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		if b[k] {
-			out[k] = true
-		}
-	}
-	return out
-}
-
-func equalSets(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }

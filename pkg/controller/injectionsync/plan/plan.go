@@ -20,6 +20,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -456,11 +457,5 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Writ
 // shipped one, template.
 func ActiveWebhooks(template string) string { return template + "-active" }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
