@@ -2,15 +2,19 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -163,4 +167,68 @@ func benchTenants(b *testing.B, n, namespaces int) []*v1alpha1.SidecarSet {
 		out[i] = prepare(b, nss.AsSidecarSet())
 	}
 	return out
+}
+
+// BenchmarkPolicyCompile compiles, as kube-apiserver does when it admits a policy, the largest
+// group policy planned for 1,000 SidecarSets of each benchmark shape and for the policy
+// differential's corpus (1,256 SidecarSets with several sidecars, probes and volumes each): what
+// kube-apiserver spends on one write, with its size and members. Policies are sized by this cost
+// (maxPolicySize, maxPieceSize).
+func BenchmarkPolicyCompile(b *testing.B) {
+	shapes := map[string][]*v1alpha1.SidecarSet{}
+	for _, shape := range policytest.Shapes {
+		shapes[shape] = policytest.BenchSidecarSets(shape, 1000)
+	}
+	g := policytest.New(7)
+	g.Namespaces, g.CaseLabel = [2]string{"policy-ns0", "policy-ns1"}, "policy-case" // as TestPolicyDifferential
+	for i := 0; i < 500; i++ {
+		shapes["corpus"] = append(shapes["corpus"], g.Next(i).Sets...)
+	}
+	for _, name := range sortedKeys(shapes) {
+		for _, ss := range shapes[name] {
+			prepare(b, ss)
+		}
+		plan, err := PlanPolicies(PlanInput{SidecarSets: shapes[name], Now: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var largest *admissionregistrationv1.MutatingAdmissionPolicy
+		for _, p := range plan.Policies {
+			if largest == nil || policySize(p) > policySize(largest) {
+				largest = p
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			if largest == nil {
+				b.Skipf("no SidecarSet of shape %s is served by a policy", name)
+			}
+			var recs map[string]record
+			if err := json.Unmarshal([]byte(largest.Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(policySize(largest)), "chars")
+			b.ReportMetric(float64(len(recs)), "members")
+			b.ReportMetric(float64(len(plan.Policies)), "policies")
+			for i := 0; i < b.N; i++ {
+				if _, errs := compileIn(largest, environment.NewExpressions); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}
+
+// policySize is the number of characters of CEL in p.
+func policySize(p *admissionregistrationv1.MutatingAdmissionPolicy) int {
+	n := 0
+	for _, v := range p.Spec.Variables {
+		n += len(v.Expression)
+	}
+	for _, c := range p.Spec.MatchConditions {
+		n += len(c.Expression)
+	}
+	for _, m := range p.Spec.Mutations {
+		n += len(m.JSONPatch.Expression)
+	}
+	return n
 }

@@ -76,9 +76,9 @@ func compileMember(in Input) (Result, *member, error) {
 	if err != nil {
 		return Result{}, nil, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
-	if m.size() > maxExpressionSize {
+	if _, c, n := m.sizes(); n > maxMemberSize || c > maxSelectsSize {
 		return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge,
-			Message: fmt.Sprintf("its sidecars need about %d characters of CEL, more than a policy expression holds", m.size())}, nil, nil
+			Message: fmt.Sprintf("its sidecars and selector need about %d characters of CEL, more than kube-apiserver compiles quickly for one SidecarSet (%d)", n, maxMemberSize)}, nil, nil
 	}
 	return Result{Path: apps.PathPolicy, Reason: apps.ReasonCompiled}, m, nil
 }

@@ -23,11 +23,36 @@ import (
 // mutation inserts the parts of every member that applies at the index it has once the members
 // before it are in: the pod is the same as with one policy per SidecarSet applied in name order.
 //
-// A mutation holds members up to maxExpressionSize; a policy with more holds several mutations,
+// A mutation holds members up to maxPieceSize; a policy with more holds several mutations,
 // applied in order (kube-apiserver evaluates each against the pod the previous one produced).
 
-// maxExpressionSize keeps each mutation below CEL's expression size limit (100,000 code points).
+// maxExpressionSize keeps each expression below CEL's expression size limit (100,000 code points).
 const maxExpressionSize = 80_000
+
+// maxPieceSize bounds the expressions that hold per-member parts with comprehensions or empty
+// lists (the mutations and the variables s0, s1, ...): CEL's type checker copies its map of type
+// variables, which grows with every comprehension and empty list, at each list element it checks,
+// so its time grows with the square of such an expression's size. Pieces of this size keep the
+// time kube-apiserver spends compiling a policy linear in its size.
+const maxPieceSize = 8_000
+
+// span is the members lo..hi-1 of one piece.
+type span struct{ lo, hi int }
+
+// pieces splits parts of the given sizes, in order, into spans of at most maxPieceSize
+// characters (a part larger than that is a span of its own).
+func pieces(sizes []int) []span {
+	var out []span
+	start, total := 0, 0
+	for k, n := range sizes {
+		if k > start && total+n > maxPieceSize {
+			out = append(out, span{start, k})
+			start, total = k, 0
+		}
+		total += n
+	}
+	return append(out, span{start, len(sizes)})
+}
 
 // groupVariables are the policy-wide named expressions: the pod's labels, containers and
 // annotations, and m, one boolean per member: the member applies to the pod (which must be active
@@ -63,16 +88,22 @@ func groupVariables(members []*member, excluded []string) []admissionregistratio
 		add(k.name, "size(variables.%[1]sRaw) > 2 && variables.%[1]sRaw.startsWith('{') && variables.%[1]sRaw.endsWith('}') ? "+
 			"variables.%[1]sRaw.substring(1, size(variables.%[1]sRaw) - 1).split('},').map(s, s.endsWith('}') ? s : s + '}') : []", k.name)
 	}
-	applies, inNamespace := make([]string, len(members)), make([]string, len(members))
+	// sJ: the members of piece J apply to the pod but for their namespaceSelectors; m: they apply.
+	inNamespace := make([]string, len(members))
+	applies, sizes := make([]string, len(members)), make([]int, len(members))
 	for k, m := range members {
 		applies[k] = m.appliesCEL()
-		inNamespace[k] = fmt.Sprintf("variables.s[%d]", k)
-		if m.selNS != "" {
-			inNamespace[k] += " && " + m.selNS
+		sizes[k] = len(applies[k])
+	}
+	for j, p := range pieces(sizes) {
+		add(fmt.Sprintf("s%d", j), "[%s]", strings.Join(applies[p.lo:p.hi], ",\n"))
+		for k := p.lo; k < p.hi; k++ {
+			inNamespace[k] = fmt.Sprintf("variables.s%d[%d]", j, k-p.lo)
+			if m := members[k]; m.selNS != "" {
+				inNamespace[k] += " && " + m.selNS
+			}
 		}
 	}
-	// s: the member applies to the pod but for its namespaceSelector; m: it applies.
-	add("s", "[%s]", strings.Join(applies, ",\n"))
 	add("m", "variables.eligible ? [%s] : %s", strings.Join(inNamespace, ", "), "["+strings.TrimSuffix(strings.Repeat("false, ", len(members)), ", ")+"]")
 	return vs
 }
@@ -129,20 +160,15 @@ type chunk struct {
 	c       string
 }
 
-// chunks splits the members into mutations of at most maxExpressionSize (estimated).
+// chunks splits the members into mutations of at most maxPieceSize (estimated).
 func chunks(members []*member) []chunk {
-	var out []chunk
-	start, size := 0, 0
+	sizes := make([]int, len(members))
 	for k, m := range members {
-		if k > start && size+m.size() > maxExpressionSize {
-			out = append(out, chunk{members: members[start:k], lo: start})
-			start, size = k, 0
-		}
-		size += m.size()
+		sizes[k] = m.size()
 	}
-	out = append(out, chunk{members: members[start:], lo: start})
-	for i := range out {
-		out[i].c = fmt.Sprint(i)
+	var out []chunk
+	for i, p := range pieces(sizes) {
+		out = append(out, chunk{members: members[p.lo:p.hi], lo: p.lo, c: fmt.Sprint(i)})
 	}
 	return out
 }
@@ -383,6 +409,17 @@ func (ch *chunk) annotationOps() string {
 // maxMembers is the most SidecarSets one group policy injects.
 const maxMembers = 256
 
+// maxPolicySize bounds a group policy's CEL (estimated): kube-apiserver compiles and cost-checks
+// every expression of a policy when it admits the policy and again when it loads it, and both
+// grow with the policy's size (about 4 to 6 µs a character on one core of a small machine, with
+// expressions of at most maxPieceSize). At this size kube-apiserver admits a policy in well under a
+// second; more members make another policy.
+const maxPolicySize = 100_000
+
+// maxSelectsSize bounds the selects match condition, which joins every member in one expression
+// (match conditions see no variables): its type-checking time grows with the square of its size.
+const maxSelectsSize = maxPieceSize
+
 // group is one group policy being planned.
 type group struct {
 	name    string
@@ -391,28 +428,30 @@ type group struct {
 	sets    []*v1alpha1.SidecarSet
 	records map[string]record
 	// varSize and condSize are the sizes of the policy-wide expressions that join every member
-	// (the variables s and m, the selects match condition).
-	varSize, condSize int
+	// (the variable m, the selects match condition); size is the whole policy's (estimated).
+	varSize, condSize, size int
 }
 
-// sizes returns what m adds to the policy-wide expressions.
-func (m *member) sizes() (vars, cond int) {
-	return len(m.appliesCEL()) + len(m.selNS) + 64, len(m.selL) + len(m.name) + 32
+// sizes returns what m adds to the policy-wide expressions and to the whole policy.
+func (m *member) sizes() (vars, cond, total int) {
+	vars, cond = len(m.selNS)+32, len(m.selL)+len(m.name)+32
+	return vars, cond, vars + cond + len(m.appliesCEL()) + m.size()
 }
 
-// fits reports whether the group has room for m: each policy-wide expression stays within
-// maxExpressionSize, below CEL's limit, and the members within maxMembers (the policy within
-// etcd's object size).
+// fits reports whether the group has room for m: the policy within maxPolicySize, each
+// policy-wide expression within its bound, and the members within maxMembers.
 func (g *group) fits(m *member) bool {
-	v, c := m.sizes()
-	return len(g.members) < maxMembers && g.varSize+v <= maxExpressionSize && g.condSize+c <= maxExpressionSize
+	v, c, n := m.sizes()
+	return len(g.members) < maxMembers && g.varSize+v <= maxExpressionSize && g.condSize+c <= maxSelectsSize &&
+		g.size+n <= maxPolicySize
 }
 
 // add makes ss, compiled as m, a member.
 func (g *group) add(ss *v1alpha1.SidecarSet, m *member, rec record) {
-	v, c := m.sizes()
+	v, c, n := m.sizes()
 	g.varSize += v
 	g.condSize += c
+	g.size += n
 	g.members = append(g.members, m)
 	g.sets = append(g.sets, ss)
 	g.records[ss.Name] = rec
@@ -461,3 +500,7 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 	}
 	return policy, binding, nil
 }
+
+// maxMemberSize bounds one SidecarSet's CEL (estimated): its mutation is one expression, whose
+// type-checking time grows with the square of its size.
+const maxMemberSize = 3 * maxPieceSize

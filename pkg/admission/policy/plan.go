@@ -99,19 +99,13 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			r, m = selectorBudget(ss), nil
 		}
 		if m != nil {
-			name := groupOf.policyFor(ss)
-			g := groups[name]
-			if g == nil {
-				g = &group{name: name, key: groupKey(ss), records: map[string]record{}}
-			}
-			if g.fits(m) {
-				groups[name] = g
+			if g := place(groups, groupOf.policyFor(ss), groupKey(ss), m); g != nil {
 				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
-				r.PolicyName, r.Message = name, "injected by MutatingAdmissionPolicy "+name
+				r.PolicyName, r.Message = g.name, "injected by MutatingAdmissionPolicy "+g.name
 				policySets = append(policySets, ss)
 				members[ss.Name] = m
 			} else {
-				r = groupFull(name)
+				r = groupFull(groupOf.policyFor(ss))
 			}
 		}
 		if r.Path == apps.PathWebhook {
@@ -144,10 +138,37 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	return p, nil
 }
 
-// groupFull is the result of a SidecarSet its group policy has no room for.
+// maxOverflow is the number of policies a bucket's members fill, one after the other, when one
+// policy has no room for them all (see fits).
+const maxOverflow = 8
+
+// place returns the group m joins: the bucket's policy name, or when it is full, the first of its
+// overflow policies name-1, name-2, ... with room; nil when they are all full. SidecarSets are
+// placed in name order, so each policy holds a run of names.
+func place(groups map[string]*group, name, key string, m *member) *group {
+	for i := 0; i < maxOverflow; i++ {
+		n := name
+		if i > 0 {
+			n = fmt.Sprintf("%s-%d", name, i)
+		}
+		g := groups[n]
+		if g == nil {
+			g = &group{name: n, key: key, records: map[string]record{}}
+		}
+		if g.fits(m) {
+			groups[n] = g
+			return g
+		}
+	}
+	return nil
+}
+
+// groupFull is the result of a SidecarSet its group policy and the overflow policies have no
+// room for.
 func groupFull(policy string) Result {
 	return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge, Message: fmt.Sprintf(
-		"group policy %s holds as many SidecarSets as its expressions allow (%d characters of CEL, %d members)", policy, maxExpressionSize, maxMembers)}
+		"group policy %s and its %d overflow policies hold as many SidecarSets as kube-apiserver compiles quickly (about %d characters of CEL, %d members each)",
+		policy, maxOverflow-1, maxPolicySize, maxMembers)}
 }
 
 // selectorBudget is the result of a SidecarSet whose value is beyond maxNativeValues.

@@ -363,8 +363,13 @@ var ownedSelector = labels.SelectorFromSet(labels.Set{apps.ManagedByLabel: apps.
 // shipped one, template (see plan.ActiveWebhooks).
 func ActiveWebhooks(template string) string { return plan.ActiveWebhooks(template) }
 
-// writers is how many writes run at once (a plan may create a thousand policies).
-const writers = 8
+// writers is how many writes run at once (a plan may create a thousand bindings), policyWriters
+// how many policy writes: kube-apiserver compiles each policy it admits, a fraction of a second of
+// CPU, so more at once only make each wait longer (and time out on a small control plane).
+const (
+	writers       = 8
+	policyWriters = 2
+)
 
 // write does the writes in order: a run of writes of one kind, none depending on another of the
 // run, writers at a time, each on its own (one that fails holds back no other); a write whose
@@ -382,7 +387,11 @@ func (c *Controller) write(ctx context.Context, writes []plan.Write) (map[string
 		writes = writes[n:]
 		var wg sync.WaitGroup
 		next := make(chan int)
-		for i := 0; i < writers; i++ {
+		workers := writers
+		if batch[0].Kind == plan.Policy {
+			workers = policyWriters
+		}
+		for i := 0; i < workers; i++ {
 			wg.Go(func() {
 				for j := range next {
 					results[j] = c.do(ctx, batch[j])
