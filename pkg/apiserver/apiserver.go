@@ -158,7 +158,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := &injectionPaths{sets: set.own.Apps().V1alpha1().SidecarSets().Lister(), webhookOnly: c.ExtraConfig.Injection == InjectionWebhook}
+	paths := &injectionPaths{webhookOnly: c.ExtraConfig.Injection == InjectionWebhook}
 	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set)
 	var viewer sidecarsetstorage.RolloutViewer
 	if c.GenericConfig.SharedInformerFactory != nil && c.main != nil {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -17,26 +15,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
-	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/version"
 )
 
 // injectionPaths says, for the /rollout view and the SidecarSet status, which admission path
 // injects a SidecarSet in this server's mode.
 type injectionPaths struct {
-	sets        listers.SidecarSetLister
-	policies    admissionlisters.MutatingAdmissionPolicyLister // owned ones; nil without policies
 	webhookOnly bool
 	// unserved is set, before the server starts, when the cluster serves no v1
 	// MutatingAdmissionPolicy.
@@ -46,9 +39,9 @@ type injectionPaths struct {
 	planned func(name string) (*v1alpha1.RolloutInjection, bool)
 }
 
-// describe says which path injects ss: as the leader's plan decided it, or, on another replica
-// (or before the first plan), as policy.Describe computes it from the stored SidecarSets and
-// policies.
+// describe says which path injects ss as the leader decided it: from its plan on the leader,
+// from the Injected condition the leader recorded for ss's generation on another replica (or
+// before the leader's first plan); only the leader decides.
 func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection {
 	if p.unserved {
 		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "PoliciesNotServed",
@@ -59,18 +52,11 @@ func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInje
 			return inj
 		}
 	}
-	all, err := p.sets.List(labels.Everything())
-	if err != nil {
-		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "Unknown", Message: err.Error()}
+	if inj, ok := controller.InjectionFromCondition(ss); ok {
+		return inj
 	}
-	compiled := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
-	if p.policies != nil {
-		owned, _ := p.policies.List(labels.Everything())
-		for _, o := range owned {
-			compiled[o.Name] = o
-		}
-	}
-	return policy.Describe(ss, all, compiled, p.webhookOnly)
+	return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "NotPlanned", Message: fmt.Sprintf(
+		"the leader has not yet planned generation %d; until a policy for it is loaded, the injection webhook injects it", ss.Generation)}
 }
 
 // addControllerHook registers the hook that starts the server's informers and its controllers
@@ -180,7 +166,6 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if servesMutatingAdmissionPolicies(kube) {
 		opts.Policies = owned.Admissionregistration().V1().MutatingAdmissionPolicies()
 		opts.Bindings = owned.Admissionregistration().V1().MutatingAdmissionPolicyBindings()
-		paths.policies = opts.Policies.Lister()
 	} else {
 		// The webhook injects every SidecarSet; the controller still writes its selection (the
 		// shipped webhooks select no pod until it does).

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -329,6 +331,32 @@ func checkServes(t *testing.T, replica int, name string, pods int) {
 	})
 	if !ok {
 		t.Errorf("waited 30s for replica %d to serve %s with its %d pods updated; last seen: %s", replica, name, pods, summary)
+	}
+	checkInjectionView(t, client, name)
+}
+
+// checkInjectionView asserts that a replica's /rollout view names the path the leader chose: for
+// the policy path, a policy in the main cluster that lists the SidecarSet.
+func checkInjectionView(t *testing.T, client clientset.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	view, err := client.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj := view.Status.Injection
+	switch {
+	case inj == nil || inj.Path == "" || inj.Reason == "NotPlanned":
+		t.Errorf("the rollout view of %s names no path the leader chose: %+v", name, inj)
+	case inj.Path == string(apps.PathPolicy):
+		p, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, inj.Policy, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the rollout view of %s names policy %q: %v", name, inj.Policy, err)
+		}
+		recs := map[string]json.RawMessage{}
+		if err := json.Unmarshal([]byte(p.Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil || recs[name] == nil {
+			t.Errorf("the rollout view of %s names policy %s, which does not inject it (%s)", name, inj.Policy, p.Annotations[apps.SidecarSetsAnnotation])
+		}
 	}
 }
 

@@ -101,7 +101,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if m != nil {
 			if g := place(groups, groupOf.policyFor(ss), groupKey(ss), m); g != nil {
 				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
-				r.PolicyName, r.Message = g.name, "injected by MutatingAdmissionPolicy "+g.name
+				r.PolicyName, r.Message = g.name, apps.PolicyInjectsMessage(g.name)
 				policySets = append(policySets, ss)
 				members[ss.Name] = m
 			} else {
@@ -427,31 +427,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// Describe says which path injects ss among the stored SidecarSets all (ss may be among them),
-// as PlanPolicies decides with the owned policies compiled, for the /rollout view.
-func Describe(ss *v1alpha1.SidecarSet, all []*v1alpha1.SidecarSet, compiled map[string]*admissionregistrationv1.MutatingAdmissionPolicy, webhookOnly bool) *v1alpha1.RolloutInjection {
-	others := make([]*v1alpha1.SidecarSet, 0, len(all))
-	withSelf := append(make([]*v1alpha1.SidecarSet, 0, len(all)+1), ss)
-	for _, o := range all {
-		if o.Name != ss.Name {
-			others = append(others, o)
-			withSelf = append(withSelf, o)
-		}
-	}
-	r, m, err := compileMember(Input{SidecarSet: ss, Others: others})
-	if err != nil {
-		return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "CompileError", Message: err.Error()}
-	}
-	if webhookOnly && r.Path == apps.PathPolicy {
-		r, m = webhookMode(), nil
-	}
-	groupOf := assign(withSelf, incumbents(compiledRecords(compiled)))
-	if m != nil && groupOf.over[ss.Name] {
-		r, m = selectorBudget(ss), nil
-	}
-	if m != nil {
-		r.PolicyName = groupOf.policyFor(ss)
-		r.Message = "injected by MutatingAdmissionPolicy " + r.PolicyName
-	}
-	return r.Injection()
-}

@@ -112,37 +112,3 @@ spec:
 	}
 }
 
-func TestDescribe(t *testing.T) {
-	plain := mustSidecarSet(t, `
-metadata: {name: plain}
-spec:
-  selector: {matchLabels: {app: web}}
-  containers: [{name: log, image: busybox}]
-`)
-	transfer := mustSidecarSet(t, `
-metadata: {name: transfer}
-spec:
-  selector: {matchLabels: {app: web}}
-  containers:
-  - name: envoy
-    image: envoy
-    transferEnv: [{sourceContainerName: app, envName: TZ}]
-`)
-	all := []*v1alpha1.SidecarSet{plain, transfer}
-	cases := []struct {
-		ss          *v1alpha1.SidecarSet
-		webhookOnly bool
-		want        v1alpha1.RolloutInjection
-	}{
-		{plain, false, v1alpha1.RolloutInjection{Path: "Policy", Reason: apps.ReasonCompiled, Policy: "sidecarsets-app-v0"}},
-		{plain, true, v1alpha1.RolloutInjection{Path: "Webhook", Reason: apps.ReasonWebhookMode}},
-		{transfer, false, v1alpha1.RolloutInjection{Path: "Webhook", Reason: apps.ReasonTransferEnv}},
-	}
-	for _, tc := range cases {
-		got := Describe(tc.ss, all, nil, tc.webhookOnly)
-		got.Message = ""
-		if *got != tc.want {
-			t.Errorf("%s (webhookOnly %v): got %+v, want %+v", tc.ss.Name, tc.webhookOnly, *got, tc.want)
-		}
-	}
-}

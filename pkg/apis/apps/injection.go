@@ -43,6 +43,9 @@ const (
 	PathNone InjectionPath = "None"
 )
 
+// PolicyInjectsMessage is the message of a SidecarSet the group policy name injects.
+func PolicyInjectsMessage(name string) string { return "injected by MutatingAdmissionPolicy " + name }
+
 // Reasons of a RolloutInjection: why a SidecarSet is served by the policy path (ReasonCompiled),
 // by the webhook (the feature or limit a policy cannot express), or by neither path.
 const (

@@ -1,7 +1,7 @@
 package sidecarset
 
 import (
-	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,16 +28,53 @@ func injectionCondition(inj *v1alpha1.RolloutInjection, generation int64) metav1
 	}
 	switch apps.InjectionPath(inj.Path) {
 	case apps.PathPolicy:
-		c.Message = fmt.Sprintf("kube-apiserver injects new pods through MutatingAdmissionPolicy %s", inj.Policy)
+		c.Message = policyMessage + inj.Policy
 	case apps.PathWebhook:
-		c.Message = "the injection webhook injects new pods (" + why + ")"
+		c.Message = webhookMessage + why + ")"
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, inj.Reason, "no new pod is injected: "+inj.Message
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, inj.Reason, noneMessage+inj.Message
 	}
 	if c.Reason == "" {
 		c.Reason = "Unknown"
 	}
 	return c
+}
+
+// The messages of the Injected condition; InjectionFromCondition reads them back.
+const (
+	policyMessage  = "kube-apiserver injects new pods through MutatingAdmissionPolicy "
+	webhookMessage = "the injection webhook injects new pods ("
+	noneMessage    = "no new pod is injected: "
+)
+
+// InjectionFromCondition reads back the path the leader recorded in ss's Injected condition (the
+// inverse of injectionCondition), so that every replica's /rollout view says what the leader
+// decided, not a decision of its own; false when the condition is not of ss's current generation
+// (the leader has not decided for it yet).
+func InjectionFromCondition(ss *v1alpha1.SidecarSet) (*v1alpha1.RolloutInjection, bool) {
+	c := meta.FindStatusCondition(ss.Status.Conditions, ConditionInjected)
+	if c == nil || c.ObservedGeneration != ss.Generation {
+		return nil, false
+	}
+	if c.Status != metav1.ConditionTrue {
+		return &v1alpha1.RolloutInjection{Path: string(apps.PathNone), Reason: c.Reason, Message: strings.TrimPrefix(c.Message, noneMessage)}, true
+	}
+	if name, ok := strings.CutPrefix(c.Message, policyMessage); ok && c.Reason == string(apps.PathPolicy) {
+		return &v1alpha1.RolloutInjection{Path: c.Reason, Reason: apps.ReasonCompiled, Message: apps.PolicyInjectsMessage(name), Policy: name}, true
+	}
+	inj := &v1alpha1.RolloutInjection{Path: c.Reason}
+	why, ok := strings.CutPrefix(c.Message, webhookMessage)
+	if !ok {
+		inj.Message = c.Message
+		return inj, true
+	}
+	why = strings.TrimSuffix(why, ")")
+	if reason, message, ok := strings.Cut(why, ": "); ok && !strings.Contains(reason, " ") {
+		inj.Reason, inj.Message = reason, message
+	} else {
+		inj.Message = why
+	}
+	return inj, true
 }
 
 // setInjectionCondition records the Injected condition in st, keeping its transition time when

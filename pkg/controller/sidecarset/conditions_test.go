@@ -71,3 +71,35 @@ func TestWideningCondition(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectionFromCondition: every replica reads back from the Injected condition the path the
+// leader decided, as the leader's plan gave it; not a condition of an older generation.
+func TestInjectionFromCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   v1alpha1.RolloutInjection
+	}{
+		{"policy", v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled", Message: "injected by MutatingAdmissionPolicy sidecarsets-app-v0-1", Policy: "sidecarsets-app-v0-1"}},
+		{"webhook", v1alpha1.RolloutInjection{Path: "Webhook", Reason: "TransferEnv", Message: "transferEnv reads the pod's other containers"}},
+		{"webhook, a message with colons and parentheses", v1alpha1.RolloutInjection{Path: "Webhook", Reason: "TooLarge",
+			Message: "group policy sidecarsets-app-v0 (full): about 100000 characters"}},
+		{"webhook mode", v1alpha1.RolloutInjection{Path: "Webhook", Reason: "WebhookMode", Message: "the server runs with --injection=webhook"}},
+		{"paused", v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused", Message: "injectionStrategy.paused is set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+			setInjectionCondition(&ss.Status, &tc.in, 3, metav1.Now())
+			got, ok := InjectionFromCondition(ss)
+			if !ok || *got != tc.in {
+				t.Errorf("read back %+v (%v), the leader decided %+v", got, ok, tc.in)
+			}
+			ss.Generation = 4 // changed since the leader decided
+			if got, ok := InjectionFromCondition(ss); ok {
+				t.Errorf("a condition of generation 3 read back for generation 4: %+v", got)
+			}
+		})
+	}
+	if got, ok := InjectionFromCondition(&v1alpha1.SidecarSet{}); ok {
+		t.Errorf("no condition read back as %+v", got)
+	}
+}
