@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"context"
 	"math/rand/v2"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	kubeinformers "k8s.io/client-go/informers"
@@ -13,6 +15,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
+	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 )
 
 // AdmissionInitializers returns the initializers handing the SidecarSetCrossValidation admission
@@ -32,6 +35,7 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		Whitelist:                       func() (*string, error) { return nil, nil },
 		PatchPodMetadataDefaultsAllowed: c.ExtraConfig.PatchPodMetadataDefaultsAllowed,
 		RefusePodSecurityViolations:     c.ExtraConfig.RefusePodSecurityViolations,
+		MaxPerNamespace:                 c.ExtraConfig.MaxNamespacedPerNamespace,
 	}
 	synced := []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced}
 	if gc.ClientConfig != nil {
@@ -45,6 +49,19 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		namespaces := gc.SharedInformerFactory.Core().V1().Namespaces()
 		inputs.Namespaces = namespaces.Lister()
 		synced = append(synced, namespaces.Informer().HasSynced)
+	}
+	if gc.LoopbackClientConfig != nil {
+		own, err := clientset.NewForConfig(gc.LoopbackClientConfig)
+		if err != nil {
+			return nil, err
+		}
+		inputs.CountNamespaced = func(ctx context.Context, ns string) (int, error) {
+			list, err := own.AppsV1alpha1().NamespacedSidecarSets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return 0, err
+			}
+			return len(list.Items), nil
+		}
 	}
 	inputs.HasSynced = allSynced(synced)
 	return []admission.PluginInitializer{

@@ -94,6 +94,8 @@ type Settings struct {
 	// RefusePodSecurityViolations refuses a SidecarSet whose sidecars break Pod Security baseline
 	// when a namespace it selects enforces baseline or restricted (otherwise a warning).
 	RefusePodSecurityViolations bool
+	// MaxNamespacedPerNamespace, when positive, caps the NamespacedSidecarSets of one namespace.
+	MaxNamespacedPerNamespace int
 }
 
 // ExtraConfig holds the server's own configuration.

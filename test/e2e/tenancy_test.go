@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 )
@@ -59,10 +61,15 @@ func TestTenantBoundary(t *testing.T) {
 			if mode == "webhook" {
 				restartServer(t, mode)
 			}
-			waitSettled(t, audit.Name)
+			// The path of a plain SidecarSet in this mode (the condition written before the
+			// restart is of the same generation: wait for the new leader's).
+			reason := map[string]string{"policy": string(apps.PathPolicy), "webhook": string(apps.PathWebhook)}[mode]
+			eventually(t, "the cluster SidecarSet's Injected reason "+reason, time.Minute, func(context.Context) (bool, string) {
+				got := injectedReason(t, audit.Name)
+				return got == reason, got
+			})
 			time.Sleep(policySettle) // the policies of the settled SidecarSet are loaded
 			before := waitInjected(t, victimPod, "audit-agent")
-			reason := injectedReason(t, audit.Name)
 			webhooks := activeWebhooks(t)
 
 			attacks := tenantAttacks()
@@ -97,14 +104,18 @@ func TestTenantBoundary(t *testing.T) {
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.revisionHistoryLimit") {
 			t.Errorf("revisionHistoryLimit 2147483647: want Invalid naming spec.revisionHistoryLimit, got %v", err)
 		}
-		deleteNamespacedSidecarSets(t, tenant)
-		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "sidecarsets", Namespace: tenant},
+		// A namespace of its own: the deletions of the attacks in tenant would have the main
+		// cluster's quota controller recount the new quota from its informer, which may not yet
+		// have the creates below.
+		quotaNS := tempNamespace(t, "e2e-quota-")
+		quotaEditor := namespaceEditor(t, "e2e-quota-editor", quotaNS)
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "sidecarsets", Namespace: quotaNS},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/namespacedsidecarsets.apps.kruise.io": resource.MustParse("2")}}}
-		if _, err := kube.CoreV1().ResourceQuotas(tenant).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		if _, err := kube.CoreV1().ResourceQuotas(quotaNS).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the quota's status", time.Minute, func(ctx context.Context) (bool, string) {
-			q, err := kube.CoreV1().ResourceQuotas(tenant).Get(ctx, quota.Name, metav1.GetOptions{})
+			q, err := kube.CoreV1().ResourceQuotas(quotaNS).Get(ctx, quota.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -112,13 +123,38 @@ func TestTenantBoundary(t *testing.T) {
 			return ok, fmt.Sprintf("%+v", q.Status)
 		})
 		for i := 0; i < 2; i++ {
-			createAsEditor(t, editor, tenant, tenantSidecarSet(fmt.Sprintf("quota-%d", i), map[string]string{"e2e-quota": "1"}, fmt.Sprintf("quota%d", i)))
+			createAsEditor(t, quotaEditor, quotaNS, tenantSidecarSet(fmt.Sprintf("quota-%d", i), map[string]string{"e2e-quota": "1"}, fmt.Sprintf("quota%d", i)))
 		}
-		_, err = editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Create(ctx,
+		_, err = quotaEditor.AppsV1alpha1().NamespacedSidecarSets(quotaNS).Create(ctx,
 			tenantSidecarSet("quota-2", map[string]string{"e2e-quota": "1"}, "quota2"), metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
 			t.Errorf("a third NamespacedSidecarSet under a quota of 2: want Forbidden, exceeded quota; got %v", err)
 		}
+	})
+
+	t.Run("per-namespace cap", func(t *testing.T) {
+		deleteNamespacedSidecarSets(t, tenant)
+		t.Setenv("SERVER_ARGS", "--max-namespaced-sidecarsets-per-namespace=2")
+		if _, err := localUp("restart-server"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = os.Unsetenv("SERVER_ARGS")
+			if _, err := localUp("restart-server"); err != nil {
+				t.Error(err)
+			}
+		})
+		for i := 0; i < 2; i++ {
+			createAsEditor(t, editor, tenant, tenantSidecarSet(fmt.Sprintf("cap-%d", i), map[string]string{"e2e-cap": "1"}, fmt.Sprintf("cap%d", i)))
+		}
+		_, err := editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Create(ctx,
+			tenantSidecarSet("cap-2", map[string]string{"e2e-cap": "1"}, "cap2"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "--max-namespaced-sidecarsets-per-namespace=2") {
+			t.Errorf("a third NamespacedSidecarSet with a cap of 2: want Forbidden naming the flag, got %v", err)
+		}
+		// Another namespace has its own count.
+		createAsEditor(t, sidecars, victim, tenantSidecarSet("cap-0", map[string]string{"e2e-cap": "1"}, "cap0"))
+		deleteNamespacedSidecarSets(t, victim)
 	})
 }
 

@@ -51,6 +51,8 @@ func NewOptions() *Options {
 			WebhookConfiguration: "sidecarset-injector",
 			InjectionOwner:       "v1alpha1.apps.kruise.io",
 			PolicyGrace:          10 * time.Second,
+			// A namespace's NamespacedSidecarSets are planned together; a ResourceQuota can set less.
+			MaxNamespacedPerNamespace: 200,
 		},
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
@@ -94,6 +96,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Burst of requests the controller may send to the main cluster; upgrading a pod in place takes up to three.")
 	fs.BoolVar(&o.RefusePodSecurityViolations, "refuse-pod-security-violations", o.RefusePodSecurityViolations,
 		"Refuse a SidecarSet whose sidecars break the Pod Security Standard baseline when a namespace it selects enforces baseline or restricted (their pods would be refused after injection); otherwise the write gets a warning naming those namespaces.")
+	fs.IntVar(&o.MaxNamespacedPerNamespace, "max-namespaced-sidecarsets-per-namespace", o.MaxNamespacedPerNamespace,
+		"Most NamespacedSidecarSets one namespace may hold; a create beyond it is refused (0: no limit). A namespace's ResourceQuota (count/namespacedsidecarsets.apps.kruise.io) can set less.")
 }
 
 // Validate checks the options.
@@ -104,6 +108,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--sidecarset-workers must be at least 1"))
+	}
+	if o.MaxNamespacedPerNamespace < 0 {
+		errs = append(errs, fmt.Errorf("--max-namespaced-sidecarsets-per-namespace must not be negative"))
 	}
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))

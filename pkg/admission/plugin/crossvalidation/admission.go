@@ -46,6 +46,12 @@ type Inputs struct {
 	// RefusePodSecurityViolations refuses such a SidecarSet when a namespace it selects enforces
 	// baseline or restricted, instead of warning.
 	RefusePodSecurityViolations bool
+	// MaxPerNamespace, when positive, is the most NamespacedSidecarSets one namespace may hold
+	// (--max-namespaced-sidecarsets-per-namespace): a create beyond it is refused.
+	MaxPerNamespace int
+	// CountNamespaced counts the NamespacedSidecarSets stored in a namespace, from storage (an
+	// informer may not have seen the creates just before).
+	CountNamespaced func(ctx context.Context, namespace string) (int, error)
 	// HasSynced reports whether the listers are ready.
 	HasSynced func() bool
 }
@@ -121,6 +127,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !p.WaitForReady() {
 		return admission.NewForbidden(a, fmt.Errorf("not yet ready to handle request"))
 	}
+	if kind == "NamespacedSidecarSet" && a.GetOperation() == admission.Create {
+		if err := p.checkNamespaceCap(ctx, a.GetNamespace()); err != nil {
+			return admission.NewForbidden(a, err)
+		}
+	}
 	errs, err := p.check(ss)
 	if err != nil {
 		return apierrors.NewInternalError(err)
@@ -132,6 +143,25 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(apps.Kind(kind), name, errs)
+	}
+	return nil
+}
+
+// checkNamespaceCap refuses one more NamespacedSidecarSet in ns when ns holds MaxPerNamespace
+// already: every one of them takes part in planning the policies and webhooks of its namespace,
+// and a ResourceQuota is the namespace owner's to set; this cap is the cluster's. (Creates in
+// flight at the same moment are each counted without the others.)
+func (p *Plugin) checkNamespaceCap(ctx context.Context, ns string) error {
+	if p.in.MaxPerNamespace <= 0 || p.in.CountNamespaced == nil {
+		return nil
+	}
+	n, err := p.in.CountNamespaced(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if n >= p.in.MaxPerNamespace {
+		return fmt.Errorf("namespace %s already holds %d NamespacedSidecarSets, the most this server allows in one namespace (--max-namespaced-sidecarsets-per-namespace=%d)",
+			ns, n, p.in.MaxPerNamespace)
 	}
 	return nil
 }

@@ -259,3 +259,36 @@ func TestIgnored(t *testing.T) {
 		t.Errorf("write of another resource refused: %v", err)
 	}
 }
+
+// TestNamespaceCap: with MaxPerNamespace 2, the third NamespacedSidecarSet of a namespace (team-a
+// stores 2, team-b 1) is refused, naming the flag; other namespaces, cluster SidecarSets and a
+// cap of 0 are not.
+func TestNamespaceCap(t *testing.T) {
+	storedSets := []*v1alpha1.SidecarSet{cluster("mesh", "", "proxy")}
+	for _, tc := range []struct {
+		name    string
+		max     int
+		obj     runtime.Object
+		refused bool
+	}{
+		{"at the cap", 2, namespacedWrite("team-a", "a3", "c9"), true},
+		{"below the cap", 3, namespacedWrite("team-a", "a3", "c9"), false},
+		{"another namespace", 2, namespacedWrite("team-b", "b2", "c9"), false},
+		{"an empty namespace", 2, namespacedWrite("team-c", "c1", "c9"), false},
+		{"no cap", 0, namespacedWrite("team-a", "a3", "c9"), false},
+		{"a cluster SidecarSet", 1, &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "audit"}, Spec: spec("", "audit")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t, storedSets, nil)
+			p.in.MaxPerNamespace = tc.max
+			p.in.CountNamespaced = func(_ context.Context, ns string) (int, error) { return map[string]int{"team-a": 2, "team-b": 1}[ns], nil }
+			err := p.Validate(context.Background(), attributes(tc.obj), nil)
+			switch {
+			case tc.refused && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "--max-namespaced-sidecarsets-per-namespace=2")):
+				t.Errorf("got %v, want Forbidden naming the flag", err)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+}
