@@ -10,7 +10,8 @@
 // OpenKruise stored it (defaulted alike), so the server's kruise.io/sidecarset-hash equals the one
 // OpenKruise wrote on the pods it injected (pkg/apis/apps/hash, checked against values computed by
 // OpenKruise); and the revision equal to the spec is found by comparing snapshots, so the
-// controller takes the imported one as its latest instead of recording another.
+// controller takes the imported one as its latest instead of recording another (both through
+// package revision).
 package migrate
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 )
@@ -286,10 +288,11 @@ func (p *Plan) review() []string {
 			out = append(out, fmt.Sprintf("SidecarSet %s: none of its ControllerRevisions was read: its history is not migrated (read them from %s too)", ss.Name, Namespace))
 			continue
 		}
-		current := snapshot(stored)
-		if !slices.ContainsFunc(revs, func(r *v1alpha1.SidecarSetRevision) bool {
-			return apiequality.Semantic.DeepEqual(StoredRevision(r).Spec, current)
-		}) {
+		storedRevs := make([]*v1alpha1.SidecarSetRevision, 0, len(revs))
+		for _, r := range revs {
+			storedRevs = append(storedRevs, StoredRevision(r))
+		}
+		if revision.Find(storedRevs, revision.Snapshot(stored)) == nil {
 			out = append(out, fmt.Sprintf("SidecarSet %s: none of its ControllerRevisions read records its current spec: the server records a new revision", ss.Name))
 		}
 	}
@@ -310,12 +313,6 @@ func (p *Plan) review() []string {
 		}
 	}
 	return out
-}
-
-// snapshot is the part of a SidecarSet's spec its revisions record.
-func snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
-	return v1alpha1.SidecarSetRevisionSpec{InitContainers: ss.Spec.InitContainers, Containers: ss.Spec.Containers,
-		Volumes: ss.Spec.Volumes, ImagePullSecrets: ss.Spec.ImagePullSecrets, PatchPodMetadata: ss.Spec.PatchPodMetadata}
 }
 
 // Stored returns ss as the server stores it: defaulted, with its hash annotations stamped.

@@ -26,6 +26,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
@@ -226,8 +227,7 @@ func versions(t *testing.T, docs [][]byte) ([]*v1alpha1.SidecarSet, []*v1alpha1.
 		revisions = append(revisions, &v1alpha1.SidecarSetRevision{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "SidecarSetRevision"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, SidecarSetName: ss.Name, Revision: n,
-			Spec: v1alpha1.SidecarSetRevisionSpec{InitContainers: ss.Spec.InitContainers, Containers: ss.Spec.Containers,
-				Volumes: ss.Spec.Volumes, ImagePullSecrets: ss.Spec.ImagePullSecrets, PatchPodMetadata: ss.Spec.PatchPodMetadata}})
+			Spec: revision.Snapshot(ss)})
 		ss.Status.LatestRevision = name
 		latest[ss.Name] = ss
 	}
