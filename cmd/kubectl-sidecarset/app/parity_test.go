@@ -142,7 +142,7 @@ func serverInject(t *testing.T, pod *corev1.Pod, ns string, nsLabels map[string]
 	t.Helper()
 	index := injection.NewIndex()
 	for _, ss := range sets {
-		index.Add(stored(t, ss))
+		index.Add(serverStored(t, ss))
 	}
 	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels}})
@@ -181,9 +181,9 @@ func serverInject(t *testing.T, pod *corev1.Pod, ns string, nsLabels map[string]
 	return out, nil
 }
 
-// stored is ss as the server stores it: defaulted, converted to the internal version, prepared by
+// serverStored is ss as the server stores it: defaulted, converted to the internal version, prepared by
 // the registry strategy (which stamps the hashes) and converted back.
-func stored(t *testing.T, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+func serverStored(t *testing.T, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 	t.Helper()
 	in := ss.DeepCopy()
 	parityScheme.Default(in)
