@@ -16,6 +16,7 @@ import (
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
+	"github.com/sidecarset/apiserver/pkg/informers/allsidecarsets"
 )
 
 // informerSet holds the informer factories the server starts after it listens.
@@ -41,7 +42,7 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 		}
 		c.informers = &informerSet{own: informers.NewSharedInformerFactory(client, 0)}
 		// Registered first: the factory's SidecarSet informer is then the one of both kinds.
-		c.informers.own.InformerFor(&v1alpha1.SidecarSet{}, allSidecarSets)
+		c.informers.own.InformerFor(&v1alpha1.SidecarSet{}, allsidecarsets.NewInformer)
 	}
 	return c.informers, nil
 }

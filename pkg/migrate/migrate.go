@@ -10,7 +10,8 @@
 // OpenKruise stored it (defaulted alike), so the server's kruise.io/sidecarset-hash equals the one
 // OpenKruise wrote on the pods it injected (pkg/apis/apps/hash, checked against values computed by
 // OpenKruise); and the revision equal to the spec is found by comparing snapshots, so the
-// controller takes the imported one as its latest instead of recording another.
+// controller takes the imported one as its latest instead of recording another (both through
+// package revision).
 package migrate
 
 import (
@@ -30,8 +31,9 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 )
@@ -273,11 +275,11 @@ func (p *Plan) review() []string {
 		bySet[r.SidecarSetName] = append(bySet[r.SidecarSetName], r)
 	}
 	for _, ss := range p.SidecarSets {
-		stored := Stored(ss)
+		held, _ := stored.SidecarSet(ss) // unhashable: no hash, reported below as differing
 		for _, k := range []string{v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
-			if theirs, ok := ss.Annotations[k]; ok && theirs != stored.Annotations[k] {
+			if theirs, ok := ss.Annotations[k]; ok && theirs != held.Annotations[k] {
 				out = append(out, fmt.Sprintf("SidecarSet %s: the server's %s is %s, OpenKruise's %s: the pods OpenKruise injected will not count as updated and will be upgraded in place",
-					ss.Name, k, stored.Annotations[k], theirs))
+					ss.Name, k, held.Annotations[k], theirs))
 			}
 		}
 		revs := bySet[ss.Name]
@@ -286,10 +288,11 @@ func (p *Plan) review() []string {
 			out = append(out, fmt.Sprintf("SidecarSet %s: none of its ControllerRevisions was read: its history is not migrated (read them from %s too)", ss.Name, Namespace))
 			continue
 		}
-		current := snapshot(stored)
-		if !slices.ContainsFunc(revs, func(r *v1alpha1.SidecarSetRevision) bool {
-			return apiequality.Semantic.DeepEqual(StoredRevision(r).Spec, current)
-		}) {
+		storedRevs := make([]*v1alpha1.SidecarSetRevision, 0, len(revs))
+		for _, r := range revs {
+			storedRevs = append(storedRevs, stored.Revision(r))
+		}
+		if revision.Find(storedRevs, revision.Snapshot(held)) == nil {
 			out = append(out, fmt.Sprintf("SidecarSet %s: none of its ControllerRevisions read records its current spec: the server records a new revision", ss.Name))
 		}
 	}
@@ -312,35 +315,12 @@ func (p *Plan) review() []string {
 	return out
 }
 
-// snapshot is the part of a SidecarSet's spec its revisions record.
-func snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
-	return v1alpha1.SidecarSetRevisionSpec{InitContainers: ss.Spec.InitContainers, Containers: ss.Spec.Containers,
-		Volumes: ss.Spec.Volumes, ImagePullSecrets: ss.Spec.ImagePullSecrets, PatchPodMetadata: ss.Spec.PatchPodMetadata}
-}
-
-// Stored returns ss as the server stores it: defaulted, with its hash annotations stamped.
-func Stored(ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
-	out := ss.DeepCopy()
-	scheme.Default(out)
-	if h, err := hash.Of(&out.Spec); err == nil {
-		h.Stamp(out)
-	}
-	return out
-}
-
-// StoredRevision returns r as the server stores it: defaulted.
-func StoredRevision(r *v1alpha1.SidecarSetRevision) *v1alpha1.SidecarSetRevision {
-	out := r.DeepCopy()
-	scheme.Default(out)
-	return out
-}
-
 // SidecarSetDiff says how the stored SidecarSet got differs from want, the SidecarSet a migration
 // writes: its spec, or a label or annotation want has (the server's hash annotations aside, which
 // it stamps itself). Empty when got is what writing want would store.
 func SidecarSetDiff(want, got *v1alpha1.SidecarSet) string {
 	var diffs []string
-	if !apiequality.Semantic.DeepEqual(Stored(want).Spec, got.Spec) {
+	if held, _ := stored.SidecarSet(want); !apiequality.Semantic.DeepEqual(held.Spec, got.Spec) {
 		diffs = append(diffs, "spec")
 	}
 	diffs = append(diffs, mapDiff("label", want.Labels, got.Labels, nil)...)
@@ -360,7 +340,7 @@ func RevisionDiff(want, got *v1alpha1.SidecarSetRevision) string {
 	if want.Revision != got.Revision {
 		diffs = append(diffs, fmt.Sprintf("revision %d (want %d)", got.Revision, want.Revision))
 	}
-	if !apiequality.Semantic.DeepEqual(StoredRevision(want).Spec, got.Spec) {
+	if !apiequality.Semantic.DeepEqual(stored.Revision(want).Spec, got.Spec) {
 		diffs = append(diffs, "spec")
 	}
 	diffs = append(diffs, mapDiff("label", want.Labels, got.Labels, nil)...)

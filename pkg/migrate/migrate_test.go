@@ -17,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -427,7 +428,7 @@ func TestDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	storedRev := func(change func(*v1alpha1.SidecarSetRevision)) *v1alpha1.SidecarSetRevision {
-		r := StoredRevision(rev)
+		r := stored.Revision(rev)
 		r.UID, r.ResourceVersion = "server-uid", "12"
 		r.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ss, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"))}
 		if change != nil {
@@ -436,7 +437,10 @@ func TestDiff(t *testing.T) {
 		return r
 	}
 	storedSet := func(change func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-		s := Stored(ss)
+		s, err := stored.SidecarSet(ss)
+		if err != nil {
+			t.Fatal(err)
+		}
 		s.Annotations["apps.kruise.io/added-by-the-server"] = "x"
 		s.Status.LatestRevision = okRevName2
 		if change != nil {
@@ -489,11 +493,14 @@ func TestStoredHashesAreOpenKruises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := Stored(ss)
-	if got := stored.Annotations[v1alpha1.SidecarSetHashAnnotation]; got != hash136 {
+	held, err := stored.SidecarSet(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := held.Annotations[v1alpha1.SidecarSetHashAnnotation]; got != hash136 {
 		t.Errorf("hash %s, OpenKruise's %s", got, hash136)
 	}
-	if got := stored.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation]; got != hashNoImg {
+	if got := held.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation]; got != hashNoImg {
 		t.Errorf("hash without image %s, OpenKruise's %s", got, hashNoImg)
 	}
 }

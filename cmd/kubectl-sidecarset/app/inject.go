@@ -18,8 +18,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/revision"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
@@ -206,11 +205,9 @@ func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources,
 }
 
 // offlineSources decodes SidecarSets, NamespacedSidecarSets (of namespace ns when they name none)
-// and SidecarSetRevisions, defaulted and with their hashes stamped as the server does when it
-// stores them.
+// and SidecarSetRevisions as the server stores them (package stored): defaulted, the SidecarSets
+// with their hashes stamped.
 func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, error) {
-	scheme := runtime.NewScheme()
-	install.Install(scheme)
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	src := &sources{}
 	for _, obj := range objs {
@@ -220,13 +217,13 @@ func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, err
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, ss, true); err != nil {
 				return nil, fmt.Errorf("SidecarSet %q: %w", obj.GetName(), err)
 			}
-			scheme.Default(ss)
-			if err := stampHashes(ss); err != nil {
+			held, err := storedSidecarSet(ss)
+			if err != nil {
 				return nil, err
 			}
-			src.sidecarSets = append(src.sidecarSets, ss)
+			src.sidecarSets = append(src.sidecarSets, held)
 		case "NamespacedSidecarSet":
-			ss, err := offlineNamespaced(scheme, obj, ns)
+			ss, err := offlineNamespaced(obj, ns)
 			if err != nil {
 				return nil, err
 			}
@@ -236,8 +233,7 @@ func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, err
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, rev); err != nil {
 				return nil, fmt.Errorf("SidecarSetRevision %q: %w", obj.GetName(), err)
 			}
-			scheme.Default(rev)
-			if err := indexer.Add(rev); err != nil {
+			if err := indexer.Add(stored.Revision(rev)); err != nil {
 				return nil, err
 			}
 		default:
@@ -248,9 +244,9 @@ func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, err
 	return src, nil
 }
 
-// offlineNamespaced decodes a NamespacedSidecarSet, of namespace ns when it names none, defaulted,
-// as the SidecarSet it takes part as, with its hashes stamped.
-func offlineNamespaced(scheme *runtime.Scheme, obj *unstructured.Unstructured, ns string) (*v1alpha1.SidecarSet, error) {
+// offlineNamespaced decodes a NamespacedSidecarSet, of namespace ns when it names none, as the
+// SidecarSet it takes part as, as the server stores it. Both kinds default alike.
+func offlineNamespaced(obj *unstructured.Unstructured, ns string) (*v1alpha1.SidecarSet, error) {
 	n := &v1alpha1.NamespacedSidecarSet{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, n, true); err != nil {
 		return nil, fmt.Errorf("NamespacedSidecarSet %q: %w", obj.GetName(), err)
@@ -258,19 +254,16 @@ func offlineNamespaced(scheme *runtime.Scheme, obj *unstructured.Unstructured, n
 	if n.Namespace == "" {
 		n.Namespace = ns
 	}
-	scheme.Default(n)
-	ss := n.AsSidecarSet()
-	return ss, stampHashes(ss)
+	return storedSidecarSet(n.AsSidecarSet())
 }
 
-// stampHashes sets the hash annotations the server stamps on every SidecarSet it stores.
-func stampHashes(ss *v1alpha1.SidecarSet) error {
-	h, err := hash.Of(&ss.Spec)
+// storedSidecarSet is ss as the server stores it (stored.SidecarSet), its errors naming it.
+func storedSidecarSet(ss *v1alpha1.SidecarSet) (*v1alpha1.SidecarSet, error) {
+	held, err := stored.SidecarSet(ss)
 	if err != nil {
-		return fmt.Errorf("SidecarSet %q: %w", ss.Name, err)
+		return nil, fmt.Errorf("SidecarSet %q: %w", ss.Name, err)
 	}
-	h.Stamp(ss)
-	return nil
+	return held, nil
 }
 
 // clusterSources lists the SidecarSets, the NamespacedSidecarSets and their revisions, and reads

@@ -19,9 +19,9 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
-	"github.com/sidecarset/apiserver/pkg/migrate"
 )
 
 var migrateFiles = []string{"-f", "../../../pkg/migrate/testdata/openkruise-sidecarsets.yaml", "-f", "../../../pkg/migrate/testdata/openkruise-revisions.yaml"}
@@ -44,11 +44,14 @@ func serverLike() *fake.Clientset {
 	client := fake.NewSimpleClientset()
 	client.PrependReactor("create", "sidecarsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ss := a.(k8stesting.CreateAction).GetObject().(*v1alpha1.SidecarSet)
-		stored := migrate.Stored(ss)
-		if err := client.Tracker().Create(v1alpha1.SchemeGroupVersion.WithResource("sidecarsets"), stored, ""); err != nil {
+		held, err := stored.SidecarSet(ss)
+		if err != nil {
 			return true, nil, err
 		}
-		return true, stored, nil
+		if err := client.Tracker().Create(v1alpha1.SchemeGroupVersion.WithResource("sidecarsets"), held, ""); err != nil {
+			return true, nil, err
+		}
+		return true, held, nil
 	})
 	return client
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
@@ -141,7 +142,7 @@ func serverInject(t *testing.T, pod *corev1.Pod, ns string, nsLabels map[string]
 	t.Helper()
 	index := injection.NewIndex()
 	for _, ss := range sets {
-		index.Add(stored(t, ss))
+		index.Add(serverStored(t, ss))
 	}
 	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels}})
@@ -180,9 +181,9 @@ func serverInject(t *testing.T, pod *corev1.Pod, ns string, nsLabels map[string]
 	return out, nil
 }
 
-// stored is ss as the server stores it: defaulted, converted to the internal version, prepared by
+// serverStored is ss as the server stores it: defaulted, converted to the internal version, prepared by
 // the registry strategy (which stamps the hashes) and converted back.
-func stored(t *testing.T, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+func serverStored(t *testing.T, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 	t.Helper()
 	in := ss.DeepCopy()
 	parityScheme.Default(in)
@@ -226,8 +227,7 @@ func versions(t *testing.T, docs [][]byte) ([]*v1alpha1.SidecarSet, []*v1alpha1.
 		revisions = append(revisions, &v1alpha1.SidecarSetRevision{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "SidecarSetRevision"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, SidecarSetName: ss.Name, Revision: n,
-			Spec: v1alpha1.SidecarSetRevisionSpec{InitContainers: ss.Spec.InitContainers, Containers: ss.Spec.Containers,
-				Volumes: ss.Spec.Volumes, ImagePullSecrets: ss.Spec.ImagePullSecrets, PatchPodMetadata: ss.Spec.PatchPodMetadata}})
+			Spec: revision.Snapshot(ss)})
 		ss.Status.LatestRevision = name
 		latest[ss.Name] = ss
 	}

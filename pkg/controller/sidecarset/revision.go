@@ -1,17 +1,12 @@
 package sidecarset
 
 import (
-	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"sort"
-	"strconv"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -19,67 +14,11 @@ import (
 // This file is the pure revision history logic: which SidecarSetRevision records the current
 // spec, under which name, and which old revisions may be pruned.
 //
-// Names follow OpenKruise's ControllerRevisions: <sidecarset>-<h>, h the safe-encoded decimal
-// FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
-// volumes as a replace patch, the keys of every object sorted) followed by the collision count. The
-// newest revision always equals the live spec; an older identical revision is renumbered instead of
-// duplicated. The revision of a spec is found by comparing snapshots, never by name, so a revision
-// recorded elsewhere (OpenKruise's, imported by kubectl sidecarset migrate) is reused whatever its
-// name; a revision without a controlling SidecarSet is adopted by the SidecarSet it is labelled with.
-
-// maxNamePrefix keeps revision names within the 253 characters of a name.
-const maxNamePrefix = 223
-
-// Snapshot returns the part of a SidecarSet a revision records.
-func Snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
-	s := ss.Spec.DeepCopy()
-	return v1alpha1.SidecarSetRevisionSpec{
-		InitContainers:   s.InitContainers,
-		Containers:       s.Containers,
-		Volumes:          s.Volumes,
-		ImagePullSecrets: s.ImagePullSecrets,
-		PatchPodMetadata: s.PatchPodMetadata,
-	}
-}
-
-// revisionData is the byte form the revision name hashes, identical to the data of OpenKruise's
-// ControllerRevision: OpenKruise encodes the SidecarSet, decodes the JSON into generic maps and
-// encodes the five fields again, so the keys of every object come out sorted (not in the order
-// of the Go fields) and numbers go through float64.
-func revisionData(spec v1alpha1.SidecarSetRevisionSpec) ([]byte, error) {
-	typed, err := json.Marshal(map[string]interface{}{
-		"containers":       spec.Containers,
-		"imagePullSecrets": spec.ImagePullSecrets,
-		"initContainers":   spec.InitContainers,
-		"patchPodMetadata": spec.PatchPodMetadata,
-		"volumes":          spec.Volumes,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]interface{}
-	if err := json.Unmarshal(typed, &fields); err != nil {
-		return nil, err
-	}
-	fields["$patch"] = "replace"
-	return json.Marshal(map[string]interface{}{"spec": fields})
-}
-
-// RevisionName returns the name of the revision recording spec for the SidecarSet.
-func RevisionName(sidecarSet string, spec v1alpha1.SidecarSetRevisionSpec, collisionCount int32) (string, error) {
-	data, err := revisionData(spec)
-	if err != nil {
-		return "", err
-	}
-	h := fnv.New32()
-	_, _ = h.Write(data)
-	_, _ = h.Write([]byte(strconv.FormatInt(int64(collisionCount), 10)))
-	prefix := sidecarSet
-	if len(prefix) > maxNamePrefix {
-		prefix = prefix[:maxNamePrefix]
-	}
-	return prefix + "-" + rand.SafeEncodeString(fmt.Sprint(h.Sum32())), nil
-}
+// The snapshot, name and lookup rules are package revision's (shared with kubectl sidecarset
+// migrate). The newest revision always equals the live spec; an older identical revision is
+// renumbered instead of duplicated. A revision recorded elsewhere (OpenKruise's, imported by
+// kubectl sidecarset migrate) is reused whatever its name; a revision without a controlling
+// SidecarSet is adopted by the SidecarSet it is labelled with.
 
 // NewRevision builds the revision of the SidecarSet's current spec, numbered next.
 func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
@@ -103,7 +42,7 @@ func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.Sid
 		},
 		SidecarSetName: ss.Name,
 		Revision:       next,
-		Spec:           Snapshot(ss),
+		Spec:           revision.Snapshot(ss),
 	}
 }
 
@@ -127,25 +66,21 @@ type HistoryPlan struct {
 func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (HistoryPlan, error) {
 	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
-	snapshot := Snapshot(ss)
+	snapshot := revision.Snapshot(ss)
 	var plan HistoryPlan
 	var next int64 = 1
 	if n := len(revs); n > 0 {
 		next = revs[n-1].Revision + 1
 	}
-	for i, r := range revs {
-		if !apiequality.Semantic.DeepEqual(r.Spec, snapshot) {
-			continue
-		}
+	if r := revision.Find(revs, snapshot); r != nil {
 		plan.Latest = r.Name
-		if i != len(revs)-1 {
+		if r != revs[len(revs)-1] {
 			renumbered := r.DeepCopy()
 			renumbered.Revision = next
 			plan.Renumber = renumbered
 		}
-	}
-	if plan.Latest == "" {
-		name, err := RevisionName(ss.Name, snapshot, collisionCount)
+	} else {
+		name, err := revision.Name(ss.Name, snapshot, collisionCount)
 		if err != nil {
 			return HistoryPlan{}, err
 		}

@@ -1,7 +1,6 @@
 package sidecarset
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -27,7 +27,7 @@ func sidecarSet(image string, limit int32) *v1alpha1.SidecarSet {
 
 func revisionOf(t *testing.T, image string, n int64) *v1alpha1.SidecarSetRevision {
 	ss := sidecarSet(image, 10)
-	name, err := RevisionName(ss.Name, Snapshot(ss), 0)
+	name, err := revision.Name(ss.Name, revision.Snapshot(ss), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,8 @@ func revisionOf(t *testing.T, image string, n int64) *v1alpha1.SidecarSetRevisio
 
 func TestPlanHistory(t *testing.T) {
 	v1, v2, v3 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2), revisionOf(t, "img:3", 3)
+	dup1 := revisionOf(t, "img:2", 1) // an imported revision recording v2's spec, numbered lower
+	dup1.Name = "imported"
 	tests := []struct {
 		name         string
 		ss           *v1alpha1.SidecarSet
@@ -51,6 +53,9 @@ func TestPlanHistory(t *testing.T) {
 		{"rollback renumbers", sidecarSet("img:1", 10), []*v1alpha1.SidecarSetRevision{v1, v2}, v1.Name, 0, 3, nil},
 		{"prune oldest beyond the limit", sidecarSet("img:3", 2), []*v1alpha1.SidecarSetRevision{v1, v2}, v3.Name, 3, 0, []string{v1.Name}},
 		{"limit 0 still keeps the latest", sidecarSet("img:2", 0), []*v1alpha1.SidecarSetRevision{v1, v2}, v2.Name, 0, 0, []string{v1.Name}},
+		// An older duplicate of the newest revision stays where it is: renumbering it would make
+		// it the newest, and the next round would renumber the other one, and so on.
+		{"older duplicate of the newest not renumbered", sidecarSet("img:2", 10), []*v1alpha1.SidecarSetRevision{dup1, v1, v2}, v2.Name, 0, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,15 +89,6 @@ func TestPinnedRevisionIsNotPruned(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{v2.Name}, got.Prune); diff != "" {
 		t.Errorf("prune (-want +got):\n%s", diff)
-	}
-}
-
-func TestRevisionNameChangesWithCollisionCount(t *testing.T) {
-	ss := sidecarSet("img:1", 10)
-	a, _ := RevisionName(ss.Name, Snapshot(ss), 0)
-	b, _ := RevisionName(ss.Name, Snapshot(ss), 1)
-	if a == b {
-		t.Errorf("collision count did not change the name %s", a)
 	}
 }
 
@@ -149,46 +145,6 @@ func TestSplitOwned(t *testing.T) {
 	}
 	if names(owned) != "mine,unowned" || names(stale) != "earlier" {
 		t.Errorf("owned %s, stale %s; want mine,unowned and earlier", names(owned), names(stale))
-	}
-}
-
-// The data and names of ControllerRevisions as OpenKruise writes them, computed with OpenKruise's
-// v1beta1 SidecarSet types and its getPatch and HashControllerRevision (collision count 0) for
-// the defaulted SidecarSets they record.
-const (
-	openKruiseData136  = `{"spec":{"$patch":"replace","containers":[{"command":["sleep","999d"],"image":"busybox:1.36","imagePullPolicy":"IfNotPresent","name":"sidecar1","podInjectPolicy":"BeforeAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"imagePullSecrets":null,"initContainers":null,"patchPodMetadata":null,"volumes":null}}`
-	openKruiseDataRich = `{"spec":{"$patch":"replace","containers":[{"env":[{"name":"LOG_LEVEL","value":"info"}],"image":"fluentd:v1.16","imagePullPolicy":"IfNotPresent","name":"fluentd","podInjectPolicy":"AfterAppContainer","ports":[{"containerPort":24224,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"64Mi"}},"shareVolumePolicy":{"type":"enabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","transferEnv":[{"envName":"TZ","sourceContainerName":"app"}],"upgradeStrategy":{"upgradeType":"ColdUpgrade"},"volumeMounts":[{"mountPath":"/var/log","name":"varlog"}]}],"imagePullSecrets":[{"name":"registry"}],"initContainers":[{"image":"agent:2","imagePullPolicy":"IfNotPresent","name":"agent-init","podInjectPolicy":"AfterAppContainer","resources":{},"restartPolicy":"Always","shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"patchPodMetadata":[{"annotations":{"oom-score":"100"},"patchPolicy":"Retain"}],"volumes":[{"emptyDir":{},"name":"varlog"},{"configMap":{"defaultMode":420,"name":"fluentd-conf"},"name":"conf"}]}}`
-)
-
-// TestRevisionNameMatchesOpenKruise: the data a revision's name hashes is byte for byte the data of
-// OpenKruise's ControllerRevision of the same spec, so the server names a spec's revision as
-// OpenKruise does.
-func TestRevisionNameMatchesOpenKruise(t *testing.T) {
-	tests := []struct {
-		name, sidecarSet, data, want string
-	}{
-		{"one container", "migrate", openKruiseData136, "migrate-cf96db497"},
-		{"every recorded field, quantities, a native sidecar", "logging", openKruiseDataRich, "logging-66977dc954"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var doc struct {
-				Spec v1alpha1.SidecarSetRevisionSpec `json:"spec"`
-			}
-			if err := json.Unmarshal([]byte(tc.data), &doc); err != nil {
-				t.Fatal(err)
-			}
-			data, err := revisionData(doc.Spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.data, string(data)); diff != "" {
-				t.Errorf("revision data (-OpenKruise's +ours):\n%s", diff)
-			}
-			if got, err := RevisionName(tc.sidecarSet, doc.Spec, 0); err != nil || got != tc.want {
-				t.Errorf("RevisionName = %s, %v; OpenKruise names it %s", got, err, tc.want)
-			}
-		})
 	}
 }
 

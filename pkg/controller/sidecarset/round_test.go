@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -36,7 +37,7 @@ func TestRound(t *testing.T) {
 	if after != 5*podsPeriod {
 		t.Errorf("the round asks to look again after %v, want %v (one pod left)", after, 5*podsPeriod)
 	}
-	latest, err := RevisionName(ss.Name, Snapshot(ss), 0)
+	latest, err := revision.Name(ss.Name, revision.Snapshot(ss), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, ss := newImage(t)
 			h := newHarness(t, old, ss)
-			taken, err := RevisionName(ss.Name, Snapshot(ss), 0)
+			taken, err := revision.Name(ss.Name, revision.Snapshot(ss), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +181,7 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 			if _, err := h.round(); err != nil {
 				t.Fatal(err)
 			}
-			want, err := RevisionName(ss.Name, Snapshot(ss), tc.wantCollisions)
+			want, err := revision.Name(ss.Name, revision.Snapshot(ss), tc.wantCollisions)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,8 +29,8 @@ type Hashes struct {
 }
 
 // Stamp sets the hash annotations of a SidecarSet (internal or versioned) to h, as the server
-// stores every SidecarSet: the registry strategy, the plugin's offline injection and test
-// fixtures all stamp with it.
+// stores every SidecarSet: package stored (the registry strategy, migrate and the plugin's offline
+// injection) and test fixtures stamp with it.
 func (h Hashes) Stamp(ss metav1.Object) {
 	a := ss.GetAnnotations()
 	if a == nil {

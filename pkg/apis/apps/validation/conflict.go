@@ -17,7 +17,11 @@ import (
 // pods. others may include ss itself and its canary base; both are skipped. Another SidecarSet
 // overlaps when its namespaces and its pod selector overlap ss's (package selectoroverlap; a nil
 // namespace restriction overlaps everything, a v1alpha1 namespace is a selector on the
-// kubernetes.io/metadata.name label). Against overlapping SidecarSets it rejects:
+// kubernetes.io/metadata.name label). The relation is OpenKruise's heuristic on purpose, paused
+// SidecarSets included: the server refuses what OpenKruise refuses, so migrated SidecarSets are
+// accepted. It is not the policy compiler's neighbours (policy.Neighbours), which must be sound
+// (selectoroverlap.Intersect) and leave paused SidecarSets out: {app: a} and {app: a, canary
+// Exists} do not overlap here but are neighbours there. Against overlapping SidecarSets it rejects:
 //   - an init container (container) whose name an init container (container) of another has;
 //   - a volume whose name another declares with a different definition;
 //   - an annotation patched by both with non-Retain policies, when either uses Overwrite.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
 )
@@ -37,7 +38,7 @@ func TestPrepareForCreate(t *testing.T) {
 	NewStrategy(runtime.NewScheme()).PrepareForCreate(context.Background(), n)
 	sidecarset.NewStrategy(runtime.NewScheme()).PrepareForCreate(context.Background(), ss)
 
-	h, err := sidecarset.Hashes(&n.Spec)
+	h, err := stored.Hashes(&n.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestPrepareForUpdate(t *testing.T) {
 			if diff := cmp.Diff(old.Status, n.Status); diff != "" {
 				t.Errorf("status changed through the main resource (-old +new):\n%s", diff)
 			}
-			h, err := sidecarset.Hashes(&n.Spec)
+			h, err := stored.Hashes(&n.Spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,7 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
-	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1beta1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
@@ -46,41 +45,16 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	}
 }
 
-// PrepareForCreate clears the status, starts the generation at 1 and stamps the hashes.
+// PrepareForCreate clears the status, starts the generation at 1 and stamps the hashes
+// (stored.Create).
 func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
-	ss := obj.(*apps.SidecarSet)
-	ss.Status = apps.SidecarSetStatus{}
-	ss.Generation = 1
-	stampHashes(ss)
+	stored.Create(obj.(*apps.SidecarSet))
 }
 
 // PrepareForUpdate keeps the stored status, bumps the generation when the spec or the custom
-// version label changes, and restamps the hashes.
+// version label changes, and restamps the hashes (stored.Update).
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
-	ss, oldSS := obj.(*apps.SidecarSet), old.(*apps.SidecarSet)
-	ss.Status = oldSS.Status
-	if !apiequality.Semantic.DeepEqual(ss.Spec, oldSS.Spec) ||
-		ss.Labels[v1alpha1.SidecarSetCustomVersionLabel] != oldSS.Labels[v1alpha1.SidecarSetCustomVersionLabel] {
-		ss.Generation = oldSS.Generation + 1
-	}
-	stampHashes(ss)
-}
-
-// stampHashes overwrites the hash annotations with the hashes of the spec; users cannot pin them.
-// A spec that cannot be hashed keeps no hash; validation reports why it is invalid.
-func stampHashes(ss *apps.SidecarSet) {
-	if h, err := Hashes(&ss.Spec); err == nil {
-		h.Stamp(ss)
-	}
-}
-
-// Hashes returns the hashes of an internal spec, computed on its wire form.
-func Hashes(spec *apps.SidecarSetSpec) (hash.Hashes, error) {
-	wire := &v1alpha1.SidecarSetSpec{}
-	if err := v1alpha1.Convert_apps_SidecarSetSpec_To_v1alpha1_SidecarSetSpec(spec, wire, nil); err != nil {
-		return hash.Hashes{}, err
-	}
-	return hash.Of(wire)
+	stored.Update(obj.(*apps.SidecarSet), old.(*apps.SidecarSet))
 }
 
 // Validate validates a new SidecarSet.

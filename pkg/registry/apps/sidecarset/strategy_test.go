@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -30,7 +31,7 @@ func TestPrepareForCreate(t *testing.T) {
 	if ss.Generation != 1 || ss.Status.MatchedPods != 0 {
 		t.Errorf("generation %d status %+v", ss.Generation, ss.Status)
 	}
-	h, _ := Hashes(&ss.Spec)
+	h, _ := stored.Hashes(&ss.Spec)
 	if ss.Annotations[v1alpha1.SidecarSetHashAnnotation] != h.WithImage || ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] != h.WithoutImage {
 		t.Errorf("hash annotations not stamped: %v", ss.Annotations)
 	}

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
-	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
 )
 
 // NewStore returns the full (writable) store of revisions, for in-process writers.
@@ -126,7 +126,7 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 // stamped (REST.Create); a given one that differs is refused, naming both values: a migration tool is told what
 // differs rather than have pods look up to date while they run something else.
 func ValidateHashes(rev *apps.SidecarSetRevision) field.ErrorList {
-	h, err := sidecarset.Hashes(validation.InjectedSpec(rev))
+	h, err := stored.Hashes(validation.InjectedSpec(rev))
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "containers"), "", fmt.Sprintf("cannot be hashed: %v", err))}
 	}
@@ -146,7 +146,7 @@ func ValidateHashes(rev *apps.SidecarSetRevision) field.ErrorList {
 // stampMissingHashes sets the hash annotations the revision lacks to the server's; a given value
 // is kept, for ValidateHashes to judge. A snapshot that cannot be hashed keeps none.
 func stampMissingHashes(rev *apps.SidecarSetRevision) {
-	h, err := sidecarset.Hashes(validation.InjectedSpec(rev))
+	h, err := stored.Hashes(validation.InjectedSpec(rev))
 	if err != nil {
 		return
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
-	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
 )
 
 // optionsGetter serves the REST options of the embedded etcd.
@@ -243,5 +243,5 @@ func TestImportIsSafe(t *testing.T) {
 }
 
 func sidecarsetHashes(rev *apps.SidecarSetRevision) (hash.Hashes, error) {
-	return sidecarset.Hashes(validation.InjectedSpec(rev))
+	return stored.Hashes(validation.InjectedSpec(rev))
 }

@@ -1,4 +1,8 @@
-package apiserver
+// Package allsidecarsets merges the SidecarSets and the NamespacedSidecarSets (each as the
+// SidecarSet it takes part as) into one informer, so that every reader sees both kinds keyed by
+// SidecarSet name. Its list reads both resources at one resource version; its watch merges both
+// streams and ends with 410 Gone as soon as either ends.
+package allsidecarsets
 
 import (
 	"context"
@@ -15,7 +19,7 @@ import (
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 )
 
-// allSidecarSets returns the informer of every SidecarSet injection and upgrades act on: the
+// NewInformer returns the informer of every SidecarSet injection and upgrades act on: the
 // cluster-wide SidecarSets, and each NamespacedSidecarSet as the SidecarSet it takes part as
 // (v1alpha1.NamespacedSidecarSet.AsSidecarSet). The informer factory serves it as its SidecarSet
 // informer, so the webhook, the policies, the controller and the admission plugins all see both
@@ -25,31 +29,31 @@ import (
 // lists are read at the same resource version, and both watches start from the version the
 // reflector asks for. When either watch ends, the merged watch ends with 410 Gone: the reflector
 // lists again rather than resume from a version one of the two streams may not have reached.
-func allSidecarSets(client clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-	lw := &allSetsListWatch{client: client}
+func NewInformer(client clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+	lw := &listWatch{client: client}
 	return cache.NewSharedIndexInformer(lw, &v1alpha1.SidecarSet{}, resync, cache.Indexers{})
 }
 
-type allSetsListWatch struct {
+type listWatch struct {
 	client clientset.Interface
 }
 
-var _ cache.ListerWatcherWithContext = &allSetsListWatch{}
+var _ cache.ListerWatcherWithContext = &listWatch{}
 
 // IsWatchListSemanticsUnSupported is true: the merged stream has no single end of initial events.
-func (*allSetsListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+func (*listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-func (lw *allSetsListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return lw.ListWithContext(context.Background(), opts)
 }
 
-func (lw *allSetsListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
 // ListWithContext lists the SidecarSets, then the NamespacedSidecarSets at exactly the same
 // resource version, whole (no pages).
-func (lw *allSetsListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	opts.Limit, opts.Continue = 0, ""
 	sets, err := lw.client.AppsV1alpha1().SidecarSets().List(ctx, opts)
 	if err != nil {
@@ -67,7 +71,7 @@ func (lw *allSetsListWatch) ListWithContext(ctx context.Context, opts metav1.Lis
 }
 
 // WatchWithContext watches both resources from the same resource version.
-func (lw *allSetsListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.AllowWatchBookmarks = false // a bookmark of one stream says nothing of the other
 	sets, err := lw.client.AppsV1alpha1().SidecarSets().Watch(ctx, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-package apiserver
+package allsidecarsets
 
 import (
 	"context"
@@ -192,7 +192,7 @@ func TestListBothKinds(t *testing.T) {
 		}
 		return true, list, nil
 	})
-	lw := &allSetsListWatch{client: client}
+	lw := &listWatch{client: client}
 	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{Limit: 1, Continue: "token", ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestInformerOfBothKinds(t *testing.T) {
 	// NewSimpleClientset: the field-managed tracker of NewClientset finds no schema for the kinds'
 	// OpenAPI model names, and refuses creates.
 	client := fake.NewSimpleClientset(clusterSet("logs"), namespacedSet("team-a", "logs"))
-	inf := allSidecarSets(client, 0)
+	inf := NewInformer(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go inf.RunWithContext(ctx)
