@@ -281,7 +281,9 @@ func TestNamespaceCap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlugin(t, storedSets, nil)
 			p.in.MaxPerNamespace = tc.max
-			p.in.CountNamespaced = func(_ context.Context, ns string) (int, error) { return map[string]int{"team-a": 2, "team-b": 1}[ns], nil }
+			p.in.CountNamespaced = func(_ context.Context, ns string) (int, error) {
+				return map[string]int{"team-a": 2, "team-b": 1}[ns], nil
+			}
 			err := p.Validate(context.Background(), attributes(tc.obj), nil)
 			switch {
 			case tc.refused && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "--max-namespaced-sidecarsets-per-namespace=2")):
