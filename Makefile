@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-rollout bench-memory build codegen down image
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory build codegen down image
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -104,6 +104,10 @@ bench:
 # kube-apiserver against creates nothing injects (2,000 per case).
 bench-e2e:
 	E2E=1 E2E_BENCH=2000 $(GO) test -count=1 -timeout 60m -run 'TestInjectionModes' -v ./test/e2e/
+
+# The server with 5,000 NamespacedSidecarSets over 50 namespaces beside 1,000 SidecarSets.
+bench-tenants:
+	E2E=1 E2E_TENANT_BENCH=5000 $(GO) test -count=1 -timeout 60m -run 'TestTenantScale' -v ./test/e2e/
 
 codegen:
 	hack/update-codegen.sh
