@@ -75,21 +75,7 @@ func namespaceOf(in *Input) (string, map[string]string) {
 	if ns == "" {
 		ns = "default"
 	}
-	return withNameLabel(ns, in.NamespaceLabels)
-}
-
-// withNameLabel returns ns and its labels with kubernetes.io/metadata.name filled in when absent
-// (a copy then).
-func withNameLabel(ns string, nsLabels map[string]string) (string, map[string]string) {
-	if _, ok := nsLabels[namespaceNameLabel]; ok {
-		return ns, nsLabels
-	}
-	labels := make(map[string]string, len(nsLabels)+1)
-	for k, v := range nsLabels {
-		labels[k] = v
-	}
-	labels[namespaceNameLabel] = ns
-	return ns, labels
+	return ns, apps.NamespaceLabels(ns, in.NamespaceLabels)
 }
 
 // selectViews matches the candidates in name order, chooses each one's version and applies the

@@ -111,4 +111,3 @@ spec:
 		t.Errorf("empty plan: webhooks %+v, err %v", none.WebhookMatches, err)
 	}
 }
-
