@@ -19,7 +19,7 @@ func Inject(in Input) (Result, error) {
 		return Result{}, errors.New("injection: no pod")
 	}
 	res := Result{Pod: in.Pod}
-	if !isActive(in.Pod) {
+	if !apps.PodActive(in.Pod.Status.Phase, in.Pod.DeletionTimestamp != nil) {
 		return res, nil
 	}
 	if in.Options.Evaluator == nil {
@@ -57,12 +57,6 @@ func Inject(in Input) (Result, error) {
 		res.Pod = pod
 	}
 	return res, nil
-}
-
-// isActive reports whether the pod may be injected: not terminated, not being deleted.
-func isActive(pod *corev1.Pod) bool {
-	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed &&
-		pod.DeletionTimestamp == nil
 }
 
 // namespaceOf returns the namespace to match and its labels, with kubernetes.io/metadata.name
