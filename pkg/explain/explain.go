@@ -249,10 +249,7 @@ func excluded(a Admission, ns string, nsLabels map[string]string) bool {
 	if a.NamespaceSelectors == nil {
 		return false
 	}
-	labels := map[string]string{"kubernetes.io/metadata.name": ns}
-	for k, v := range nsLabels {
-		labels[k] = v
-	}
+	labels := apps.NamespaceLabels(ns, nsLabels)
 	for _, sel := range a.NamespaceSelectors {
 		if sel == nil || injection.Unmet(sel, labels) == "" {
 			return false

@@ -128,7 +128,7 @@ func TestV1beta1API(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := v1beta1.NamespaceSelectorOf("e2e-v1beta1-api")
+	want := &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "e2e-v1beta1-api"}}
 	if diff := cmp.Diff(want, beta.Spec.NamespaceSelector); diff != "" || beta.Spec.CustomVersion != "v1" ||
 		beta.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "" || beta.Labels["app"] != "x" {
 		t.Errorf("v1beta1 read: customVersion %q labels %v namespaceSelector (-want +got):\n%s", beta.Spec.CustomVersion, beta.Labels, diff)

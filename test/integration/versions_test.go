@@ -64,7 +64,7 @@ func TestStorageVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(v1beta1.NamespaceSelectorOf("team-b"), got.Spec.NamespaceSelector); diff != "" || got.Spec.CustomVersion != "v1" {
+	if diff := cmp.Diff(&metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "team-b"}}, got.Spec.NamespaceSelector); diff != "" || got.Spec.CustomVersion != "v1" {
 		t.Errorf("v1beta1 read of a stored v1alpha1 object: customVersion %q namespaceSelector (-want +got):\n%s", got.Spec.CustomVersion, diff)
 	}
 	alpha, err := s.Client.AppsV1alpha1().SidecarSets().Get(ctx, "stored-before", metav1.GetOptions{})

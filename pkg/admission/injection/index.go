@@ -6,8 +6,10 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -201,18 +203,15 @@ func (b *bucket) collect(out []*v1alpha1.SidecarSet, podLabels map[string]string
 
 // namespaceKeys returns the namespaces ss is restricted to, nil for every namespace.
 func namespaceKeys(ss *v1alpha1.SidecarSet) []string {
-	if ss.Spec.Namespace != "" {
-		return []string{ss.Spec.Namespace}
-	}
-	sel := ss.Spec.NamespaceSelector
+	sel := apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector)
 	if sel == nil {
 		return nil
 	}
-	if v, ok := sel.MatchLabels[namespaceNameLabel]; ok {
+	if v, ok := sel.MatchLabels[corev1.LabelMetadataName]; ok {
 		return []string{v}
 	}
 	for _, r := range sel.MatchExpressions {
-		if r.Key == namespaceNameLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) > 0 {
+		if r.Key == corev1.LabelMetadataName && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) > 0 {
 			return dedupe(r.Values)
 		}
 	}

@@ -19,7 +19,7 @@ func Inject(in Input) (Result, error) {
 		return Result{}, errors.New("injection: no pod")
 	}
 	res := Result{Pod: in.Pod}
-	if !isActive(in.Pod) {
+	if !apps.PodActive(in.Pod.Status.Phase, in.Pod.DeletionTimestamp != nil) {
 		return res, nil
 	}
 	if in.Options.Evaluator == nil {
@@ -59,12 +59,6 @@ func Inject(in Input) (Result, error) {
 	return res, nil
 }
 
-// isActive reports whether the pod may be injected: not terminated, not being deleted.
-func isActive(pod *corev1.Pod) bool {
-	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed &&
-		pod.DeletionTimestamp == nil
-}
-
 // namespaceOf returns the namespace to match and its labels, with kubernetes.io/metadata.name
 // filled in when absent.
 func namespaceOf(in *Input) (string, map[string]string) {
@@ -75,21 +69,7 @@ func namespaceOf(in *Input) (string, map[string]string) {
 	if ns == "" {
 		ns = "default"
 	}
-	return withNameLabel(ns, in.NamespaceLabels)
-}
-
-// withNameLabel returns ns and its labels with kubernetes.io/metadata.name filled in when absent
-// (a copy then).
-func withNameLabel(ns string, nsLabels map[string]string) (string, map[string]string) {
-	if _, ok := nsLabels[namespaceNameLabel]; ok {
-		return ns, nsLabels
-	}
-	labels := make(map[string]string, len(nsLabels)+1)
-	for k, v := range nsLabels {
-		labels[k] = v
-	}
-	labels[namespaceNameLabel] = ns
-	return ns, labels
+	return ns, apps.NamespaceLabels(ns, in.NamespaceLabels)
 }
 
 // selectViews matches the candidates in name order, chooses each one's version and applies the

@@ -99,7 +99,7 @@ func chooseVersion(ss *v1alpha1.SidecarSet, pod *corev1.Pod, in *Input) (view, e
 		return historyView(ss, history, ReasonRevisionPinned)
 	}
 	if strategy.Selector != nil {
-		ok, err := selectorMatches(strategy.Selector, pod.Labels)
+		ok, err := apps.SelectorMatches(strategy.Selector, pod.Labels)
 		if err != nil {
 			return view{}, newError(ss.Name, "spec.updateStrategy.selector", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -174,15 +173,8 @@ func Neighbours(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) []*v1alp
 func mayShare(a, b *v1alpha1.SidecarSet) bool {
 	return !a.Spec.InjectionStrategy.Paused && !b.Spec.InjectionStrategy.Paused &&
 		selectoroverlap.Intersect(a.Spec.Selector, b.Spec.Selector) &&
-		selectoroverlap.Intersect(namespaceSelector(a), namespaceSelector(b))
-}
-
-// namespaceSelector returns the selector of the namespaces ss injects into, nil for all.
-func namespaceSelector(ss *v1alpha1.SidecarSet) *metav1.LabelSelector {
-	if ss.Spec.Namespace != "" {
-		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ss.Spec.Namespace}}
-	}
-	return ss.Spec.NamespaceSelector
+		selectoroverlap.Intersect(apps.NamespaceSelector(a.Spec.Namespace, a.Spec.NamespaceSelector),
+			apps.NamespaceSelector(b.Spec.Namespace, b.Spec.NamespaceSelector))
 }
 
 // ambiguousName returns a container name that neighbours sorting before and after ss both use:

@@ -125,7 +125,8 @@ func (m *member) appliesCEL() string {
 	return strings.Join(terms, " && ")
 }
 
-// eligibleCEL: the pod is active, as the injector requires, and outside the excluded namespaces.
+// eligibleCEL: the pod is active (apps.PodActive, as the injector requires) and outside the
+// excluded namespaces.
 func eligibleCEL(excluded []string) string {
 	active := "!has(object.metadata.deletionTimestamp) && !(object.?status.?phase.orValue('') in ['Succeeded', 'Failed'])"
 	if len(excluded) == 0 {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -258,14 +257,6 @@ func Replaced(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, 
 	return out
 }
 
-// SameSpec reports whether two policies have the same spec, compared as JSON (an empty and a
-// missing list or map are the same, as kube-apiserver stores them).
-func SameSpec(a, b *admissionregistrationv1.MutatingAdmissionPolicy) bool {
-	x, errX := json.Marshal(a.Spec)
-	y, errY := json.Marshal(b.Spec)
-	return errX == nil && errY == nil && bytes.Equal(x, y)
-}
-
 // Withdrawing returns the owned policies (have) whose planned change stops injecting a SidecarSet
 // they inject now: their deletion, when want has none of that name, or an update without it.
 // kube-apiserver loads policies and webhook configurations asynchronously, each on its own, so
@@ -304,7 +295,7 @@ func graceLeft(want *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInp
 		return 0
 	}
 	have := in.Compiled[want.Name]
-	if have == nil || !SameSpec(have, want) || (in.Bound != nil && !in.Bound[want.Name]) {
+	if have == nil || !apps.SameJSON(have.Spec, want.Spec) || (in.Bound != nil && !in.Bound[want.Name]) {
 		return in.Grace
 	}
 	since, ok := in.Loaded[want.Name]

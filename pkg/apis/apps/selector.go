@@ -1,6 +1,10 @@
 package apps
 
 import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -22,25 +26,98 @@ func PodSelector(sel *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(sel)
 }
 
-// SelectsNamespace reports whether a SidecarSet injects pods of the namespace ns (with these
-// labels): its spec.namespace, when set, wins over namespaceSelector (as OpenKruise converts it);
-// no namespaceSelector selects every namespace. kubernetes.io/metadata.name is ns whatever the
-// labels say. A selector that cannot be parsed selects nothing.
-func SelectsNamespace(ss *SidecarSet, ns string, nsLabels map[string]string) bool {
-	switch {
-	case ss.Spec.Namespace != "":
-		return ss.Spec.Namespace == ns
-	case ss.Spec.NamespaceSelector == nil:
-		return true
+// NamespaceSelector returns the effective namespace selector of a SidecarSet whose spec.namespace
+// is namespace and spec.namespaceSelector is sel: spec.namespace, when set, wins and becomes
+// matchLabels {kubernetes.io/metadata.name: namespace} (as OpenKruise and v1beta1 convert it);
+// otherwise sel, nil selecting every namespace.
+func NamespaceSelector(namespace string, sel *metav1.LabelSelector) *metav1.LabelSelector {
+	if namespace != "" {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: namespace}}
 	}
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
-	if err != nil {
-		return false
+	return sel
+}
+
+// NamespaceLabels returns the labels nsLabels of namespace ns with kubernetes.io/metadata.name
+// set to ns when absent (in a copy); labels that have it are returned as they are.
+func NamespaceLabels(ns string, nsLabels map[string]string) map[string]string {
+	if _, ok := nsLabels[corev1.LabelMetadataName]; ok {
+		return nsLabels
 	}
-	set := labels.Set{}
+	out := make(map[string]string, len(nsLabels)+1)
 	for k, v := range nsLabels {
-		set[k] = v
+		out[k] = v
 	}
-	set["kubernetes.io/metadata.name"] = ns
-	return sel.Matches(set)
+	out[corev1.LabelMetadataName] = ns
+	return out
+}
+
+// SelectsNamespace reports whether a SidecarSet whose spec.namespace is namespace and
+// spec.namespaceSelector is sel injects pods of namespace ns, whose labels are nsLabels:
+// spec.namespace, when set, wins and must be ns; a nil or empty sel selects every namespace;
+// otherwise sel must select NamespaceLabels(ns, nsLabels). A malformed sel is an error, never
+// "no match". The injector, the rollout's pod source and admission all decide here.
+func SelectsNamespace(namespace string, sel *metav1.LabelSelector, ns string, nsLabels map[string]string) (bool, error) {
+	switch {
+	case namespace != "":
+		return namespace == ns, nil
+	case sel == nil:
+		return true, nil
+	}
+	return SelectorMatches(sel, NamespaceLabels(ns, nsLabels))
+}
+
+// SelectorMatches evaluates a label selector against a label set without building a
+// labels.Selector (no allocation). An empty selector matches everything. Structural errors
+// (unknown operator, values present or missing against the operator) are reported whether or not
+// the labels match, as labels.Selector construction does; key and value syntax is validated when
+// the SidecarSet is written.
+func SelectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, error) {
+	for i := range sel.MatchExpressions {
+		if err := checkRequirement(&sel.MatchExpressions[i]); err != nil {
+			return false, fmt.Errorf("matchExpressions[%d]: %w", i, err)
+		}
+	}
+	for k, v := range sel.MatchLabels {
+		if got, ok := set[k]; !ok || got != v {
+			return false, nil
+		}
+	}
+	for i := range sel.MatchExpressions {
+		if !requirementMatches(&sel.MatchExpressions[i], set) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// requirementMatches reports whether set meets one well-formed requirement.
+func requirementMatches(r *metav1.LabelSelectorRequirement, set map[string]string) bool {
+	got, has := set[r.Key]
+	switch r.Operator {
+	case metav1.LabelSelectorOpIn:
+		return has && slices.Contains(r.Values, got)
+	case metav1.LabelSelectorOpNotIn:
+		return !has || !slices.Contains(r.Values, got)
+	case metav1.LabelSelectorOpExists:
+		return has
+	case metav1.LabelSelectorOpDoesNotExist:
+		return !has
+	}
+	return true
+}
+
+func checkRequirement(r *metav1.LabelSelectorRequirement) error {
+	switch r.Operator {
+	case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
+		if len(r.Values) == 0 {
+			return fmt.Errorf("key %q: values must be non-empty for operator %s", r.Key, r.Operator)
+		}
+	case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
+		if len(r.Values) != 0 {
+			return fmt.Errorf("key %q: values must be empty for operator %s", r.Key, r.Operator)
+		}
+	default:
+		return fmt.Errorf("key %q: %q is not a valid label selector operator", r.Key, r.Operator)
+	}
+	return nil
 }

@@ -154,12 +154,12 @@ const (
 // says whether st observes generation. It returns whether Ready is True, and Progressing's reason.
 func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) (bool, string) {
 	progressing := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: generation, LastTransitionTime: now}
-	switch {
-	case len(p.Failed) > 0:
+	switch p.Phase() {
+	case v1alpha1.RolloutStalled:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonPodsFailed, p.Stalled()
-	case p.Done():
+	case v1alpha1.RolloutDone:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonRolloutComplete, p.Summary(name)
-	case p.Paused:
+	case v1alpha1.RolloutPaused:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonRolloutPaused, p.Summary(name)+"; the rollout is paused"
 	default:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, ReasonRollingOut, p.Summary(name)

@@ -77,25 +77,28 @@ func matching(objs []interface{}, sel labels.Selector) []*rollout.Pod {
 	return out
 }
 
-// selectNamespaces returns the namespaces to look in, nil meaning all.
+// selectNamespaces returns the namespaces to look in, nil meaning all: those apps.SelectsNamespace
+// selects, without listing namespaces when spec.namespace or no namespaceSelector decides.
 func (s *PodSource) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) {
-	if ss.Spec.Namespace != "" {
+	switch {
+	case ss.Spec.Namespace != "":
 		return []string{ss.Spec.Namespace}, nil
-	}
-	if ss.Spec.NamespaceSelector == nil {
+	case ss.Spec.NamespaceSelector == nil:
 		return nil, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
+	list, err := s.namespaces.Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.namespaces.Lister().List(sel)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(list))
+	var out []string
 	for _, ns := range list {
-		out = append(out, ns.Name)
+		ok, err := apps.SelectsNamespace(ss.Spec.Namespace, ss.Spec.NamespaceSelector, ns.Name, ns.Labels)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, ns.Name)
+		}
 	}
 	return out, nil
 }

@@ -281,7 +281,14 @@ func (p *Plugin) checkPodSecurity(ctx context.Context, ss *apps.SidecarSet, know
 			return nil, err
 		}
 		for _, ns := range nss {
-			if validation.EnforcesBaseline(ns.Labels) && apps.SelectsNamespace(ss, ns.Name, ns.Labels) {
+			if !validation.EnforcesBaseline(ns.Labels) {
+				continue
+			}
+			selects, err := apps.SelectsNamespace(ss.Spec.Namespace, ss.Spec.NamespaceSelector, ns.Name, ns.Labels)
+			if err != nil {
+				return field.ErrorList{field.Invalid(field.NewPath("spec", "namespaceSelector"), ss.Spec.NamespaceSelector, err.Error())}, nil
+			}
+			if selects {
 				enforcing = append(enforcing, ns.Name)
 			}
 		}

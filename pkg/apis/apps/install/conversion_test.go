@@ -128,7 +128,7 @@ func TestRoundTripV1beta1ThroughV1alpha1(t *testing.T) {
 		}
 		switch r.Intn(3) {
 		case 0:
-			original.Spec.NamespaceSelector = v1beta1.NamespaceSelectorOf("ns-" + internal.Name)
+			original.Spec.NamespaceSelector = apps.NamespaceSelector("ns-"+internal.Name, nil)
 		case 1:
 			original.Spec.NamespaceSelector = nil
 		}

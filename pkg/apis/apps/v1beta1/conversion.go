@@ -24,9 +24,6 @@ import (
 // other, so that a round trip through either version gives back the object written:
 // NamespaceAnnotation on v1beta1 objects, CustomVersionLabelAnnotation on v1alpha1 objects.
 const (
-	// MetadataNameLabel is the label kube-apiserver sets on every namespace to its name.
-	MetadataNameLabel = "kubernetes.io/metadata.name"
-
 	// NamespaceAnnotation, on a v1beta1 SidecarSet, records v1alpha1's spec.namespace and the
 	// spec.namespaceSelector it replaced, as JSON {"namespace":..., "namespaceSelector":...}. It is
 	// read back, and removed, while spec.namespaceSelector still selects that namespace by name;
@@ -48,12 +45,6 @@ const (
 type namespaceRecord struct {
 	Namespace         string                `json:"namespace"`
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
-}
-
-// NamespaceSelectorOf returns the namespace selector that v1alpha1's spec.namespace converts to:
-// the namespace's kubernetes.io/metadata.name label.
-func NamespaceSelectorOf(namespace string) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{MetadataNameLabel: namespace}}
 }
 
 // Convert_apps_SidecarSet_To_v1beta1_SidecarSet converts an internal SidecarSet to v1beta1: the
@@ -84,7 +75,7 @@ func Convert_apps_SidecarSet_To_v1beta1_SidecarSet(in *apps.SidecarSet, out *Sid
 	}
 
 	if in.Spec.Namespace != "" {
-		out.Spec.NamespaceSelector = NamespaceSelectorOf(in.Spec.Namespace)
+		out.Spec.NamespaceSelector = apps.NamespaceSelector(in.Spec.Namespace, in.Spec.NamespaceSelector)
 		record, err := json.Marshal(namespaceRecord{Namespace: in.Spec.Namespace, NamespaceSelector: in.Spec.NamespaceSelector})
 		if err != nil {
 			return err
@@ -110,7 +101,7 @@ func Convert_v1beta1_SidecarSet_To_apps_SidecarSet(in *SidecarSet, out *apps.Sid
 	if raw, ok := annotations[NamespaceAnnotation]; ok {
 		var record namespaceRecord
 		if json.Unmarshal([]byte(raw), &record) == nil && record.Namespace != "" &&
-			apiequality.Semantic.DeepEqual(in.Spec.NamespaceSelector, NamespaceSelectorOf(record.Namespace)) {
+			apiequality.Semantic.DeepEqual(in.Spec.NamespaceSelector, apps.NamespaceSelector(record.Namespace, nil)) {
 			out.Spec.Namespace = record.Namespace
 			out.Spec.NamespaceSelector = record.NamespaceSelector
 			delete(annotations, NamespaceAnnotation)

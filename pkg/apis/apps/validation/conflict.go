@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -50,16 +49,9 @@ func ValidateConflicts(ss *apps.SidecarSet, others []*apps.SidecarSet) field.Err
 // namespacesOverlap is false only when both SidecarSets restrict namespaces and the restrictions
 // do not overlap.
 func namespacesOverlap(a, b *apps.SidecarSet) bool {
-	sa, sb := namespaceSelector(a), namespaceSelector(b)
+	sa := apps.NamespaceSelector(a.Spec.Namespace, a.Spec.NamespaceSelector)
+	sb := apps.NamespaceSelector(b.Spec.Namespace, b.Spec.NamespaceSelector)
 	return sa == nil || sb == nil || selectoroverlap.Overlap(sa, sb)
-}
-
-// namespaceSelector returns the selector of the namespaces a SidecarSet injects into, nil for all.
-func namespaceSelector(ss *apps.SidecarSet) *metav1.LabelSelector {
-	if ss.Spec.Namespace != "" {
-		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ss.Spec.Namespace}}
-	}
-	return ss.Spec.NamespaceSelector
 }
 
 func containerConflicts(mine []apps.SidecarContainer, others []*apps.SidecarSet,

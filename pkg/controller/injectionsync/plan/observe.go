@@ -1,13 +1,13 @@
 package plan
 
 import (
-	"bytes"
-	"encoding/json"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // Key names an object of kind k for Input.Since, the Tracker and Condition.
@@ -114,8 +114,8 @@ func lastWrite(o metav1.Object, now time.Time) time.Time {
 }
 
 // sameObject reports whether an existing object already has the wanted labels, annotations,
-// owner references and spec. Specs are compared as JSON, where an empty and a missing list or map
-// are the same, as kube-apiserver stores them (the compiled specs set every field it defaults).
+// owner references and spec. Specs are compared as JSON (apps.SameJSON; the compiled specs set
+// every field kube-apiserver defaults).
 func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 	for k, v := range want.GetLabels() {
 		if have.GetLabels()[k] != v {
@@ -130,7 +130,5 @@ func sameObject(have, want metav1.Object, haveSpec, wantSpec any) bool {
 			return false
 		}
 	}
-	a, errA := json.Marshal(haveSpec)
-	b, errB := json.Marshal(wantSpec)
-	return errA == nil && errB == nil && bytes.Equal(a, b)
+	return apps.SameJSON(haveSpec, wantSpec)
 }

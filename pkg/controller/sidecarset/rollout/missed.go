@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -170,7 +170,7 @@ func InFlight(evictions []Eviction, pods []*Pod, now time.Time, ttl time.Duratio
 // ownerPods counts the active pods of owner among pods, and how many of them are ready.
 func ownerPods(owner types.UID, pods []*Pod) (active, ready int) {
 	for _, p := range pods {
-		if p.Owner != owner || p.Deleting || p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed {
+		if p.Owner != owner || !apps.PodActive(p.Phase, p.Deleting) {
 			continue
 		}
 		active++

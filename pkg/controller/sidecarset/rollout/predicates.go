@@ -3,8 +3,7 @@ package rollout
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -17,7 +16,7 @@ import (
 // SidecarSet: it is active, the SidecarSet's injection is not paused, and the pod's injected-list
 // does not name it. MissedCause says why.
 func MissedInjection(ss *v1alpha1.SidecarSet, pod *Pod) bool {
-	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
+	if !apps.PodActive(pod.Phase, pod.Deleting) {
 		return false
 	}
 	return !ss.Spec.InjectionStrategy.Paused && !sidecar.InjectedListHas(pod.InjectedList(), ss.Name)
@@ -27,7 +26,7 @@ func MissedInjection(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 // its injected-list annotation, and has every container of the current spec (both twins and a
 // working-container entry for a hot-upgrade sidecar).
 func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
-	if pod.Deleting || pod.Phase == corev1.PodSucceeded || pod.Phase == corev1.PodFailed {
+	if !apps.PodActive(pod.Phase, pod.Deleting) {
 		return false
 	}
 	if !sidecar.InjectedListHas(pod.InjectedList(), ss.Name) {

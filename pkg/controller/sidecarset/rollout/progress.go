@@ -75,19 +75,18 @@ func (p Progress) Done() bool {
 
 // Stalled says why the rollout cannot go on by itself, "" when it can (or is done).
 func (p Progress) Stalled() string {
-	switch {
-	case len(p.Failed) > 0:
+	switch p.Phase() {
+	case v1alpha1.RolloutStalled:
 		return "pods fail to run the new sidecar: " + strings.Join(p.Failed, "; ")
-	case p.Done():
-		return ""
-	case p.Paused:
+	case v1alpha1.RolloutPaused:
 		return "the rollout is paused"
 	}
 	return ""
 }
 
-// Phase is where the rollout stands: Stalled when pods fail to run the new sidecar, Done, Paused,
-// or Progressing.
+// Phase is where the rollout stands, the first that holds of: Stalled when pods fail to run the
+// new sidecar, Done, Paused, Progressing. Stalled, the status conditions and the /rollout view
+// all rank phases here.
 func (p Progress) Phase() v1alpha1.RolloutPhase {
 	switch {
 	case len(p.Failed) > 0:

@@ -40,3 +40,26 @@ func TestAssess(t *testing.T) {
 		})
 	}
 }
+
+// TestPhaseOrder: Stalled ranks before Done, Done before Paused, Paused before Progressing, and
+// Stalled follows the phase.
+func TestPhaseOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		p       Progress
+		phase   v1alpha1.RolloutPhase
+		stalled string
+	}{
+		{"nothing to do", Progress{}, v1alpha1.RolloutDone, ""},
+		{"progressing", Progress{Upgrading: 1}, v1alpha1.RolloutProgressing, ""},
+		{"paused", Progress{Waiting: 1, Paused: true}, v1alpha1.RolloutPaused, "the rollout is paused"},
+		{"done wins over paused", Progress{Updated: 1, Paused: true}, v1alpha1.RolloutDone, ""},
+		{"failed wins over paused", Progress{Failed: []string{"ns/a: CrashLoopBackOff"}, Waiting: 1, Paused: true},
+			v1alpha1.RolloutStalled, "pods fail to run the new sidecar: ns/a: CrashLoopBackOff"},
+		{"failed wins over done", Progress{Failed: []string{"ns/a: x", "ns/b: y"}}, v1alpha1.RolloutStalled, "pods fail to run the new sidecar: ns/a: x; ns/b: y"},
+	} {
+		if got, stalled := tc.p.Phase(), tc.p.Stalled(); got != tc.phase || stalled != tc.stalled {
+			t.Errorf("%s: phase %s, stalled %q; want %s, %q", tc.name, got, stalled, tc.phase, tc.stalled)
+		}
+	}
+}
