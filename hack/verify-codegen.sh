@@ -9,7 +9,8 @@ trap 'rm -rf "${TMP}"' EXIT
 # Work on a copy so a stale tree is reported, not silently fixed.
 mkdir -p "${TMP}/repo"
 (cd "${SCRIPT_ROOT}" && tar --exclude=./_output --exclude=./.git -cf - .) | tar -C "${TMP}/repo" -xf -
-(cd "${TMP}/repo" && REPORT_MODE="" hack/update-codegen.sh >/dev/null 2>&1 || { echo "update-codegen.sh failed"; REPORT_MODE="" hack/update-codegen.sh; exit 1; })
+(cd "${TMP}/repo" && REPORT_MODE="" hack/update-codegen.sh >"${TMP}/update.log" 2>&1) || {
+  echo "update-codegen.sh failed:"; grep -v '^go: downloading' "${TMP}/update.log" | tail -n 40; exit 1; }
 
 ret=0
 for d in pkg hack/api-violations.list; do
