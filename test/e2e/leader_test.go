@@ -336,28 +336,32 @@ func checkServes(t *testing.T, replica int, name string, pods int) {
 }
 
 // checkInjectionView asserts that a replica's /rollout view names the path the leader chose: for
-// the policy path, a policy in the main cluster that lists the SidecarSet.
+// the policy path, a policy in the main cluster that lists the SidecarSet. Right after a takeover
+// the new leader may not have planned yet (the view then says NotPlanned): it waits for it.
 func checkInjectionView(t *testing.T, client clientset.Interface, name string) {
 	t.Helper()
-	ctx := context.Background()
-	view, err := client.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inj := view.Status.Injection
-	switch {
-	case inj == nil || inj.Path == "" || inj.Reason == "NotPlanned":
-		t.Errorf("the rollout view of %s names no path the leader chose: %+v", name, inj)
-	case inj.Path == string(apps.PathPolicy):
+	eventually(t, "the rollout view of "+name+" to name the path the leader chose", time.Minute, func(ctx context.Context) (bool, string) {
+		view, err := client.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		inj := view.Status.Injection
+		switch {
+		case inj == nil || inj.Path == "" || inj.Reason == "NotPlanned":
+			return false, fmt.Sprintf("%+v", inj)
+		case inj.Path != string(apps.PathPolicy):
+			return true, ""
+		}
 		p, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, inj.Policy, metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("the rollout view of %s names policy %q: %v", name, inj.Policy, err)
+			return false, fmt.Sprintf("policy %q: %v", inj.Policy, err)
 		}
 		recs := map[string]json.RawMessage{}
 		if err := json.Unmarshal([]byte(p.Annotations[apps.SidecarSetsAnnotation]), &recs); err != nil || recs[name] == nil {
-			t.Errorf("the rollout view of %s names policy %s, which does not inject it (%s)", name, inj.Policy, p.Annotations[apps.SidecarSetsAnnotation])
+			return false, fmt.Sprintf("policy %s does not inject it (%s)", inj.Policy, p.Annotations[apps.SidecarSetsAnnotation])
 		}
-	}
+		return true, ""
+	})
 }
 
 // upgradedPods reads replica n's sidecarset_pods_upgraded_total for the SidecarSet (0 if absent).
