@@ -229,6 +229,22 @@ func checkInjectionPath(t *testing.T, name string, path apps.InjectionPath, reas
 }
 
 // restartServer restarts this server in the given injection mode (later restarts keep it).
+// restartServerWithArgs restarts the server with extra flags (SERVER_ARGS) and, when the test
+// ends, restarts it again without them. Serial tests only.
+func restartServerWithArgs(t *testing.T, args string) {
+	t.Helper()
+	t.Setenv("SERVER_ARGS", args)
+	if _, err := localUp("restart-server"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Unsetenv("SERVER_ARGS")
+		if _, err := localUp("restart-server"); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 func restartServer(t *testing.T, mode string) {
 	t.Helper()
 	serialOnly(t, "restarting the server")

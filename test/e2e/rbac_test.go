@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -229,16 +228,7 @@ spec:
 	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, "privileged-agent", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("SERVER_ARGS", "--refuse-pod-security-violations")
-	if _, err := localUp("restart-server"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = os.Unsetenv("SERVER_ARGS")
-		if _, err := localUp("restart-server"); err != nil {
-			t.Error(err)
-		}
-	})
+	restartServerWithArgs(t, "--refuse-pod-security-violations")
 	out, err = runKubectl(t, manifest("privileged-agent-2", enforced.Name), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "spec.containers") || !strings.Contains(out, enforced.Name) {
 		t.Errorf("a SidecarSet whose pods %s refuses was not refused: %v: %s", enforced.Name, err, out)

@@ -134,16 +134,7 @@ func TestTenantBoundary(t *testing.T) {
 
 	t.Run("per-namespace cap", func(t *testing.T) {
 		deleteNamespacedSidecarSets(t, tenant)
-		t.Setenv("SERVER_ARGS", "--max-namespaced-sidecarsets-per-namespace=2")
-		if _, err := localUp("restart-server"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = os.Unsetenv("SERVER_ARGS")
-			if _, err := localUp("restart-server"); err != nil {
-				t.Error(err)
-			}
-		})
+		restartServerWithArgs(t, "--max-namespaced-sidecarsets-per-namespace=2")
 		for i := 0; i < 2; i++ {
 			createAsEditor(t, editor, tenant, tenantSidecarSet(fmt.Sprintf("cap-%d", i), map[string]string{"e2e-cap": "1"}, fmt.Sprintf("cap%d", i)))
 		}
