@@ -268,8 +268,11 @@ func storeCorpus(t *testing.T, cases []policytest.Case) []*v1alpha1.SidecarSet {
 		_, err := client.Create(context.Background(), sets[i], metav1.CreateOptions{})
 		return err
 	})
+	// Each try lists the whole corpus (megabytes through the aggregation layer), so it polls
+	// every 2 s rather than loading the control plane it waits for; settling is one status
+	// write per SidecarSet, minutes on a loaded 2-core machine.
 	var stored []*v1alpha1.SidecarSet
-	eventually(t, fmt.Sprintf("the corpus's %d SidecarSets stored and settled", len(sets)), time.Minute, func(ctx context.Context) (bool, string) {
+	eventuallyEvery(t, fmt.Sprintf("the corpus's %d SidecarSets stored and settled", len(sets)), 2*time.Second, 4*time.Minute, func(ctx context.Context) (bool, string) {
 		list, err := client.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -38,6 +38,10 @@ func prepare(t testing.TB, ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
 		t.Fatal(err)
 	}
 	h.Stamp(ss)
+	// As stored once the controller has recorded a revision (a policy serves only then).
+	if ss.Status.LatestRevision == "" {
+		ss.Status.LatestRevision = ss.Name + "-rev"
+	}
 	return ss
 }
 

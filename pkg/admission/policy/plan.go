@@ -94,6 +94,9 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if in.WebhookOnly && r.Path == apps.PathPolicy {
 			r, m = webhookMode(), nil
 		}
+		if m != nil && !revisionRecorded(ss) {
+			r, m = revisionPending(), nil
+		}
 		if m != nil && groupOf.over[ss.Name] {
 			r, m = selectorBudget(ss), nil
 		}
@@ -176,6 +179,22 @@ func selectorBudget(ss *v1alpha1.SidecarSet) Result {
 	return Result{Path: apps.PathWebhook, Reason: apps.ReasonSelectorBudget, Message: fmt.Sprintf(
 		"the group policies already list %d label values, which kube-apiserver checks on every request; label %s=%s is served by the injection webhook, cheaper for its pods",
 		maxNativeValues, k, slices.Min(vs))}
+}
+
+// revisionRecorded reports whether the controller has recorded a revision of ss
+// (status.latestRevision), which every pod it injects records. A policy is compiled once and
+// kube-apiserver loads it later, so a member compiled before that would go on recording no
+// revision after the controller has recorded one; the webhook reads the revision at each
+// admission. (After a spec change, both paths record the previous revision until the controller
+// records the new one, as OpenKruise's webhook does.)
+func revisionRecorded(ss *v1alpha1.SidecarSet) bool {
+	return ss.Status.LatestRevision != ""
+}
+
+// revisionPending is the result of a policy-path SidecarSet whose revision is not recorded yet.
+func revisionPending() Result {
+	return Result{Path: apps.PathWebhook, Reason: apps.ReasonRevisionPending,
+		Message: "the controller has not recorded a revision of the SidecarSet yet; a policy serves it once it has"}
 }
 
 func webhookMode() Result {

@@ -111,3 +111,44 @@ spec:
 		t.Errorf("empty plan: webhooks %+v, err %v", none.WebhookMatches, err)
 	}
 }
+
+// TestPlanWaitsForRecordedRevision: a SidecarSet the controller has not recorded a revision of
+// yet is served by the webhook (which reads the revision at each admission), never compiled into
+// a policy that would go on recording no revision; it joins its policy once the revision is
+// recorded.
+func TestPlanWaitsForRecordedRevision(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		revision string
+		path     apps.InjectionPath
+		reason   string
+		policies int
+	}{
+		{"no revision recorded yet", "", apps.PathWebhook, apps.ReasonRevisionPending, 0},
+		{"revision recorded", "plain-5d8f", apps.PathPolicy, apps.ReasonCompiled, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := mustSidecarSet(t, `
+metadata: {name: plain}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: log, image: busybox}]
+`)
+			ss.Status.LatestRevision = tc.revision
+			p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{ss}, Now: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := p.Results["plain"]; r.Path != tc.path || r.Reason != tc.reason {
+				t.Errorf("result %+v, want path %s reason %s", r, tc.path, tc.reason)
+			}
+			if len(p.Policies) != tc.policies {
+				t.Errorf("%d policies, want %d", len(p.Policies), tc.policies)
+			}
+			web := labelled(map[string]string{"app": "web"})
+			if n := webhooksCalled(t, p.WebhookMatches, web); n != 1-tc.policies {
+				t.Errorf("the webhook is called %d times for a selected pod, want %d", n, 1-tc.policies)
+			}
+		})
+	}
+}

@@ -66,6 +66,7 @@ const (
 	ReasonWebhookMode         = "WebhookMode"
 	ReasonSelectorBudget      = "SelectorBudget"
 	ReasonManyNeighbours      = "ManyNeighbours"
+	ReasonRevisionPending     = "RevisionPending"
 )
 
 // MaxWebhookLabelKeys is the most label keys that get an injection webhook each; with more, one

@@ -28,6 +28,7 @@ func sidecarSet(name, image string) *v1alpha1.SidecarSet {
 	ss := &v1alpha1.SidecarSet{}
 	ss.Name = name
 	ss.Annotations = map[string]string{"kruise.io/sidecarset-hash": "h-" + image, "kruise.io/sidecarset-hash-without-image": "w"}
+	ss.Status.LatestRevision = name + "-1"
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-c", Image: image}, PodInjectPolicy: v1alpha1.AfterAppContainerType}}
 	return ss

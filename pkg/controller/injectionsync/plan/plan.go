@@ -230,6 +230,10 @@ func Sync(in Input) (Result, error) {
 		Widened: p.Widened, WebhookMatches: p.WebhookMatches, grace: in.Grace, generations: make(map[string]int64, len(in.SidecarSets))}
 	for _, ss := range in.SidecarSets {
 		r.generations[ss.Name] = ss.Generation
+		if p.Results[ss.Name].Reason == apps.ReasonRevisionPending {
+			// Not observed until its policy serves it: the webhook serves it only meanwhile.
+			r.Held[ss.Name] = "a policy serves it once the controller has recorded its revision"
+		}
 	}
 	r.Writes = webhookWrites(in, p.WebhookMatches, sortedKeys(p.Results))
 	wantPolicies, wantBindings := p.Policies, p.Bindings

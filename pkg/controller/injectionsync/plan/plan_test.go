@@ -25,6 +25,7 @@ func sidecarSet(name, key, image string) *v1alpha1.SidecarSet {
 	ss.Name = name
 	ss.Generation = 1
 	ss.Annotations = map[string]string{"kruise.io/sidecarset-hash": "h-" + image, "kruise.io/sidecarset-hash-without-image": "w"}
+	ss.Status.LatestRevision = name + "-1"
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{key: name}}
 	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-c", Image: image}, PodInjectPolicy: v1alpha1.AfterAppContainerType}}
 	return ss
@@ -201,6 +202,14 @@ func TestSync(t *testing.T) {
 		name: "first pass: the webhooks, then the policy, then its binding once the policy is written",
 		in:   func(*testing.T) Input { return newCluster().input([]*v1alpha1.SidecarSet{a}, t0, nil) },
 		want: summary{Writes: []string{"Create " + active, "Create " + appP, "Create " + appB + " if " + appP + " failed=false"}, RecheckAfter: grace},
+	}, {
+		name: "a SidecarSet without a recorded revision: the webhooks serve it, held until its policy does",
+		in: func(*testing.T) Input {
+			fresh := a.DeepCopy()
+			fresh.Status.LatestRevision = ""
+			return newCluster().input([]*v1alpha1.SidecarSet{fresh}, t0, nil)
+		},
+		want: summary{Writes: []string{"Create " + active}, Held: []string{"a"}},
 	}, {
 		name: "settled: nothing to write",
 		in: func(t *testing.T) Input {
