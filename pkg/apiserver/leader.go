@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -33,7 +34,7 @@ func runElected(ctx context.Context, namespace string, main *rest.Config, fn fun
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	config := leaderelection.LeaderElectionConfig{
-		Name: leaseName, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		Name: leaseName, Lock: &releaseGuard{Interface: lock}, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
 		RetryPeriod: 2 * time.Second, ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: fn,
@@ -48,4 +49,43 @@ func runElected(ctx context.Context, namespace string, main *rest.Config, fn fun
 		}
 		klog.InfoS("lost the controller lease; running for it again", "lease", leaseName, "identity", id)
 	}
+}
+
+// releaseGuard is a lock that never releases a Lease another replica holds. With ReleaseOnCancel,
+// client-go releases the Lease whenever a term ends, also after renewals failed for RenewDeadline
+// (a replica stalled past it, whose Lease another replica took meanwhile): it reads the Lease
+// again, which refreshes the version the update is written against, then decides it leads from
+// the record it observed before, so it would clear the new leader's record and let a replica win
+// a term while the new leader's runs on. A release (an update without holder) goes through only
+// when the last read Lease names this replica.
+type releaseGuard struct {
+	resourcelock.Interface
+	holder string // of the Lease as last read or written
+}
+
+func (g *releaseGuard) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := g.Interface.Get(ctx)
+	if err == nil {
+		g.holder = r.HolderIdentity
+	}
+	return r, raw, err
+}
+
+func (g *releaseGuard) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	err := g.Interface.Create(ctx, r)
+	if err == nil {
+		g.holder = r.HolderIdentity
+	}
+	return err
+}
+
+func (g *releaseGuard) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	if r.HolderIdentity == "" && g.holder != g.Identity() {
+		return fmt.Errorf("not releasing the controller lease: %q holds it", g.holder)
+	}
+	err := g.Interface.Update(ctx, r)
+	if err == nil {
+		g.holder = r.HolderIdentity
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,7 @@ func TestTenantBoundary(t *testing.T) {
 				t.Errorf("the cluster SidecarSet's Injected reason went from %q to %q", reason, got)
 			}
 			checkWebhooksScoped(t, webhooks, activeWebhooks(t), tenant)
+			checkSquattedNames(t, editor, tenant, victim)
 		})
 	}
 
@@ -145,6 +147,73 @@ func TestTenantBoundary(t *testing.T) {
 		// Another namespace has its own count.
 		createAsEditor(t, sidecars, victim, tenantSidecarSet("cap-0", map[string]string{"e2e-cap": "1"}, "cap0"))
 		deleteNamespacedSidecarSets(t, victim)
+	})
+}
+
+// checkSquattedNames: a namespace editor takes a container and a volume name first; an
+// administrator's cluster SidecarSet of the same names is still accepted, and wins: the pods of
+// another namespace get it, and so do the tenant's own pods, without the tenant's collision (a
+// duplicate container would refuse them), whose NamespacedSidecarSet says why.
+func checkSquattedNames(t *testing.T, editor clientset.Interface, tenant, victim string) {
+	t.Helper()
+	ctx := context.Background()
+	const name, volume = "e2e-squatted", "e2e-squatted-vol"
+	labels := map[string]string{"e2e-squat": "1"}
+	mount := []corev1.VolumeMount{{Name: volume, MountPath: "/squat"}}
+	squat := tenantSidecarSet("squat", labels, name)
+	squat.Spec.Containers[0].VolumeMounts = mount
+	squat.Spec.Volumes = []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	createAsEditor(t, editor, tenant, squat)
+	t.Cleanup(func() {
+		_ = sidecars.AppsV1alpha1().NamespacedSidecarSets(tenant).Delete(ctx, squat.Name, metav1.DeleteOptions{})
+	})
+	waitNamespacedSettled(t, editor, tenant, squat.Name)
+
+	admin := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name, Image: "busybox:1.37",
+				VolumeMounts: mount}}},
+			Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-squat"}, Optional: ptr.To(true)}}}},
+		}}
+	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, admin, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the administrator's SidecarSet with names a namespace editor took first is refused: %v", err)
+	}
+	t.Cleanup(func() { _ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, admin.Name, metav1.DeleteOptions{}) })
+	waitSettled(t, admin.Name)
+	for _, ns := range []string{victim, tenant} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "squat", Namespace: ns, Labels: labels},
+			Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36"}}}}
+		eventually(t, "pod of "+ns+" with the cluster SidecarSet's "+name+" only", time.Minute, func(context.Context) (bool, string) {
+			got, err := createPodDryRun(pod)
+			if err != nil {
+				return false, err.Error()
+			}
+			var vol string
+			for _, v := range got.Spec.Volumes {
+				if v.Name == volume {
+					vol = fmt.Sprintf("configMap=%v", v.ConfigMap != nil)
+				}
+			}
+			// The tenant's other attacks inject into its pods too: count this name only.
+			specs, n := containerSpecs(got), 0
+			for _, c := range specs {
+				if strings.HasPrefix(c, name+"=") {
+					n++
+				}
+			}
+			return n == 1 && slices.Contains(specs, name+"=busybox:1.37") && vol == "configMap=true",
+				fmt.Sprintf("containers %v, volume %s", specs, vol)
+		})
+	}
+	eventually(t, "the squatting NamespacedSidecarSet's Injected reason", time.Minute, func(ctx context.Context) (bool, string) {
+		got, err := editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Get(ctx, squat.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.SidecarSetInjected)
+		return c != nil && c.Reason == apps.ReasonShadowed && strings.Contains(c.Message, name), fmt.Sprintf("%+v", c)
 	})
 }
 

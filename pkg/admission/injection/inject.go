@@ -30,6 +30,10 @@ func Inject(in Input) (Result, error) {
 	if err != nil || len(views) == 0 {
 		return res, err
 	}
+	views, res.Warnings, err = withoutShadowed(views, present, decisions)
+	if err != nil || len(views) == 0 {
+		return res, err
+	}
 
 	pod := in.Pod.DeepCopy()
 	for i := range views {
@@ -50,7 +54,7 @@ func Inject(in Input) (Result, error) {
 	}
 	if b.any {
 		b.apply(pod, in.Options.SortSidecarContainersByName)
-		res.Warnings = b.warnings
+		res.Warnings = append(res.Warnings, b.warnings...)
 	}
 	res.Patch = diff(in.Pod, pod)
 	if len(res.Patch) > 0 {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -152,6 +153,9 @@ const (
 	ReasonPartialSticky Reason = "PartialSticky"
 	// ReasonAlreadyInjected: with Options.SkipInjected, the pod's injected-list names the SidecarSet.
 	ReasonAlreadyInjected Reason = "AlreadyInjected"
+	// ReasonShadowed: a NamespacedSidecarSet that collides with a cluster SidecarSet injected into
+	// the same pod (a container, volume or annotation); the cluster SidecarSet wins.
+	ReasonShadowed Reason = apps.ReasonShadowed
 )
 
 // Error is an injection failure. It names the SidecarSet (empty for a problem of the pod itself)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -106,6 +107,9 @@ func classify(in *Input) (Result, bool) {
 	if reason, field := containerFeature(ss); reason != "" {
 		return webhook(reason, "%s is computed from the pod at admission", field)
 	}
+	if o, what := collidesWithCluster(ss, in.Neighbours); o != "" {
+		return webhook(apps.ReasonShadowed, "%s is also in cluster SidecarSet %s, which wins in the pods both select: the webhook leaves this NamespacedSidecarSet out of them", what, o)
+	}
 	if len(in.Neighbours) > maxNeighbours {
 		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as %d other SidecarSets (a policy places sidecars among at most %d)", len(in.Neighbours), maxNeighbours)
 	}
@@ -113,6 +117,44 @@ func classify(in *Input) (Result, bool) {
 		return webhook(apps.ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
 	}
 	return Result{}, true
+}
+
+// collidesWithCluster returns, for a NamespacedSidecarSet, the first cluster SidecarSet among
+// its neighbours that may collide with it in a pod both select, and on what: a container or init
+// container name, or a volume name defined otherwise (the conflict rules a cluster SidecarSet's
+// write does not check against NamespacedSidecarSets). The injector leaves such a
+// NamespacedSidecarSet out of the pods the cluster SidecarSet is injected into, which a policy
+// cannot do whichever runs first; so the webhook serves it.
+func collidesWithCluster(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) (string, string) {
+	if TenantNamespace(ss) == "" {
+		return "", ""
+	}
+	names := map[string]bool{}
+	for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
+		for i := range list {
+			names[list[i].Name] = true
+		}
+	}
+	for _, o := range near {
+		if TenantNamespace(o) != "" {
+			continue
+		}
+		for _, list := range [][]v1alpha1.SidecarContainer{o.Spec.Containers, o.Spec.InitContainers} {
+			for i := range list {
+				if names[list[i].Name] {
+					return o.Name, fmt.Sprintf("container name %q", list[i].Name)
+				}
+			}
+		}
+		for i := range ss.Spec.Volumes {
+			for j := range o.Spec.Volumes {
+				if v, ov := &ss.Spec.Volumes[i], &o.Spec.Volumes[j]; v.Name == ov.Name && !apiequality.Semantic.DeepEqual(v, ov) {
+					return o.Name, fmt.Sprintf("volume %q", v.Name)
+				}
+			}
+		}
+	}
+	return "", ""
 }
 
 // containerFeature returns the first container feature a policy does not express, and its field.

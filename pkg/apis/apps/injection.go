@@ -67,6 +67,10 @@ const (
 	ReasonSelectorBudget      = "SelectorBudget"
 	ReasonManyNeighbours      = "ManyNeighbours"
 	ReasonRevisionPending     = "RevisionPending"
+	// ReasonShadowed: a NamespacedSidecarSet that may collide with a cluster SidecarSet in the
+	// pods both select (a container name, a volume defined otherwise); the webhook leaves it out
+	// of those pods, the cluster SidecarSet wins.
+	ReasonShadowed = "ShadowedByClusterSidecarSet"
 )
 
 // MaxWebhookLabelKeys is the most label keys that get an injection webhook each; with more, one

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -186,7 +187,7 @@ func (p *Plugin) validateRevision(ctx context.Context, rev *apps.SidecarSetRevis
 	}
 	errs := validation.ValidatePatchPodMetadataWhitelist(ss, whitelist, p.in.PatchPodMetadataDefaultsAllowed)
 	if len(errs) == 0 && exists {
-		others, err := p.others()
+		others, err := p.others(ss.Name)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
@@ -257,7 +258,7 @@ func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
 	if len(errs) > 0 {
 		return errs, nil
 	}
-	others, err := p.others()
+	others, err := p.others(ss.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -348,12 +349,23 @@ func (p *Plugin) checkRevision(ss *apps.SidecarSet) field.ErrorList {
 	return nil
 }
 
-// others returns every stored SidecarSet in internal form, sorted by name for stable messages.
-func (p *Plugin) others() ([]*apps.SidecarSet, error) {
+// others returns, in internal form and sorted by name for stable messages, the stored SidecarSets
+// a write of the SidecarSet named name is checked against: for a cluster SidecarSet the cluster
+// SidecarSets only, so that no name a namespace editor takes (a container, volume or annotation
+// of a NamespacedSidecarSet) can refuse an administrator's write; for a NamespacedSidecarSet the
+// cluster SidecarSets and those of its own namespace, the only ones that may select its pods. A
+// NamespacedSidecarSet that collides with a cluster SidecarSet written after it is not injected
+// into the pods both select (the cluster SidecarSet wins, see injection.Shadowed).
+func (p *Plugin) others(name string) ([]*apps.SidecarSet, error) {
 	list, err := p.in.SidecarSets.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
+	namespace, _, namespaced := apps.SplitNamespacedName(name)
+	list = slices.DeleteFunc(list, func(o *v1alpha1.SidecarSet) bool {
+		ns, _, ok := apps.SplitNamespacedName(o.Name)
+		return ok && (!namespaced || ns != namespace)
+	})
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	out := make([]*apps.SidecarSet, 0, len(list))
 	for _, w := range list {

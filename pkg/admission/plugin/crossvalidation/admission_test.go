@@ -135,8 +135,8 @@ func checkRefusal(t *testing.T, err error, want *refusal) {
 }
 
 // TestConflictsAcrossKinds: the container of a NamespacedSidecarSet conflicts with the one of a
-// cluster SidecarSet that selects pods of its namespace, and the other way round; SidecarSets of
-// namespaces that do not overlap never conflict.
+// cluster SidecarSet that selects pods of its namespace, not the other way round (a tenant cannot
+// refuse an administrator's write); SidecarSets of namespaces that do not overlap never conflict.
 func TestConflictsAcrossKinds(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -171,11 +171,16 @@ func TestConflictsAcrossKinds(t *testing.T) {
 		{name: "NamespacedSidecarSet with another container",
 			stored: []*v1alpha1.SidecarSet{cluster("mesh", "", "proxy")},
 			write:  namespacedWrite("team-a", "logs", "log")},
+		// A name a namespace editor took first never refuses an administrator's write: the
+		// cluster SidecarSet wins in the pods both select.
 		{name: "SidecarSet of every namespace against a NamespacedSidecarSet",
 			stored: []*v1alpha1.SidecarSet{stored("team-a", "logs", "proxy")},
+			write:  &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "mesh"}, Spec: spec("", "proxy")}},
+		{name: "SidecarSet against a SidecarSet and a NamespacedSidecarSet",
+			stored: []*v1alpha1.SidecarSet{stored("team-a", "logs", "proxy"), cluster("edge", "", "proxy")},
 			write:  &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "mesh"}, Spec: spec("", "proxy")},
 			want: &refusal{Kind: "SidecarSet", Name: "mesh",
-				Causes: []string{"spec.containers[0].name: container proxy already exist in team-a.logs"}}},
+				Causes: []string{"spec.containers[0].name: container proxy already exist in edge"}}},
 		{name: "SidecarSet of another namespace than a NamespacedSidecarSet",
 			stored: []*v1alpha1.SidecarSet{stored("team-a", "logs", "proxy")},
 			write:  &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "mesh"}, Spec: spec("team-b", "proxy")}},

@@ -37,6 +37,18 @@ func ValidateConflicts(ss *apps.SidecarSet, others []*apps.SidecarSet) field.Err
 			overlapping = append(overlapping, o)
 		}
 	}
+	return conflictsWith(ss, overlapping)
+}
+
+// Conflicts returns what of ss conflicts with o by the rules of ValidateConflicts, whether or not
+// their selectors overlap: for two SidecarSets that select the same pod, what injecting both
+// into it would collide on. Empty when they can be injected together.
+func Conflicts(ss, o *apps.SidecarSet) field.ErrorList {
+	return conflictsWith(ss, []*apps.SidecarSet{o})
+}
+
+// conflictsWith reports the conflicts of ss with each of overlapping.
+func conflictsWith(ss *apps.SidecarSet, overlapping []*apps.SidecarSet) field.ErrorList {
 	spec := field.NewPath("spec")
 	allErrs := containerConflicts(ss.Spec.InitContainers, overlapping,
 		func(o *apps.SidecarSet) []apps.SidecarContainer { return o.Spec.InitContainers }, spec.Child("initContainers"))

@@ -136,6 +136,30 @@ func TestValidateConflictsContainers(t *testing.T) {
 	})
 }
 
+// TestConflicts: the collisions of two SidecarSets that select the same pod, whatever their
+// selectors say.
+func TestConflicts(t *testing.T) {
+	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	hostPath := corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}
+	for _, tc := range []struct {
+		name  string
+		ss, o sidecarSet
+		want  []wantErr
+	}{
+		{"disjoint selectors still collide on a name",
+			makeSidecarSet("tenant", "log").selector("a", "i"), makeSidecarSet("cluster", "log").selector("a", "h"),
+			[]wantErr{{"spec.containers[0].name", duplicate, "already exist in cluster"}}},
+		{"a volume of the same name, defined otherwise",
+			makeSidecarSet("tenant", "x").volume("data", emptyDir), makeSidecarSet("cluster", "y").volume("data", hostPath),
+			[]wantErr{{"spec.volumes[0]", invalid, "in conflict with sidecarset cluster"}}},
+		{"nothing in common", makeSidecarSet("tenant", "x").volume("a", emptyDir), makeSidecarSet("cluster", "y").volume("a", emptyDir), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, tc.want, Conflicts(tc.ss.SidecarSet, tc.o.SidecarSet))
+		})
+	}
+}
+
 func TestValidateConflictsVolumesAndAnnotations(t *testing.T) {
 	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	hostPath := func(p string) corev1.VolumeSource {

@@ -28,6 +28,9 @@ const (
 	// ReasonAdmittedWithout: the pod was created after the SidecarSet but admitted without it
 	// (injection unavailable, failing open, or skipped).
 	ReasonAdmittedWithout = "AdmittedWithoutSidecars"
+	// ReasonShadowed: a NamespacedSidecarSet's pod carries a cluster SidecarSet's sidecar of the
+	// same name as one of its own (the cluster SidecarSet wins at injection).
+	ReasonShadowed = apps.ReasonShadowed
 )
 
 // Missed is a pod the SidecarSet selects that runs without its sidecars, and why.
@@ -43,10 +46,14 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 	out := make([]Missed, 0, len(notInjected))
 	for _, p := range notInjected {
 		m := Missed{Pod: p}
+		by := shadowedBy(ss, p)
 		switch {
 		case excluded != nil && excluded(p.Namespace):
 			m.Reason = ReasonNamespaceExcluded
 			m.Message = fmt.Sprintf("namespace %s is excluded from sidecar injection by the server's admission configuration", p.Namespace)
+		case by != "":
+			m.Reason = ReasonShadowed
+			m.Message = fmt.Sprintf("cluster SidecarSet %s selects the pod too and has a sidecar of the same name; a cluster SidecarSet wins: rename this one's", by)
 		case !p.Created.After(ss.CreationTimestamp.Time):
 			m.Reason = ReasonCreatedBefore
 			m.Message = "the pod was created before the SidecarSet; sidecars are injected only when a pod is created: recreate it"
@@ -57,6 +64,31 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 		out = append(out, m)
 	}
 	return out
+}
+
+// shadowedBy returns, for a NamespacedSidecarSet (named <namespace>.<name>), the cluster
+// SidecarSet injected into p whose sidecar has the name of one of ss's, "" when none.
+func shadowedBy(ss *v1alpha1.SidecarSet, p *Pod) string {
+	if _, _, ok := apps.SplitNamespacedName(ss.Name); !ok {
+		return ""
+	}
+	clash := false
+	for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
+		for i := range list {
+			clash = clash || p.Container(list[i].Name) != nil
+		}
+	}
+	if !clash {
+		return ""
+	}
+	for _, h := range p.Hashes {
+		if name := h.sidecarSet.String(); name != ss.Name {
+			if _, _, namespaced := apps.SplitNamespacedName(name); !namespaced {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // countMissed returns the number of missed pods by reason.
@@ -102,7 +134,8 @@ type RepairInput struct {
 // Repairs chooses the pods to evict this round so that their owners recreate them injected, when
 // the SidecarSet asks for it (RepairAnnotation): missed pods that a controller owns, outside the
 // excluded namespaces (they would come back without sidecars), in namespace/name order, as many as
-// the unavailability budget leaves. The budget is maxUnavailable resolved against every selected
+// the unavailability budget leaves; not those a cluster SidecarSet shadows (they would come back
+// the same). The budget is maxUnavailable resolved against every selected
 // pod, less the updated pods not available (recreated pods coming up), the pods terminating, the
 // evictions still in flight and this round's upgrades. Nothing is evicted while injection is not
 // ready.
@@ -118,7 +151,7 @@ func Repairs(in RepairInput) []*Pod {
 		if room <= 0 {
 			break
 		}
-		if m.Reason == ReasonNamespaceExcluded || m.Pod.Owner == "" {
+		if m.Reason == ReasonNamespaceExcluded || m.Reason == ReasonShadowed || m.Pod.Owner == "" {
 			continue
 		}
 		out = append(out, m.Pod)

@@ -36,19 +36,35 @@ func TestExplainMissed(t *testing.T) {
 	}
 	inNamespace := func(ns string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Namespace = ns } }
 	excluded := func(ns string) bool { return ns == "kruise-system" }
+	// A NamespacedSidecarSet whose sidecar a cluster SidecarSet's of the same name took the place
+	// of (the cluster one wins at injection).
+	tenant := newSidecarSet("sidecar:v1", "h1", "nh1", func(ss *v1alpha1.SidecarSet) {
+		ss.Name, ss.CreationTimestamp = "team-a.logs", metav1.NewTime(t0)
+	})
+	carries := func(set string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "cluster:1"})
+			p.Annotations[sidecar.InjectedListAnnotation] = set
+			p.Annotations[sidecar.HashAnnotation] = `{"` + set + `":{"hash":"c1","sidecarSetName":"` + set + `","sidecarList":["sidecar"]}}`
+		}
+	}
 	for _, tc := range []struct {
 		name string
+		ss   *v1alpha1.SidecarSet
 		pod  *corev1.Pod
 		want string
 	}{
-		{"created before", newPod("p", ss, uninjected, at(-time.Minute)), ReasonCreatedBefore},
-		{"created in the same second", newPod("p", ss, uninjected, at(0)), ReasonCreatedBefore},
-		{"created after", newPod("p", ss, uninjected, at(time.Minute)), ReasonAdmittedWithout},
-		{"excluded namespace, created after", newPod("p", ss, uninjected, at(time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
-		{"excluded namespace, created before", newPod("p", ss, uninjected, at(-time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
+		{"shadowed by a cluster SidecarSet", tenant, newPod("p", tenant, uninjected, at(time.Minute), carries("mesh")), ReasonShadowed},
+		{"a namespaced one does not shadow", tenant, newPod("p", tenant, uninjected, at(time.Minute), carries("team-a.other")), ReasonAdmittedWithout},
+		{"a cluster SidecarSet is never shadowed", ss, newPod("p", ss, uninjected, at(time.Minute), carries("mesh")), ReasonAdmittedWithout},
+		{"created before", ss, newPod("p", ss, uninjected, at(-time.Minute)), ReasonCreatedBefore},
+		{"created in the same second", ss, newPod("p", ss, uninjected, at(0)), ReasonCreatedBefore},
+		{"created after", ss, newPod("p", ss, uninjected, at(time.Minute)), ReasonAdmittedWithout},
+		{"excluded namespace, created after", ss, newPod("p", ss, uninjected, at(time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
+		{"excluded namespace, created before", ss, newPod("p", ss, uninjected, at(-time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ExplainMissed(ss, []*Pod{NewPod(tc.pod)}, excluded)
+			got := ExplainMissed(tc.ss, []*Pod{NewPod(tc.pod)}, excluded)
 			if len(got) != 1 || got[0].Reason != tc.want || got[0].Message == "" {
 				t.Errorf("ExplainMissed = %+v, want reason %s with a message", got, tc.want)
 			}
@@ -113,6 +129,16 @@ func TestRepairs(t *testing.T) {
 				newPod("y-new", ss, func(p *corev1.Pod) { p.Status.Conditions = nil }),
 				newPod("z-ok", ss))
 		}, true, []string{"a"}}, // 50% of 6 = 3, less 1 terminating, 1 injected not ready
+		{"pods a cluster SidecarSet shadows are left alone (they would come back the same)", base(func(ss *v1alpha1.SidecarSet) {
+			ss.Name = "team-a.logs"
+			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(10))
+		}), func(ss *v1alpha1.SidecarSet) []*corev1.Pod {
+			return append(missedPods(ss, "a"), newPod("b", ss, uninjected, ownedBy("ReplicaSet"), func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "cluster:1"})
+				p.Annotations[sidecar.InjectedListAnnotation] = "mesh"
+				p.Annotations[sidecar.HashAnnotation] = `{"mesh":{"hash":"c1","sidecarSetName":"mesh","sidecarList":["sidecar"]}}`
+			}))
+		}, true, []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var pods []*Pod
