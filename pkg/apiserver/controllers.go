@@ -101,6 +101,9 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 	if err != nil {
 		return err
 	}
+	if policies != nil {
+		policies.OnChange(ctrl.Resync)
+	}
 	return s.GenericAPIServer.AddPostStartHook("start-sidecarset-controller", func(hc genericapiserver.PostStartHookContext) error {
 		set.start(hc.Done())
 		if policies != nil {

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 )
@@ -55,15 +57,20 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	if _, err := editor.AppsV1alpha1().SidecarSets().Create(ctx, cluster, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("a namespace editor created a SidecarSet: %v", err)
 	}
-	// A cluster-wide SidecarSet injecting a container of the same name into the same pods is
-	// refused, as between two SidecarSets.
-	cluster.Spec.Selector = nss.Spec.Selector
-	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, cluster, metav1.CreateOptions{}); !apierrors.IsInvalid(err) ||
-		!strings.Contains(err.Error(), own+".team-agent") {
-		t.Errorf("a SidecarSet clashing with a NamespacedSidecarSet on the same pods: want Invalid naming it, got %v", err)
-	}
 	engineName := v1alpha1.NamespacedName(own, stored.Name)
 	waitNamespacedSettled(t, editor, own, stored.Name)
+	// A cluster-wide SidecarSet injecting a container of the same name into the same pods is
+	// accepted (a name a namespace editor took first does not bind the administrator) and wins
+	// there; the NamespacedSidecarSet says so, and is injected again once it is gone.
+	cluster.Spec.Selector = nss.Spec.Selector
+	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a SidecarSet with the name of a NamespacedSidecarSet's container: %v", err)
+	}
+	waitNamespacedInjectedReason(t, editor, own, stored.Name, func(r string) bool { return r == apps.ReasonShadowed })
+	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, cluster.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNamespacedInjectedReason(t, editor, own, stored.Name, func(r string) bool { return r != apps.ReasonShadowed })
 
 	for _, mode := range []string{"policy", "webhook"} {
 		t.Run(mode+" injection", func(t *testing.T) {
@@ -214,6 +221,20 @@ func waitNamespacedSettled(t *testing.T, client clientset.Interface, namespace, 
 			return false, err.Error()
 		}
 		return got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("generation %d, status %+v", got.Generation, got.Status)
+	})
+}
+
+// waitNamespacedInjectedReason waits until the NamespacedSidecarSet's Injected condition has a
+// reason ok accepts.
+func waitNamespacedInjectedReason(t *testing.T, client clientset.Interface, namespace, name string, ok func(reason string) bool) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the Injected reason of NamespacedSidecarSet %s/%s", namespace, name), time.Minute, func(ctx context.Context) (bool, string) {
+		got, err := client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.SidecarSetInjected)
+		return c != nil && ok(c.Reason), fmt.Sprintf("%+v", c)
 	})
 }
 

@@ -207,14 +207,7 @@ func checkSquattedNames(t *testing.T, editor clientset.Interface, tenant, victim
 				fmt.Sprintf("containers %v, volume %s", specs, vol)
 		})
 	}
-	eventually(t, "the squatting NamespacedSidecarSet's Injected reason", time.Minute, func(ctx context.Context) (bool, string) {
-		got, err := editor.AppsV1alpha1().NamespacedSidecarSets(tenant).Get(ctx, squat.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.SidecarSetInjected)
-		return c != nil && c.Reason == apps.ReasonShadowed && strings.Contains(c.Message, name), fmt.Sprintf("%+v", c)
-	})
+	waitNamespacedInjectedReason(t, editor, tenant, squat.Name, func(r string) bool { return r == apps.ReasonShadowed })
 }
 
 // tenantAttacks are the attacker's NamespacedSidecarSets.

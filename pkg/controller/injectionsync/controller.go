@@ -106,6 +106,8 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string] // the current term's; nil between terms
 
 	memo policy.Memo // what the last plan compiled, for the next (Reconcile runs one at a time)
+
+	onChange func(names ...string) // see OnChange
 }
 
 // New returns a controller; Run starts it.
@@ -294,8 +296,18 @@ func (c *Controller) owner(ctx context.Context) (*metav1.OwnerReference, error) 
 // record keeps what the pass applied: the paths and widenings it planned, the generations
 // applied but for held SidecarSets, and what settles.
 func (c *Controller) record(res plan.Result, failed map[string]bool) {
+	changed := c.apply(res, failed)
+	if c.onChange != nil && len(changed) > 0 {
+		c.onChange(changed...)
+	}
+}
+
+// apply keeps what the pass applied (see record) and returns the SidecarSets whose path or
+// widening changed.
+func (c *Controller) apply(res plan.Result, failed map[string]bool) []string {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
+	changed := changedResults(c.results, res.Results, c.widened, res.Widened)
 	c.widened, c.results = res.Widened, res.Results
 	c.state = res.Next(c.state, failed, c.opts.Clock.Now())
 	if len(res.Settling) > 0 {
@@ -306,7 +318,30 @@ func (c *Controller) record(res plan.Result, failed map[string]bool) {
 		sort.Strings(names)
 		klog.V(2).InfoS("previous policies replaced: their SidecarSets settle after the grace period", "sidecarsets", names, "grace", c.opts.Grace)
 	}
+	return changed
 }
+
+// changedResults returns the SidecarSets whose path or widening the plan changed (all of them
+// on a term's first plan), sorted.
+func changedResults(before, after map[string]policy.Result, wideBefore, wideAfter map[string]apps.Widening) []string {
+	var out []string
+	for name, r := range after {
+		old, ok := before[name]
+		w, wok := wideBefore[name]
+		nw, nwok := wideAfter[name]
+		if !ok || old != r || wok != nwok || w != nw {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OnChange has fn called with the SidecarSets whose path or widening a plan changed, so that
+// their Injected and widening conditions are written again although nothing of theirs changed
+// (a cluster SidecarSet written beside a NamespacedSidecarSet shadows it, a neighbour comes or
+// goes). Set it before Run.
+func (c *Controller) OnChange(fn func(names ...string)) { c.onChange = fn }
 
 // Ready reports whether the injection objects for ss's generation are applied and in effect: pods
 // created from now on are injected with it, by its policy or by the webhook, and no longer by a

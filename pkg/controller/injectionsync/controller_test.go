@@ -2,6 +2,7 @@ package injectionsync
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -512,5 +513,28 @@ func TestInjectionIsThePlan(t *testing.T) {
 				t.Error("a path for a SidecarSet the plan did not see")
 			}
 		})
+	}
+}
+
+// TestOnChange: the SidecarSets whose path a plan changes are reported (every one on the first
+// plan), so that their conditions are written again; a plan that changes nothing reports none.
+func TestOnChange(t *testing.T) {
+	a, b := sidecarSet("a", "busybox:1"), sidecarSet("b", "busybox:1")
+	a.Generation, b.Generation = 1, 1
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{a, b}, webhookConfig())
+	var got [][]string
+	f.ctrl.OnChange(func(names ...string) { got = append(got, names) })
+	f.reconcile(t)
+	f.reconcile(t)
+	moved := b.DeepCopy()
+	moved.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: new(string)}
+	moved.Generation = 2
+	if _, err := f.apps.AppsV1alpha1().SidecarSets().Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	want := [][]string{{"a", "b"}, {"b"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reported %v, want %v", got, want)
 	}
 }

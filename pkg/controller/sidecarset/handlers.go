@@ -51,6 +51,14 @@ func (c *Controller) enqueueForNewPod(pod *rollout.Pod) {
 	}
 }
 
+// Resync queues a round of each named SidecarSet now (its injection path changed: its
+// conditions are written again), unless no term runs.
+func (c *Controller) Resync(names ...string) {
+	for _, name := range names {
+		c.add(name, 0)
+	}
+}
+
 // add queues a round of name after delay, unless no term runs (the next term syncs everything).
 func (c *Controller) add(name string, delay time.Duration) {
 	c.mu.Lock()
