@@ -66,11 +66,11 @@ func TestNamespacedSidecarSet(t *testing.T) {
 	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a SidecarSet with the name of a NamespacedSidecarSet's container: %v", err)
 	}
-	waitNamespacedInjectedReason(t, editor, own, stored.Name, func(r string) bool { return r == apps.ReasonShadowed })
+	waitNamespacedShadowed(t, editor, own, stored.Name, true)
 	if err := sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, cluster.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitNamespacedInjectedReason(t, editor, own, stored.Name, func(r string) bool { return r != apps.ReasonShadowed })
+	waitNamespacedShadowed(t, editor, own, stored.Name, false)
 
 	for _, mode := range []string{"policy", "webhook"} {
 		t.Run(mode+" injection", func(t *testing.T) {
@@ -224,17 +224,17 @@ func waitNamespacedSettled(t *testing.T, client clientset.Interface, namespace, 
 	})
 }
 
-// waitNamespacedInjectedReason waits until the NamespacedSidecarSet's Injected condition has a
-// reason ok accepts.
-func waitNamespacedInjectedReason(t *testing.T, client clientset.Interface, namespace, name string, ok func(reason string) bool) {
+// waitNamespacedShadowed waits until the NamespacedSidecarSet's Injected condition says, or no
+// longer says, that a cluster SidecarSet shadows it (the webhook path's reason is in the message).
+func waitNamespacedShadowed(t *testing.T, client clientset.Interface, namespace, name string, shadowed bool) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("the Injected reason of NamespacedSidecarSet %s/%s", namespace, name), time.Minute, func(ctx context.Context) (bool, string) {
+	eventually(t, fmt.Sprintf("NamespacedSidecarSet %s/%s shadowed: %v", namespace, name, shadowed), time.Minute, func(ctx context.Context) (bool, string) {
 		got, err := client.AppsV1alpha1().NamespacedSidecarSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.SidecarSetInjected)
-		return c != nil && ok(c.Reason), fmt.Sprintf("%+v", c)
+		return c != nil && strings.Contains(c.Message, apps.ReasonShadowed) == shadowed, fmt.Sprintf("%+v", c)
 	})
 }
 

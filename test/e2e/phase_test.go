@@ -186,8 +186,10 @@ func poll(timeout time.Duration, cond func(ctx context.Context) (bool, string)) 
 func pollEvery(interval, timeout time.Duration, cond func(ctx context.Context) (bool, string)) (string, bool) {
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(ctx context.Context) (bool, error) {
-		var ok bool
-		ok, last = cond(ctx)
+		ok, seen := cond(ctx)
+		if ctx.Err() == nil || last == "" { // a try the timeout cut off says less than the one before
+			last = seen
+		}
 		return ok, nil
 	})
 	return last, err == nil

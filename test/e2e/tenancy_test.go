@@ -207,7 +207,7 @@ func checkSquattedNames(t *testing.T, editor clientset.Interface, tenant, victim
 				fmt.Sprintf("containers %v, volume %s", specs, vol)
 		})
 	}
-	waitNamespacedInjectedReason(t, editor, tenant, squat.Name, func(r string) bool { return r == apps.ReasonShadowed })
+	waitNamespacedShadowed(t, editor, tenant, squat.Name, true)
 }
 
 // tenantAttacks are the attacker's NamespacedSidecarSets.

@@ -76,7 +76,7 @@ func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	if len(res.Patch) == 0 {
 		klog.V(4).InfoS("pod left as it is", "namespace", req.Namespace, "name", pod.Name, "generateName", pod.GenerateName, "decisions", res.Decisions)
-		return &admissionv1.AdmissionResponse{Allowed: true}, nil
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings(res.Warnings)}, nil
 	}
 	patch, err := json.Marshal(res.Patch)
 	if err != nil {
