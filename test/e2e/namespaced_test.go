@@ -71,6 +71,13 @@ func TestNamespacedSidecarSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNamespacedShadowed(t, editor, own, stored.Name, false)
+	eventually(t, "the deleted SidecarSet's policy gone from kube-apiserver", time.Minute, func(context.Context) (bool, string) {
+		got, err := createPodDryRun(teamPod(other, "team-agent", "web-gone"))
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(got.Spec.Containers) == 1, fmt.Sprint(containerNames(got))
+	})
 
 	for _, mode := range []string{"policy", "webhook"} {
 		t.Run(mode+" injection", func(t *testing.T) {
