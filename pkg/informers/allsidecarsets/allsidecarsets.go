@@ -51,23 +51,50 @@ func (lw *listWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
+// pageSize is the most objects one list request asks for: thousands of SidecarSets and
+// NamespacedSidecarSets are read in pages, not in one response each side must hold whole.
+const pageSize = 500
+
 // ListWithContext lists the SidecarSets, then the NamespacedSidecarSets at exactly the same
-// resource version, whole (no pages).
+// resource version, each in pages of pageSize, into one list.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts.Limit, opts.Continue = 0, ""
+	opts.Limit, opts.Continue = pageSize, ""
 	sets, err := lw.client.AppsV1alpha1().SidecarSets().List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	opts.ResourceVersion, opts.ResourceVersionMatch = sets.ResourceVersion, metav1.ResourceVersionMatchExact
-	namespaced, err := lw.client.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, opts)
-	if err != nil {
-		return nil, err
+	for next := sets.Continue; next != ""; {
+		page, err := lw.client.AppsV1alpha1().SidecarSets().List(ctx, continued(opts, next))
+		if err != nil {
+			return nil, err
+		}
+		sets.Items, next = append(sets.Items, page.Items...), page.Continue
 	}
-	for i := range namespaced.Items {
-		sets.Items = append(sets.Items, *namespaced.Items[i].AsSidecarSet())
+	sets.Continue = ""
+	opts.ResourceVersion, opts.ResourceVersionMatch = sets.ResourceVersion, metav1.ResourceVersionMatchExact
+	namespaced := lw.client.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll)
+	for next, first := "", true; first || next != ""; first = false {
+		o := opts
+		if !first {
+			o = continued(opts, next)
+		}
+		page, err := namespaced.List(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			sets.Items = append(sets.Items, *page.Items[i].AsSidecarSet())
+		}
+		next = page.Continue
 	}
 	return sets, nil
+}
+
+// continued returns the options of the page after the one that returned token: the same
+// selectors and size, the resource version carried by the token.
+func continued(opts metav1.ListOptions, token string) metav1.ListOptions {
+	opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = token, "", ""
+	return opts
 }
 
 // WatchWithContext watches both resources from the same resource version.

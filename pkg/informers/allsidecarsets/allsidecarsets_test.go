@@ -2,6 +2,7 @@ package allsidecarsets
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
 	"testing"
@@ -223,8 +224,70 @@ func TestListBothKinds(t *testing.T) {
 		}
 	}
 	wantOpts := []metav1.ListOptions{
-		{ResourceVersion: "0"},
-		{ResourceVersion: "17", ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+		{ResourceVersion: "0", Limit: pageSize},
+		{ResourceVersion: "17", ResourceVersionMatch: metav1.ResourceVersionMatchExact, Limit: pageSize},
+	}
+	if diff := cmp.Diff(wantOpts, opts); diff != "" {
+		t.Errorf("list options (-want +got):\n%s", diff)
+	}
+}
+
+// TestListPages: both kinds are read in pages, each continued with its token (and the selectors,
+// without a resource version), into one list.
+func TestListPages(t *testing.T) {
+	client := fake.NewClientset()
+	var opts []metav1.ListOptions
+	pages := func(resource string, names [][]string, item func(string) runtime.Object) {
+		client.PrependReactor("list", resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			o := a.(k8stesting.ListActionImpl).ListOptions
+			opts = append(opts, o)
+			i := 0
+			if o.Continue != "" {
+				fmt.Sscan(o.Continue, &i)
+			}
+			meta := metav1.ListMeta{ResourceVersion: "17"}
+			if i+1 < len(names) {
+				meta.Continue = fmt.Sprint(i + 1)
+			}
+			if resource == "sidecarsets" {
+				list := &v1alpha1.SidecarSetList{ListMeta: meta}
+				for _, n := range names[i] {
+					list.Items = append(list.Items, *item(n).(*v1alpha1.SidecarSet))
+				}
+				return true, list, nil
+			}
+			list := &v1alpha1.NamespacedSidecarSetList{ListMeta: meta}
+			for _, n := range names[i] {
+				list.Items = append(list.Items, *item(n).(*v1alpha1.NamespacedSidecarSet))
+			}
+			return true, list, nil
+		})
+	}
+	pages("sidecarsets", [][]string{{"a", "b"}, {"c"}}, func(n string) runtime.Object { return clusterSet(n) })
+	pages("namespacedsidecarsets", [][]string{{"x"}, {"y"}, {"z"}}, func(n string) runtime.Object { return namespacedSet("team", n) })
+	lw := &listWatch{client: client}
+	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{FieldSelector: "metadata.namespace!=kube-system", ResourceVersion: ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := obj.(*v1alpha1.SidecarSetList)
+	var names []string
+	for _, ss := range list.Items {
+		names = append(names, ss.Name)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "team.x", "team.y", "team.z"}, names); diff != "" {
+		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+	if list.Continue != "" || list.ResourceVersion != "17" {
+		t.Errorf("list meta %+v, want resourceVersion 17 and no continue", list.ListMeta)
+	}
+	exact := metav1.ResourceVersionMatchExact
+	wantOpts := []metav1.ListOptions{
+		{FieldSelector: "metadata.namespace!=kube-system", Limit: pageSize},
+		{FieldSelector: "metadata.namespace!=kube-system", Limit: pageSize, Continue: "1"},
+		{FieldSelector: "metadata.namespace!=kube-system", Limit: pageSize, ResourceVersion: "17", ResourceVersionMatch: exact},
+		{FieldSelector: "metadata.namespace!=kube-system", Limit: pageSize, Continue: "1"},
+		{FieldSelector: "metadata.namespace!=kube-system", Limit: pageSize, Continue: "2"},
 	}
 	if diff := cmp.Diff(wantOpts, opts); diff != "" {
 		t.Errorf("list options (-want +got):\n%s", diff)
