@@ -29,6 +29,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/registry/admission/sidecarinjection"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
@@ -167,7 +168,15 @@ func (c completedConfig) New() (*Server, error) {
 		if err := set.watchPods(c.main, c.GenericConfig.SharedInformerFactory); err != nil {
 			return nil, err
 		}
-		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces()}
+		sets := set.own.Apps().V1alpha1().SidecarSets().Lister()
+		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
+			SidecarSets: func(name string) *v1alpha1.SidecarSet {
+				ss, err := sets.Get(name)
+				if err != nil {
+					return nil
+				}
+				return ss
+			}}
 	}
 	s, err := c.install(reviewer, viewer)
 	if err != nil {

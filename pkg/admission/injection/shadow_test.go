@@ -38,6 +38,24 @@ spec:
   namespace: team-a
   selector: {matchLabels: {app: web}}
   containers: [{name: logs, image: busybox}]`)
+	initProxy := mustSidecarSet(t, `
+metadata: {name: team-a.init}
+spec:
+  namespace: team-a
+  selector: {matchLabels: {app: web}}
+  initContainers: [{name: proxy, image: "envoy:tenant"}]`)
+	hot := mustSidecarSet(t, `
+metadata: {name: hot}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - {name: log, image: "log:cluster", upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: "empty:1"}}`)
+	twin := mustSidecarSet(t, `
+metadata: {name: team-a.twin}
+spec:
+  namespace: team-a
+  selector: {matchLabels: {app: web}}
+  containers: [{name: log-1, image: "log:tenant"}]`)
 	for _, tc := range []struct {
 		name       string
 		namespace  string
@@ -51,6 +69,8 @@ spec:
 		{"no collision", "team-a", []*v1alpha1.SidecarSet{mesh, friendly}, nil, "proxy=envoy:cluster logs=busybox app", ""},
 		{"the cluster SidecarSet injected earlier", "team-a", []*v1alpha1.SidecarSet{mesh, squat}, []*v1alpha1.SidecarSet{mesh}, "proxy=envoy:cluster app", "team-a.squat"},
 		{"without a cluster SidecarSet", "team-a", []*v1alpha1.SidecarSet{squat}, nil, "proxy=envoy:tenant extra=busybox app", ""},
+		{"an init container named like a container", "team-a", []*v1alpha1.SidecarSet{mesh, initProxy}, nil, "proxy=envoy:cluster app", "team-a.init"},
+		{"a hot-upgrade twin's name", "team-a", []*v1alpha1.SidecarSet{hot, twin}, nil, "log-1=log:cluster log-2=empty:1 app", "team-a.twin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := mustPod(t, `
@@ -87,7 +107,7 @@ spec:
 			}
 			var warned []string
 			for _, w := range res.Warnings {
-				if strings.Contains(w.Message, "cluster SidecarSet mesh") {
+				if strings.Contains(w.Message, "and a cluster SidecarSet wins") {
 					warned = append(warned, w.SidecarSet)
 				}
 			}
@@ -95,5 +115,50 @@ spec:
 				t.Errorf("warnings %v, want one for %q", res.Warnings, want)
 			}
 		})
+	}
+}
+
+// TestClusterSidecarSetCollidingWithPresent: a NamespacedSidecarSet injected earlier in the
+// admission (by a policy kube-apiserver has not reloaded since the colliding cluster SidecarSet
+// was written) keeps the pod; the cluster SidecarSet is left out of that pod rather than give it
+// two containers of one name.
+func TestClusterSidecarSetCollidingWithPresent(t *testing.T) {
+	mesh := mustSidecarSet(t, `
+metadata: {name: mesh}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: proxy, image: "envoy:cluster"}]`)
+	squat := mustSidecarSet(t, `
+metadata: {name: team-a.squat}
+spec:
+  namespace: team-a
+  selector: {matchLabels: {app: web}}
+  containers: [{name: proxy, image: "envoy:tenant"}]`)
+	pod := mustPod(t, `
+metadata: {name: p, namespace: team-a, labels: {app: web}}
+spec:
+  containers: [{name: app, image: nginx}]`)
+	first, err := Inject(Input{Pod: pod, SidecarSets: []*v1alpha1.SidecarSet{squat}, Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Inject(Input{Pod: first.Pod, SidecarSets: []*v1alpha1.SidecarSet{mesh, squat}, Now: testNow, Options: Options{SkipInjected: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range res.Pod.Spec.Containers {
+		names = append(names, c.Name+"="+c.Image)
+	}
+	if got := strings.Join(names, " "); got != "proxy=envoy:tenant app=nginx" {
+		t.Errorf("containers %q, want the tenant's proxy once", got)
+	}
+	for _, d := range res.Decisions {
+		if d.SidecarSet == "mesh" && d.Reason != ReasonCollidesWithPresent {
+			t.Errorf("decision of mesh: %+v", d)
+		}
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0].SidecarSet != "mesh" {
+		t.Errorf("warnings %v, want one for mesh", res.Warnings)
 	}
 }

@@ -156,6 +156,10 @@ const (
 	// ReasonShadowed: a NamespacedSidecarSet that collides with a cluster SidecarSet injected into
 	// the same pod (a container, volume or annotation); the cluster SidecarSet wins.
 	ReasonShadowed Reason = apps.ReasonShadowed
+	// ReasonCollidesWithPresent: a cluster SidecarSet that collides with a NamespacedSidecarSet
+	// already in the pod (injected earlier in the admission by a policy kube-apiserver has not
+	// reloaded yet); left out of this pod only.
+	ReasonCollidesWithPresent Reason = "CollidesWithInjectedNamespacedSidecarSet"
 )
 
 // Error is an injection failure. It names the SidecarSet (empty for a problem of the pod itself)

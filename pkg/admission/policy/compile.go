@@ -130,20 +130,16 @@ func collidesWithCluster(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) (
 		return "", ""
 	}
 	names := map[string]bool{}
-	for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
-		for i := range list {
-			names[list[i].Name] = true
-		}
+	for _, n := range podContainerNames(ss) {
+		names[n] = true
 	}
 	for _, o := range near {
 		if TenantNamespace(o) != "" {
 			continue
 		}
-		for _, list := range [][]v1alpha1.SidecarContainer{o.Spec.Containers, o.Spec.InitContainers} {
-			for i := range list {
-				if names[list[i].Name] {
-					return o.Name, fmt.Sprintf("container name %q", list[i].Name)
-				}
+		for _, n := range podContainerNames(o) {
+			if names[n] {
+				return o.Name, fmt.Sprintf("container name %q", n)
 			}
 		}
 		for i := range ss.Spec.Volumes {
@@ -155,6 +151,19 @@ func collidesWithCluster(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) (
 		}
 	}
 	return "", ""
+}
+
+// podContainerNames are the pod container names of ss's sidecars, init and regular (they share
+// the pod's names), hot-upgrade twins included.
+func podContainerNames(ss *v1alpha1.SidecarSet) []string {
+	var out []string
+	for i := range ss.Spec.Containers {
+		out = append(out, sidecar.PodContainerNames(&ss.Spec.Containers[i], false)...)
+	}
+	for i := range ss.Spec.InitContainers {
+		out = append(out, sidecar.PodContainerNames(&ss.Spec.InitContainers[i], true)...)
+	}
+	return out
 }
 
 // containerFeature returns the first container feature a policy does not express, and its field.

@@ -76,7 +76,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 {
 		plan = rollout.Plan(ss, replace(pods, out.written))
 	}
-	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded)
+	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
@@ -197,4 +197,13 @@ func replace(pods []*rollout.Pod, written []*corev1.Pod) []*rollout.Pod {
 		out[i] = p
 	}
 	return out
+}
+
+// clusterSidecarSet returns the named SidecarSet from the cache, nil when it is not there.
+func (c *Controller) clusterSidecarSet(name string) *v1alpha1.SidecarSet {
+	ss, err := c.sets.Get(name)
+	if err != nil {
+		return nil
+	}
+	return ss
 }

@@ -21,6 +21,9 @@ type Viewer struct {
 	Injection func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	// ExcludedNamespaces are the namespaces excluded from injection.
 	ExcludedNamespaces []string
+	// SidecarSets, when set, looks up the cluster SidecarSets a pod carries (a NamespacedSidecarSet
+	// one of them shadows misses the pod for that reason).
+	SidecarSets func(name string) *v1alpha1.SidecarSet
 }
 
 // View returns the rollout view of ss.
@@ -44,7 +47,7 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 		return nil, err
 	}
 	plan := planner(ss, pods)
-	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded))
+	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
 	}

@@ -59,6 +59,11 @@ const pageSize = 500
 // resource version, each in pages of pageSize, into one list.
 func (lw *listWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	opts.Limit, opts.Continue = pageSize, ""
+	if rv := opts.ResourceVersion; rv != "" && rv != "0" && opts.ResourceVersionMatch == "" {
+		// A relist at the last version seen: any version as new (with a limit and no match, a
+		// version would be read as exactly that one, which compaction removes).
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
 	sets, err := lw.client.AppsV1alpha1().SidecarSets().List(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -294,6 +294,31 @@ func TestListPages(t *testing.T) {
 	}
 }
 
+// TestRelistNotOlderThan: a relist at a version the reflector last saw reads any version as new,
+// then the NamespacedSidecarSets at exactly the one it got.
+func TestRelistNotOlderThan(t *testing.T) {
+	client := fake.NewClientset()
+	var opts []metav1.ListOptions
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		opts = append(opts, a.(k8stesting.ListActionImpl).ListOptions)
+		if a.GetResource().Resource == "sidecarsets" {
+			return true, &v1alpha1.SidecarSetList{ListMeta: metav1.ListMeta{ResourceVersion: "40"}}, nil
+		}
+		return true, &v1alpha1.NamespacedSidecarSetList{}, nil
+	})
+	lw := &listWatch{client: client}
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "31"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []metav1.ListOptions{
+		{ResourceVersion: "31", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: pageSize},
+		{ResourceVersion: "40", ResourceVersionMatch: metav1.ResourceVersionMatchExact, Limit: pageSize},
+	}
+	if diff := cmp.Diff(want, opts); diff != "" {
+		t.Errorf("list options (-want +got):\n%s", diff)
+	}
+}
+
 // TestInformerOfBothKinds: the informer lists both kinds and follows the writes of both, keyed by
 // the SidecarSet name.
 func TestInformerOfBothKinds(t *testing.T) {

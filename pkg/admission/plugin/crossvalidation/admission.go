@@ -133,7 +133,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			return admission.NewForbidden(a, err)
 		}
 	}
-	errs, err := p.check(ss)
+	var before *apps.SidecarSet
+	if old, ok := a.GetOldObject().(*apps.NamespacedSidecarSet); ok && kind == "NamespacedSidecarSet" && a.GetOperation() == admission.Update {
+		before = old.AsSidecarSet()
+	}
+	errs, err := p.check(ss, before)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
@@ -242,8 +246,11 @@ func engineForm(a admission.Attributes) (*apps.SidecarSet, string, string) {
 }
 
 // check gathers the other objects and runs the pure checks; conflicts are checked last, only when
-// everything else passed.
-func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
+// everything else passed. before, for the update of a NamespacedSidecarSet, is the object as it
+// was: a conflict it already had is not held against the update (a cluster SidecarSet written
+// since may collide with it, and wins in the pods both select: the tenant may still change
+// anything, renaming the colliding sidecar included).
+func (p *Plugin) check(ss, before *apps.SidecarSet) (field.ErrorList, error) {
 	whitelist, err := p.in.Whitelist()
 	if err != nil {
 		return nil, err
@@ -262,7 +269,15 @@ func (p *Plugin) check(ss *apps.SidecarSet) (field.ErrorList, error) {
 	if err != nil {
 		return nil, err
 	}
-	return validation.ValidateConflicts(ss, others), nil
+	errs = validation.ValidateConflicts(ss, others)
+	if before != nil && len(errs) > 0 {
+		known := map[string]bool{}
+		for _, e := range validation.ValidateConflicts(before, others) {
+			known[e.Error()] = true
+		}
+		errs = slices.DeleteFunc(errs, func(e *field.Error) bool { return known[e.Error()] })
+	}
+	return errs, nil
 }
 
 // checkPodSecurity warns the author of a SidecarSet whose sidecars break Pod Security baseline,

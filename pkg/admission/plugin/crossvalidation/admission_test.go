@@ -299,3 +299,35 @@ func TestNamespaceCap(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespacedUpdateWithKnownConflict: a NamespacedSidecarSet a cluster SidecarSet written
+// after it collides with may still be updated (an image, or renaming the colliding sidecar); a
+// conflict the update brings is refused.
+func TestNamespacedUpdateWithKnownConflict(t *testing.T) {
+	withContainers := func(names ...string) *apps.NamespacedSidecarSet {
+		n := namespacedWrite("team-a", "logs", names[0])
+		for _, c := range names[1:] {
+			n.Spec.Containers = append(n.Spec.Containers, apps.SidecarContainer{Container: corev1.Container{Name: c, Image: c + ":1"}})
+		}
+		return n
+	}
+	bumped := withContainers("proxy")
+	bumped.Spec.Containers[0].Image = "proxy:2"
+	for _, tc := range []struct {
+		name     string
+		old, new *apps.NamespacedSidecarSet
+		want     *refusal
+	}{
+		{"an image bump of the colliding sidecar", withContainers("proxy"), bumped, nil},
+		{"the colliding sidecar renamed", withContainers("proxy"), withContainers("proxy-tenant"), nil},
+		{"a new collision", withContainers("proxy"), withContainers("proxy", "logs"), &refusal{Kind: "NamespacedSidecarSet", Name: "logs",
+			Causes: []string{"spec.containers[1].name: container logs already exist in edge"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlugin(t, []*v1alpha1.SidecarSet{wire(tc.old.AsSidecarSet()), cluster("mesh", "", "proxy"), cluster("edge", "", "logs")}, nil)
+			a := admission.NewAttributesRecord(tc.new, tc.old, apps.Kind("NamespacedSidecarSet").WithVersion(""), "team-a", "logs",
+				apps.Resource("namespacedsidecarsets").WithVersion(""), "", admission.Update, &metav1.UpdateOptions{}, false, nil)
+			checkRefusal(t, p.Validate(context.Background(), a, nil), tc.want)
+		})
+	}
+}

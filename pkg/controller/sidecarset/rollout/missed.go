@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -41,22 +42,23 @@ type Missed struct {
 }
 
 // ExplainMissed says why each pod of plan.NotInjected missed ss's injection; excluded tells the
-// namespaces excluded from injection. The result is in the order of plan.NotInjected.
-func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(namespace string) bool) []Missed {
+// namespaces excluded from injection, cluster looks up the cluster SidecarSets injected into a pod
+// (to find a NamespacedSidecarSet shadowed by one; nil: none is). The result is in the order of plan.NotInjected.
+func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(namespace string) bool, cluster func(name string) *v1alpha1.SidecarSet) []Missed {
 	out := make([]Missed, 0, len(notInjected))
 	for _, p := range notInjected {
 		m := Missed{Pod: p}
-		by := shadowedBy(ss, p)
 		switch {
 		case excluded != nil && excluded(p.Namespace):
 			m.Reason = ReasonNamespaceExcluded
 			m.Message = fmt.Sprintf("namespace %s is excluded from sidecar injection by the server's admission configuration", p.Namespace)
-		case by != "":
-			m.Reason = ReasonShadowed
-			m.Message = fmt.Sprintf("cluster SidecarSet %s selects the pod too and has a sidecar of the same name; a cluster SidecarSet wins: rename this one's", by)
 		case !p.Created.After(ss.CreationTimestamp.Time):
 			m.Reason = ReasonCreatedBefore
 			m.Message = "the pod was created before the SidecarSet; sidecars are injected only when a pod is created: recreate it"
+		case shadowedBy(ss, p, cluster) != "":
+			m.Reason = ReasonShadowed
+			m.Message = fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins",
+				shadowedBy(ss, p, cluster))
 		default:
 			m.Reason = ReasonAdmittedWithout
 			m.Message = "the pod was admitted without the sidecars (injection was unavailable or skipped when it was created): recreate it"
@@ -67,23 +69,19 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 }
 
 // shadowedBy returns, for a NamespacedSidecarSet (named <namespace>.<name>), the cluster
-// SidecarSet injected into p whose sidecar has the name of one of ss's, "" when none.
-func shadowedBy(ss *v1alpha1.SidecarSet, p *Pod) string {
-	if _, _, ok := apps.SplitNamespacedName(ss.Name); !ok {
-		return ""
-	}
-	clash := false
-	for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
-		for i := range list {
-			clash = clash || p.Container(list[i].Name) != nil
-		}
-	}
-	if !clash {
+// SidecarSet injected into p that it collides with (injection.Collision: the injector left it out
+// of p), "" when none; cluster looks a cluster SidecarSet up by name (nil when it is gone).
+func shadowedBy(ss *v1alpha1.SidecarSet, p *Pod, cluster func(name string) *v1alpha1.SidecarSet) string {
+	if _, _, ok := apps.SplitNamespacedName(ss.Name); !ok || cluster == nil {
 		return ""
 	}
 	for _, h := range p.Hashes {
-		if name := h.sidecarSet.String(); name != ss.Name {
-			if _, _, namespaced := apps.SplitNamespacedName(name); !namespaced {
+		name := h.sidecarSet.String()
+		if _, _, namespaced := apps.SplitNamespacedName(name); namespaced {
+			continue
+		}
+		if c := cluster(name); c != nil {
+			if why, err := injection.Collision(ss, c); err == nil && why != "" {
 				return name
 			}
 		}

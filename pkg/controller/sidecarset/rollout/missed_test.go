@@ -29,6 +29,15 @@ func ownedBy(kind string) func(*corev1.Pod) {
 	}
 }
 
+// clusterSets has the cluster SidecarSet mesh, whose sidecar is named like the one of the
+// helpers' SidecarSet.
+func clusterSets(name string) *v1alpha1.SidecarSet {
+	if name != "mesh" {
+		return nil
+	}
+	return newSidecarSet("cluster:1", "c1", "nc1", func(ss *v1alpha1.SidecarSet) { ss.Name = "mesh" })
+}
+
 func TestExplainMissed(t *testing.T) {
 	ss := newSidecarSet("sidecar:v1", "h1", "nh1", func(ss *v1alpha1.SidecarSet) { ss.CreationTimestamp = metav1.NewTime(t0) })
 	at := func(d time.Duration) func(*corev1.Pod) {
@@ -64,7 +73,7 @@ func TestExplainMissed(t *testing.T) {
 		{"excluded namespace, created before", ss, newPod("p", ss, uninjected, at(-time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ExplainMissed(tc.ss, []*Pod{NewPod(tc.pod)}, excluded)
+			got := ExplainMissed(tc.ss, []*Pod{NewPod(tc.pod)}, excluded, clusterSets)
 			if len(got) != 1 || got[0].Reason != tc.want || got[0].Message == "" {
 				t.Errorf("ExplainMissed = %+v, want reason %s with a message", got, tc.want)
 			}
@@ -134,6 +143,7 @@ func TestRepairs(t *testing.T) {
 			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(10))
 		}), func(ss *v1alpha1.SidecarSet) []*corev1.Pod {
 			return append(missedPods(ss, "a"), newPod("b", ss, uninjected, ownedBy("ReplicaSet"), func(p *corev1.Pod) {
+				p.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Hour)) // after the SidecarSet
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "cluster:1"})
 				p.Annotations[sidecar.InjectedListAnnotation] = "mesh"
 				p.Annotations[sidecar.HashAnnotation] = `{"mesh":{"hash":"c1","sidecarSetName":"mesh","sidecarList":["sidecar"]}}`
@@ -147,7 +157,7 @@ func TestRepairs(t *testing.T) {
 			}
 			plan := Plan(tc.ss, pods)
 			excluded := func(ns string) bool { return ns == "kruise-system" }
-			got := Repairs(RepairInput{SidecarSet: tc.ss, Plan: plan, Missed: ExplainMissed(tc.ss, plan.NotInjected, excluded), InjectionReady: tc.ready})
+			got := Repairs(RepairInput{SidecarSet: tc.ss, Plan: plan, Missed: ExplainMissed(tc.ss, plan.NotInjected, excluded, clusterSets), InjectionReady: tc.ready})
 			var names []string
 			for _, p := range got {
 				names = append(names, p.Name)
