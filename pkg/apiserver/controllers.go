@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,11 +114,14 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Kube.CoreV1().Events("")})
 			go func() { <-hc.Done(); events.Shutdown() }()
 		}
-		run := func(ctx context.Context) {
+		run := func(ctx context.Context) { // returns once both controllers of the term stopped
+			var term sync.WaitGroup
 			if policies != nil {
-				go policies.Run(ctx)
+				term.Add(1)
+				go func() { defer term.Done(); policies.Run(ctx) }()
 			}
 			ctrl.Run(ctx, c.ExtraConfig.Workers)
+			term.Wait()
 		}
 		if !c.ExtraConfig.LeaderElect || c.main == nil {
 			go run(hc)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -37,7 +38,7 @@ func runElected(ctx context.Context, namespace string, main *rest.Config, fn fun
 		Name: leaseName, Lock: &releaseGuard{Interface: lock}, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
 		RetryPeriod: 2 * time.Second, ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: fn,
+			OnStartedLeading: oneTermAtATime(fn),
 			OnStoppedLeading: func() { klog.InfoS("stopped leading", "lease", leaseName) },
 		},
 	}
@@ -48,6 +49,21 @@ func runElected(ctx context.Context, namespace string, main *rest.Config, fn fun
 			return
 		}
 		klog.InfoS("lost the controller lease; running for it again", "lease", leaseName, "identity", id)
+	}
+}
+
+// oneTermAtATime returns fn run for one term at a time: client-go starts a term's callback in a
+// goroutine and does not wait for it when the term ends, so a replica that wins the Lease again
+// at once would otherwise run a new term while the last one's controllers are still stopping.
+// A term that starts after its context ended (lost already) runs nothing.
+func oneTermAtATime(fn func(context.Context)) func(context.Context) {
+	var term sync.Mutex
+	return func(ctx context.Context) {
+		term.Lock()
+		defer term.Unlock()
+		if ctx.Err() == nil {
+			fn(ctx)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,3 +60,46 @@ func TestReleaseGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestOneTermAtATime: a term starts only once the previous one has returned, and a term whose
+// context has ended runs nothing.
+func TestOneTermAtATime(t *testing.T) {
+	release := make(chan struct{})
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	term := oneTermAtATime(func(ctx context.Context) {
+		note("start " + ctx.Value(termKey{}).(string))
+		if ctx.Value(termKey{}) == "first" {
+			<-release
+		}
+		note("end " + ctx.Value(termKey{}).(string))
+	})
+	first := context.WithValue(context.Background(), termKey{}, "first")
+	second := context.WithValue(context.Background(), termKey{}, "second")
+	lost, cancel := context.WithCancel(context.WithValue(context.Background(), termKey{}, "lost"))
+	cancel()
+	done := make(chan struct{})
+	go func() { term(first); close(done) }()
+	for {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	secondDone := make(chan struct{})
+	go func() { term(second); close(secondDone) }()
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	<-done
+	<-secondDone
+	term(lost)
+	if got, want := strings.Join(order, ", "), "start first, end first, start second, end second"; got != want {
+		t.Errorf("order %q, want %q", got, want)
+	}
+}
+
+type termKey struct{}

@@ -181,13 +181,20 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		}
 	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
+	var running sync.WaitGroup
 	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx, q) {
-			}
-		}, time.Second)
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.processNext(ctx, q) {
+				}
+			}, time.Second)
+		}()
 	}
 	<-ctx.Done()
+	q.ShutDown()
+	running.Wait()    // the term's rounds are over before Run returns (the next term may start then)
 	c.metrics.reset() // the term ended: the next leader reports the gauges
 }
 
