@@ -71,8 +71,9 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 }
 
 // newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
-// server knows the main cluster (shared is its informer factory), its namespace lister.
-func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet) *webhook.Reviewer {
+// server knows the main cluster (shared is its informer factory), its namespace lister; sortByName
+// places the sidecars in name order.
+func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, sortByName bool) *webhook.Reviewer {
 	index := injection.NewIndex()
 	set.index = index
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
@@ -99,7 +100,7 @@ func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet) *
 		Rand:       rand.Float64,
 		// A SidecarSet already injected in this admission (by its policy, or by this webhook
 		// before a reinvocation) is left as it is.
-		Options:   injection.Options{SkipInjected: true},
+		Options:   injection.Options{SkipInjected: true, SortSidecarContainersByName: sortByName},
 		HasSynced: allSynced(synced),
 	}
 }

@@ -92,6 +92,9 @@ type Settings struct {
 	PolicyGrace time.Duration
 	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
 	PatchPodMetadataDefaultsAllowed bool
+	// SortSidecarContainersByName places injected sidecar containers in name order (feature gate
+	// EnableSortSidecarContainerByName); every SidecarSet is then served by the webhook.
+	SortSidecarContainersByName bool
 	// RefusePodSecurityViolations refuses a SidecarSet whose sidecars break Pod Security baseline
 	// when a namespace it selects enforces baseline or restricted (otherwise a warning).
 	RefusePodSecurityViolations bool
@@ -162,7 +165,7 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	paths := &injectionPaths{webhookOnly: c.ExtraConfig.Injection == InjectionWebhook}
-	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set)
+	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set, c.ExtraConfig.SortSidecarContainersByName)
 	var viewer sidecarsetstorage.RolloutViewer
 	if c.GenericConfig.SharedInformerFactory != nil && c.main != nil {
 		if err := set.watchPods(c.main, c.GenericConfig.SharedInformerFactory); err != nil {

@@ -166,6 +166,8 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		WebhookOnly:          paths.webhookOnly,
 		Owner:                apiServiceOwner(kube, c.ExtraConfig.InjectionOwner),
 		Version:              version.Get().GitVersion,
+
+		SortSidecarContainersByName: c.ExtraConfig.SortSidecarContainersByName,
 	}
 	owned := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = apps.ManagedByLabel + "=" + apps.ManagedByValue

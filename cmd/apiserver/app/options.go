@@ -22,6 +22,10 @@ import (
 // PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
 const PatchPodMetadataDefaultsAllowed featuregate.Feature = "SidecarSetPatchPodMetadataDefaultsAllowed"
 
+// SortSidecarContainerByName places injected sidecar containers in name order, OpenKruise's
+// feature gate of the same name (alpha, off by default there too).
+const SortSidecarContainerByName featuregate.Feature = "EnableSortSidecarContainerByName"
+
 const (
 	etcdPathPrefix = "/registry/apps.kruise.io"
 	// ServiceName is the Service the APIServices point at; the serving certificate is valid for it.
@@ -64,6 +68,7 @@ func NewOptions() *Options {
 func init() {
 	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
 		PatchPodMetadataDefaultsAllowed: {Default: false, PreRelease: featuregate.Alpha},
+		SortSidecarContainerByName:      {Default: false, PreRelease: featuregate.Alpha},
 	}))
 }
 

@@ -37,6 +37,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	cfg := apiserver.NewConfig()
 	cfg.ExtraConfig.Settings = o.Settings
 	cfg.ExtraConfig.PatchPodMetadataDefaultsAllowed = utilfeature.DefaultFeatureGate.Enabled(PatchPodMetadataDefaultsAllowed)
+	cfg.ExtraConfig.SortSidecarContainersByName = utilfeature.DefaultFeatureGate.Enabled(SortSidecarContainerByName)
 	o.RecommendedOptions.ExtraAdmissionInitializers = cfg.AdmissionInitializers
 	if err := o.RecommendedOptions.ApplyTo(cfg.GenericConfig); err != nil {
 		return nil, err
