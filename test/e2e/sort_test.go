@@ -40,7 +40,10 @@ func TestSortSidecarContainersByName(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			names := containerNames(got)
+			var names []string // in pod order
+			for _, c := range got.Spec.Containers {
+				names = append(names, c.Name)
+			}
 			return reflect.DeepEqual(names, want), fmt.Sprint(names)
 		})
 	}
