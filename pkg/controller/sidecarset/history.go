@@ -111,6 +111,8 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 		case plan.Renumber != nil:
 			err = c.writer.Update(ctx, plan.Renumber)
 			changed = plan.Renumber
+		case plan.Relabel != nil: // the same revision, now also of the new custom version
+			err = c.writer.Update(ctx, plan.Relabel)
 		}
 		if err != nil {
 			return "", nil, nil, false, err

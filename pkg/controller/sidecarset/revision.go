@@ -52,6 +52,10 @@ type HistoryPlan struct {
 	Create *v1alpha1.SidecarSetRevision
 	// Renumber is an older identical revision to make the newest (roll back); nil otherwise.
 	Renumber *v1alpha1.SidecarSetRevision
+	// Relabel is the revision of the current spec with the SidecarSet's new custom version
+	// (label apps.kruise.io/sidecarset-custom-version changed, the spec not), as OpenKruise
+	// relabels it; nil otherwise. A revision renumbered is relabelled by Renumber.
+	Relabel *v1alpha1.SidecarSetRevision
 	// Latest is the name of the revision of the current spec.
 	Latest string
 	// Prune lists revisions to delete, oldest first.
@@ -79,6 +83,17 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 			renumbered.Revision = next
 			plan.Renumber = renumbered
 		}
+		if v := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; v != "" && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] != v {
+			relabelled := plan.Renumber
+			if relabelled == nil {
+				relabelled = r.DeepCopy()
+				plan.Relabel = relabelled
+			}
+			if relabelled.Labels == nil {
+				relabelled.Labels = map[string]string{}
+			}
+			relabelled.Labels[v1alpha1.SidecarSetCustomVersionLabel] = v
+		}
 	} else {
 		name, err := revision.Name(ss.Name, snapshot, collisionCount)
 		if err != nil {
@@ -96,6 +111,10 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 		}
 		if plan.Renumber != nil && plan.Renumber.Name == r.Name {
 			adopt(plan.Renumber, ss)
+			continue
+		}
+		if plan.Relabel != nil && plan.Relabel.Name == r.Name {
+			adopt(plan.Relabel, ss)
 			continue
 		}
 		adopted := r.DeepCopy()

@@ -204,3 +204,55 @@ func TestPlanHistoryAdoptsImportedRevisions(t *testing.T) {
 		})
 	}
 }
+
+// TestCustomVersionRelabel: a new custom version on an unchanged spec relabels the revision of the
+// spec (the one written, renumbered on a rollback), as OpenKruise does; the same or no custom
+// version writes nothing.
+func TestCustomVersionRelabel(t *testing.T) {
+	v1, v2 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2)
+	v2.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "blue"}
+	withVersion := func(image, version string) *v1alpha1.SidecarSet {
+		ss := sidecarSet(image, 10)
+		if version != "" {
+			ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: version}
+		}
+		return ss
+	}
+	for _, tc := range []struct {
+		name                  string
+		ss                    *v1alpha1.SidecarSet
+		relabel, renumberedTo string // the revision written with the label, and its label
+	}{
+		{"a new custom version", withVersion("img:2", "green"), v2.Name, ""},
+		{"the same custom version", withVersion("img:2", "blue"), "", ""},
+		{"no custom version", withVersion("img:2", ""), "", ""},
+		{"a rollback with a custom version", withVersion("img:1", "green"), "", "green"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PlanHistory(tc.ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var relabel string
+			if got.Relabel != nil {
+				relabel = got.Relabel.Name
+				if l := got.Relabel.Labels[v1alpha1.SidecarSetCustomVersionLabel]; l != "green" || got.Relabel.Revision != 2 {
+					t.Errorf("relabelled %s to %q, number %d", relabel, l, got.Relabel.Revision)
+				}
+			}
+			if relabel != tc.relabel {
+				t.Errorf("relabel %q, want %q", relabel, tc.relabel)
+			}
+			var renumbered string
+			if got.Renumber != nil {
+				renumbered = got.Renumber.Labels[v1alpha1.SidecarSetCustomVersionLabel]
+			}
+			if renumbered != tc.renumberedTo {
+				t.Errorf("renumbered revision labelled %q, want %q", renumbered, tc.renumberedTo)
+			}
+			if v2.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "blue" {
+				t.Fatal("the stored revision was modified")
+			}
+		})
+	}
+}
