@@ -85,6 +85,9 @@ func Collision(a, b *v1alpha1.SidecarSet) (string, error) {
 // out of this pod rather than give it two containers of one name (decision ReasonCollidesWithPresent;
 // the next pods get it). Each gets a warning.
 func withoutShadowed(views []view, present []*v1alpha1.SidecarSet, decisions []Decision) ([]view, []Warning, error) {
+	if !bothKinds(views, present) {
+		return views, nil, nil // the common case: nothing to convert on a pod's admission
+	}
 	var cluster, tenants []*part
 	viewParts := make([]*part, len(views))
 	for i := range views {
@@ -154,6 +157,26 @@ func withoutShadowed(views []view, present []*v1alpha1.SidecarSet, decisions []D
 		}
 	}
 	return out, warnings, nil
+}
+
+// bothKinds reports whether the pod gets or has both a NamespacedSidecarSet and a cluster
+// SidecarSet, the only case where they may collide.
+func bothKinds(views []view, present []*v1alpha1.SidecarSet) bool {
+	var namespaced, cluster bool
+	note := func(name string) {
+		if isNamespaced(name) {
+			namespaced = true
+		} else {
+			cluster = true
+		}
+	}
+	for i := range views {
+		note(views[i].ss.Name)
+	}
+	for _, ss := range present {
+		note(ss.Name)
+	}
+	return namespaced && cluster
 }
 
 func isPresent(present []*v1alpha1.SidecarSet, name string) bool {

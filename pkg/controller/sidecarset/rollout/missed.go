@@ -55,11 +55,12 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 		case !p.Created.After(ss.CreationTimestamp.Time):
 			m.Reason = ReasonCreatedBefore
 			m.Message = "the pod was created before the SidecarSet; sidecars are injected only when a pod is created: recreate it"
-		case shadowedBy(ss, p, cluster) != "":
-			m.Reason = ReasonShadowed
-			m.Message = fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins",
-				shadowedBy(ss, p, cluster))
 		default:
+			if by := shadowedBy(ss, p, cluster); by != "" {
+				m.Reason = ReasonShadowed
+				m.Message = fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins", by)
+				break
+			}
 			m.Reason = ReasonAdmittedWithout
 			m.Message = "the pod was admitted without the sidecars (injection was unavailable or skipped when it was created): recreate it"
 		}
