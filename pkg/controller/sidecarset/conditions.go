@@ -129,16 +129,32 @@ func setMissedCondition(st *v1alpha1.SidecarSetStatus, missed []rollout.Missed, 
 }
 
 // The rollout conditions, as a Deployment's: `kubectl wait --for=condition=Ready sidecarset/NAME`
-// returns once a rollout is done, and GitOps tools see one in progress.
+// returns once a rollout is done, and GitOps tools see one in progress. kstatus (Flux, kubectl's
+// cli-utils) reads them with its generic rules, in this order: status.observedGeneration behind
+// metadata.generation is InProgress, Stalled True is Failed, Ready True is Current and Ready False
+// InProgress; Argo CD's health script (artifacts/gitops/argocd/health.lua) reads them in the same
+// order.
 const (
 	// ConditionReady is True once the SidecarSet's generation is observed (its injection is in
 	// place) and every pod the rollout upgrades runs the current spec and is available (pods held
 	// by partition or updateStrategy.selector, or not upgradable in place, do not hold it up).
+	// It is False whenever Stalled is True.
 	ConditionReady = v1alpha1.SidecarSetReady
 	// ConditionProgressing is True while the rollout goes on by itself; False once it is done
 	// (RolloutComplete), paused (Paused) or stalled on pods whose new sidecar does not run
 	// (PodsFailed).
 	ConditionProgressing = v1alpha1.SidecarSetProgressing
+	// ConditionStalled is True (reason PodsFailed) exactly while the rollout's phase is Stalled:
+	// a pod the rollout upgraded runs one of the SidecarSet's containers waiting on a failure
+	// (ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull, CrashLoopBackOff,
+	// CreateContainerError, CreateContainerConfigError, RunContainerError). The rollout then waits
+	// for those pods and only a change of the spec (a fixed image, a rollback) or of the pods
+	// ends it; it holds while updateStrategy.paused is set too (pausing does not mend the pods).
+	// A paused rollout with no such pod, one waiting on pods that are not ready or on its
+	// maxUnavailable budget, pods that missed the injection (PodsNotInjected) and paused
+	// injection are never Stalled. False, with the Progressing reason, once it ends; absent on a
+	// SidecarSet whose rollout never stalled (the "abnormal-true" convention kstatus follows).
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the rollout conditions.
@@ -150,10 +166,16 @@ const (
 	ReasonInjectionNotReady = "InjectionNotReady"
 )
 
-// setRolloutConditions records Ready and Progressing in st for a rollout at progress p; observed
-// says whether st observes generation. It returns whether Ready is True, and Progressing's reason.
-func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) (bool, string) {
-	progressing := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: generation, LastTransitionTime: now}
+// rolloutConditions are the Progressing, Ready and Stalled conditions of a rollout.
+type rolloutConditions struct {
+	progressing, ready, stalled metav1.Condition
+}
+
+// assessRollout returns the rollout conditions of SidecarSet name at generation for a rollout at
+// progress p; observed says whether the status observes generation. Stalled is True exactly
+// when p's phase is Stalled, and then Ready is False (a stalled rollout is not done).
+func assessRollout(p rollout.Progress, observed bool, name string, generation int64) rolloutConditions {
+	progressing := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: generation}
 	switch p.Phase() {
 	case v1alpha1.RolloutStalled:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionFalse, ReasonPodsFailed, p.Stalled()
@@ -164,7 +186,7 @@ func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, obs
 	default:
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, ReasonRollingOut, p.Summary(name)
 	}
-	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation, LastTransitionTime: now,
+	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation,
 		Status: metav1.ConditionFalse, Reason: progressing.Reason, Message: progressing.Message}
 	switch {
 	case !observed:
@@ -172,7 +194,25 @@ func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, obs
 	case p.Done():
 		ready.Status = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&st.Conditions, progressing)
-	meta.SetStatusCondition(&st.Conditions, ready)
-	return ready.Status == metav1.ConditionTrue, progressing.Reason
+	stalled := metav1.Condition{Type: ConditionStalled, ObservedGeneration: generation,
+		Status: metav1.ConditionFalse, Reason: progressing.Reason, Message: progressing.Message}
+	if p.Phase() == v1alpha1.RolloutStalled {
+		stalled.Status, stalled.Message = metav1.ConditionTrue, p.Stalled()+
+			" (the rollout waits for these pods: fix the sidecar's image or command, or roll back to an earlier revision)"
+	}
+	return rolloutConditions{progressing: progressing, ready: ready, stalled: stalled}
+}
+
+// setRolloutConditions records Ready, Progressing and Stalled in st for a rollout at progress p;
+// observed says whether st observes generation. Stalled is recorded when True, or False where it
+// was recorded before. It returns whether Ready is True, and Progressing's reason.
+func setRolloutConditions(st *v1alpha1.SidecarSetStatus, p rollout.Progress, observed bool, name string, generation int64, now metav1.Time) (bool, string) {
+	c := assessRollout(p, observed, name, generation)
+	c.progressing.LastTransitionTime, c.ready.LastTransitionTime, c.stalled.LastTransitionTime = now, now, now
+	meta.SetStatusCondition(&st.Conditions, c.progressing)
+	meta.SetStatusCondition(&st.Conditions, c.ready)
+	if c.stalled.Status == metav1.ConditionTrue || meta.FindStatusCondition(st.Conditions, ConditionStalled) != nil {
+		meta.SetStatusCondition(&st.Conditions, c.stalled)
+	}
+	return c.ready.Status == metav1.ConditionTrue, c.progressing.Reason
 }
