@@ -241,9 +241,10 @@ func path(ss *v1alpha1.SidecarSet) (string, string) {
 	return string(apps.PathNone), c.Reason + ": " + c.Message
 }
 
-// excluded reports whether the admission configuration keeps namespace ns from injection.
+// excluded reports whether the admission configuration keeps namespace ns from injection; every
+// path leaves out a namespace labelled apps.ControlPlaneNamespaceLabel.
 func excluded(a Admission, ns string, nsLabels map[string]string) bool {
-	if slices.Contains(a.ExcludedNamespaces, ns) {
+	if slices.Contains(a.ExcludedNamespaces, ns) || apps.SkipsControlPlane(nsLabels) {
 		return true
 	}
 	if a.NamespaceSelectors == nil {

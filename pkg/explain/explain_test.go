@@ -62,6 +62,7 @@ status:
 		name      string
 		set       string
 		admission Admission
+		nsLabels  map[string]string // the namespace's labels, env=test when nil
 		created   func(*testing.T) *corev1.Pod
 		want      Entry
 	}{{
@@ -106,6 +107,12 @@ spec: {injectionStrategy: {paused: true}, selector: {matchLabels: {app: web}}, c
 		want: Entry{SidecarSet: "logs", Reason: "NamespaceExcluded",
 			Message: `the SidecarSet selects the pod, but the admission configuration excludes namespace "shop" from injection`},
 	}, {
+		name:     "namespace labelled control-plane, as OpenKruise's webhook leaves alone",
+		set:      logs,
+		nsLabels: map[string]string{"control-plane": "controller-manager"},
+		want: Entry{SidecarSet: "logs", Reason: "NamespaceExcluded",
+			Message: `the SidecarSet selects the pod, but the admission configuration excludes namespace "shop" from injection`},
+	}, {
 		name: "injected with revision and path",
 		set: logs + `
   conditions: [{type: Injected, status: "True", reason: Policy, message: through policy p, lastTransitionTime: "2026-01-01T00:00:00Z"}]`,
@@ -141,7 +148,11 @@ status: {latestRevision: s-1}`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := Input{Pod: pod(t, webPod), NamespaceLabels: map[string]string{"env": "test"}, Now: now,
+			nsLabels := tt.nsLabels
+			if nsLabels == nil {
+				nsLabels = map[string]string{"env": "test"}
+			}
+			in := Input{Pod: pod(t, webPod), NamespaceLabels: nsLabels, Now: now,
 				SidecarSets: []*v1alpha1.SidecarSet{sidecarSet(t, tt.set)}, Admission: tt.admission}
 			if tt.created != nil {
 				in.Pod, in.Created = tt.created(t), true

@@ -111,6 +111,7 @@ func Convert(objs []*unstructured.Unstructured) (*Plan, error) {
 	}
 	plan.order()
 	plan.Warnings = append(plan.Warnings, plan.review()...)
+	plan.Warnings = append(plan.Warnings, plan.features()...)
 	return plan, nil
 }
 

@@ -386,6 +386,31 @@ revision: 3
 			}
 		}
 	})
+	t.Run("OpenKruise features outside the SidecarSet API", func(t *testing.T) {
+		plan, err := Convert(append(readYAML(t, `
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: job-proxy}
+spec:
+  selector: {matchLabels: {app: batch}}
+  containers: [{name: proxy, image: proxy:1, env: [{name: KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT, value: "true"}, {name: KRUISE_CONTAINER_PRIORITY, value: "1"}]}]
+`), exported...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "SidecarSet job-proxy relies on OpenKruise features outside the SidecarSet API, which stop working after the cutover: " +
+			"OpenKruise's Job sidecar terminator (spec.containers[proxy].env[KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT])"
+		var found bool
+		for _, w := range plan.Warnings {
+			if strings.Contains(w, "SidecarSet migrate relies") {
+				t.Errorf("a warning for the SidecarSet that relies on nothing: %q", w)
+			}
+			found = found || strings.HasPrefix(w, want) && strings.Contains(w, "container launch priority (spec.containers[proxy].env[KRUISE_CONTAINER_PRIORITY])")
+		}
+		if !found {
+			t.Errorf("no warning %q... in %q", want, plan.Warnings)
+		}
+	})
 	t.Run("errors name their objects", func(t *testing.T) {
 		_, err := Convert(append(exported, readYAML(t, `
 apiVersion: v1

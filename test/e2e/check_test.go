@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // openKruiseCRDs are OpenKruise's CloneSet and SidecarSet CRDs as it installs them (group
@@ -122,5 +127,26 @@ func TestCheck(t *testing.T) {
 	}
 	if !strings.Contains(msg, "SidecarSet (sidecarsets.apps.kruise.io") {
 		t.Errorf("the warning does not name OpenKruise's SidecarSet CRD: %q", msg)
+	}
+
+	// A SidecarSet asking for OpenKruise's container launch priority: a warning naming it, exit 0.
+	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e2e-check-launch-priority"}, Spec: v1alpha1.SidecarSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-check-launch-priority": "1"}},
+		Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "first", Image: "busybox:1.36",
+			Env: []corev1.EnvVar{{Name: "KRUISE_CONTAINER_PRIORITY", Value: "1"}}}}},
+	}}
+	if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(context.Background(), ss, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sidecars.AppsV1alpha1().SidecarSets().Delete(context.Background(), ss.Name, metav1.DeleteOptions{})
+	})
+	want := "e2e-check-launch-priority: container launch priority (spec.containers[first].env[KRUISE_CONTAINER_PRIORITY])"
+	if last, ok := pollEvery(time.Second, 60*time.Second, func(context.Context) (bool, string) {
+		report, out, err = runCheck(t)
+		status, msg = report.status("openkruise-features")
+		return err == nil && status == "warning" && strings.Contains(msg, want), fmt.Sprintf("exit %v, %s %q\n%s", err, status, msg, out)
+	}); !ok {
+		t.Errorf("waited 60s for check to exit 0 with a warning %q; last seen: %s", want, last)
 	}
 }

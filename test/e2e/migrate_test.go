@@ -149,6 +149,7 @@ func TestMigrateFromOpenKruise(t *testing.T) {
 	if _, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "migrate", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the dry run wrote the SidecarSet: %v", err)
 	}
+	checkMigrateWarnsOfOpenKruiseFeatures(t)
 
 	out, errOut, err = plugin(t, "migrate", "-f", sidecarSetsFile, "-f", revisionsFile)
 	if err != nil || errOut != "" {
@@ -290,4 +291,29 @@ func waitRevisionsGone(t *testing.T, name string) {
 		}
 		return true, ""
 	})
+}
+
+// checkMigrateWarnsOfOpenKruiseFeatures: a dry run of a SidecarSet whose sidecar asks for
+// OpenKruise's Job sidecar terminator and container launch priority warns on stderr, naming it
+// and the fields (the export above asks for neither: the migration of it warns of nothing).
+func checkMigrateWarnsOfOpenKruiseFeatures(t *testing.T) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "job-proxy.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: e2e-migrate-job-proxy}
+spec:
+  selector: {matchLabels: {app: e2e-migrate-batch}}
+  containers: [{name: proxy, image: busybox:1.36, env: [{name: KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT, value: "true"}, {name: KRUISE_CONTAINER_PRIORITY, value: "1"}]}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := plugin(t, "migrate", "--dry-run", "-f", file)
+	for _, want := range []string{"Warning: SidecarSet e2e-migrate-job-proxy relies on OpenKruise features outside the SidecarSet API",
+		"Job sidecar terminator (spec.containers[proxy].env[KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT])",
+		"container launch priority (spec.containers[proxy].env[KRUISE_CONTAINER_PRIORITY])"} {
+		if err != nil || !strings.Contains(errOut, want) {
+			t.Errorf("migrate --dry-run of a SidecarSet relying on OpenKruise features: %v, stderr lacks %q\n%s%s", err, want, out, errOut)
+		}
+	}
 }

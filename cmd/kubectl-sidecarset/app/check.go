@@ -39,9 +39,10 @@ After: also checks the APIServices (present, routed to the server, Available: th
 the server's storage (a quorum read of the SidecarSets and NamespacedSidecarSets through it), the
 injection webhooks (the shipped template and the configuration the server writes) and the policies
 it owns, the version it recorded, that every SidecarSet and NamespacedSidecarSet injects new pods
-(condition Injected; a NamespacedSidecarSet is named "namespacedsidecarset NS/NAME"), and the
-expiry of the CAs kube-apiserver trusts for it and of its serving certificate (when its Secret is
-readable).
+(condition Injected; a NamespacedSidecarSet is named "namespacedsidecarset NS/NAME"), which of them
+ask for OpenKruise's container launch priority or Job sidecar terminator (a warning: this server
+does not provide them), and the expiry of the CAs kube-apiserver trusts for it and of its serving
+certificate (when its Secret is readable).
 Exits 1 when any check is an error.`,
 		Example: `  kubectl sidecarset check
   kubectl sidecarset check -o json`,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/migrate"
 )
 
 // The pure core of `kubectl sidecarset check`: what was read from the cluster (clusterFacts) in,
@@ -105,7 +106,8 @@ func assessCluster(f *clusterFacts) checkReport {
 		r.Checks = append(r.Checks, checkResult{"server", checkSkipped, "not installed: no APIService " + strings.Join(apiServiceNames, ", ")})
 		return r
 	}
-	return appendChecks(r, checkAPIServices(f), checkStorage(f), checkWebhooks(f), checkVersion(f), checkInjection(f), checkCertificates(f))
+	return appendChecks(r, checkAPIServices(f), checkStorage(f), checkWebhooks(f), checkVersion(f), checkInjection(f),
+		checkOpenKruiseFeatures(f), checkCertificates(f))
 }
 
 func appendChecks(r checkReport, cs ...checkResult) checkReport {
@@ -287,6 +289,54 @@ func checkInjection(f *clusterFacts) checkResult {
 		return checkResult{"injection", checkWarning, fmt.Sprintf("%d of %s inject; not injecting on purpose: %s", len(sets)-len(paused), f.setCount(), strings.Join(paused, ", "))}
 	}
 	return checkResult{"injection", checkOK, fmt.Sprintf("all %s inject new pods", f.setCount())}
+}
+
+// checkOpenKruiseFeatures: the SidecarSets and NamespacedSidecarSets that ask for OpenKruise
+// features outside the SidecarSet API (migrate.Reliances: container launch priority, the Job
+// sidecar terminator), which this server does not provide: a warning naming each, its fields, and
+// what changes.
+func checkOpenKruiseFeatures(f *clusterFacts) checkResult {
+	var items []string
+	var all []migrate.Reliance
+	for _, s := range f.specs() {
+		rs := migrate.Reliances(s.spec)
+		if len(rs) == 0 {
+			continue
+		}
+		items = append(items, s.name+": "+migrate.SummarizeReliances(rs))
+		all = append(all, rs...)
+	}
+	if len(items) == 0 {
+		return checkResult{"openkruise-features", checkOK, fmt.Sprintf("none of %s relies on OpenKruise's %s or %s",
+			f.setCount(), migrate.FeatureLaunchPriority, migrate.FeatureJobSidecarTerminator)}
+	}
+	var consequences []string
+	for _, feature := range []string{migrate.FeatureLaunchPriority, migrate.FeatureJobSidecarTerminator} {
+		if slices.ContainsFunc(all, func(r migrate.Reliance) bool { return r.Feature == feature }) {
+			consequences = append(consequences, "OpenKruise's "+feature+": "+migrate.Consequence(feature))
+		}
+	}
+	return checkResult{"openkruise-features", checkWarning, fmt.Sprintf("%d of %s rely on OpenKruise features outside the SidecarSet API, which do not work on this server: %s. %s",
+		len(items), f.setCount(), strings.Join(items, "; "), strings.Join(consequences, "; "))}
+}
+
+// namedSpec is the spec of a SidecarSet or NamespacedSidecarSet, named as in checkInjection.
+type namedSpec struct {
+	name string
+	spec *v1alpha1.SidecarSetSpec
+}
+
+// specs are the specs of the SidecarSets, then of the NamespacedSidecarSets.
+func (f *clusterFacts) specs() []namedSpec {
+	out := make([]namedSpec, 0, len(f.SidecarSets)+len(f.NamespacedSidecarSets))
+	for i := range f.SidecarSets {
+		out = append(out, namedSpec{f.SidecarSets[i].Name, &f.SidecarSets[i].Spec})
+	}
+	for i := range f.NamespacedSidecarSets {
+		n := &f.NamespacedSidecarSets[i]
+		out = append(out, namedSpec{"namespacedsidecarset " + n.Namespace + "/" + n.Name, &n.Spec})
+	}
+	return out
 }
 
 // checkCertificates: the CAs kube-apiserver trusts for the server (APIServices, webhooks) and the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -102,7 +103,7 @@ func TestAssessCluster(t *testing.T) {
 			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("Future", "futures", "v2")}}
 		}, map[string]checkStatus{"openkruise-crds": checkOK}, nil, false},
 		{"healthy", installedFacts, map[string]checkStatus{"openkruise-crds": checkOK, "apiservices": checkOK, "storage": checkOK,
-			"webhooks": checkOK, "version": checkOK, "injection": checkOK, "certificates": checkOK},
+			"webhooks": checkOK, "version": checkOK, "injection": checkOK, "openkruise-features": checkOK, "certificates": checkOK},
 			map[string]string{"version": "v1.2.3", "webhooks": "2 MutatingAdmissionPolicies", "certificates": "365 days left"}, false},
 		{"installed beside a CloneSet CRD", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
@@ -165,6 +166,26 @@ func TestAssessCluster(t *testing.T) {
 			f.NamespacedSidecarSetsErr = errors.New("etcdserver: request timed out")
 			return f
 		}, map[string]checkStatus{"storage": checkError}, map[string]string{"storage": "listing NamespacedSidecarSets"}, true},
+		{"a SidecarSet relying on OpenKruise's launch priority", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets[1].Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "log",
+				Env: []corev1.EnvVar{{Name: "KRUISE_CONTAINER_PRIORITY", Value: "1"}}}}}
+			return f
+		}, map[string]checkStatus{"openkruise-features": checkWarning, "injection": checkOK}, map[string]string{"openkruise-features": "1 of 2 SidecarSets rely on OpenKruise features " +
+			"outside the SidecarSet API, which do not work on this server: b: container launch priority (spec.containers[log].env[KRUISE_CONTAINER_PRIORITY]). " +
+			"OpenKruise's container launch priority: no container start order"}, false},
+		{"a NamespacedSidecarSet relying on OpenKruise's Job sidecar terminator", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			job := namespacedInjected("shop", "job", "True", "Webhook")
+			job.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy",
+				Env: []corev1.EnvVar{{Name: "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT", Value: "true"}}}}}
+			job.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"apps.kruise.io/container-launch-priority": "Ordered"}}}
+			f.NamespacedSidecarSets = []v1alpha1.NamespacedSidecarSet{job}
+			return f
+		}, map[string]checkStatus{"openkruise-features": checkWarning}, map[string]string{"openkruise-features": "namespacedsidecarset shop/job: " +
+			"Job sidecar terminator (spec.containers[proxy].env[KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT]), " +
+			"container launch priority (spec.patchPodMetadata[0].annotations[apps.kruise.io/container-launch-priority]). " +
+			"OpenKruise's container launch priority: no container start order is enforced here"}, false},
 		{"a CA expiring in 10 days", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
 			f.Active.Webhooks[0].ClientConfig.CABundle = testCA(t, checkNow.AddDate(0, 0, 10))

@@ -73,8 +73,9 @@ needs create on sidecarsetrevisions (the role sidecarsets-admin). An object that
 it would be written is left alone (a second run changes nothing); one that differs is an error
 naming it and what differs, and the SidecarSet of a revision that failed is not written. What
 cannot be carried over as it is (a spec the server would hash differently, a SidecarSet without
-its revisions) is a warning on stderr. --dry-run prints the objects it would write (-o yaml or
-json) and writes nothing.`,
+its revisions, a SidecarSet whose sidecars ask for OpenKruise's container launch priority or Job
+sidecar terminator, which this server does not provide) is a warning on stderr. --dry-run prints
+the objects it would write (-o yaml or json) and writes nothing.`,
 		Example: `  # Before installing the server: export, and check that everything converts.
   kubectl sidecarset migrate --from-cluster --export openkruise-sidecarsets.yaml
   # Once it is installed:

@@ -134,6 +134,50 @@ func TestMigrateDryRun(t *testing.T) {
 	}
 }
 
+// TestMigrateWarnsOfOpenKruiseFeatures: a SidecarSet whose sidecars ask for OpenKruise's container
+// launch priority or Job sidecar terminator is migrated all the same, with a warning on stderr
+// naming it, the fields and what stops working; a dry run warns alike.
+func TestMigrateWarnsOfOpenKruiseFeatures(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "job-proxy.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: job-proxy}
+spec:
+  selector: {matchLabels: {app: batch}}
+  containers: [{name: proxy, image: proxy:1, env: [{name: KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT, value: "true"}]}]
+  patchPodMetadata: [{annotations: {apps.kruise.io/container-launch-priority: Ordered}}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"dry run", []string{"migrate", "--dry-run"}},
+		{"write", []string{"migrate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := serverLike()
+			_, errOut, err := runMigrateCommand(t, client, append(append(tc.args, "-f", file), migrateFiles...)...)
+			if err != nil {
+				t.Fatalf("migrate: %v\n%s", err, errOut)
+			}
+			for _, want := range []string{
+				"Warning: SidecarSet job-proxy relies on OpenKruise features outside the SidecarSet API, which stop working after the cutover: " +
+					"OpenKruise's Job sidecar terminator (spec.containers[proxy].env[KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT]): the sidecar is not stopped",
+				"; OpenKruise's container launch priority (spec.patchPodMetadata[0].annotations[apps.kruise.io/container-launch-priority]): no container start order",
+			} {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+			if strings.Contains(errOut, "SidecarSet migrate relies") {
+				t.Errorf("a warning for the SidecarSet that relies on nothing:\n%s", errOut)
+			}
+		})
+	}
+}
+
 // TestMigrateWritesRevisionsFirstThenNothingMore: revisions are written before their SidecarSet,
 // with OpenKruise's names and numbers; a second run finds everything as it would write it and
 // changes nothing.

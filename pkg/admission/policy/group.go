@@ -55,14 +55,15 @@ func pieces(sizes []int) []span {
 }
 
 // groupVariables are the policy-wide named expressions: the pod's labels, containers and
-// annotations, and m, one boolean per member: the member applies to the pod (which must be active
-// and outside the excluded namespaces).
+// annotations, and m, one boolean per member: the member applies to the pod (which must be active,
+// outside the excluded namespaces and outside the namespaces labelled
+// apps.ControlPlaneNamespaceLabel).
 func groupVariables(members []*member, excluded []string) []admissionregistrationv1.Variable {
 	var vs []admissionregistrationv1.Variable
 	add := func(name, format string, args ...any) {
 		vs = append(vs, admissionregistrationv1.Variable{Name: name, Expression: fmt.Sprintf(format, args...)})
 	}
-	add("eligible", "%s", eligibleCEL(excluded))
+	add("eligible", "%s && %s", eligibleCEL(excluded), outsideControlPlaneCEL())
 	add("labels", "object.metadata.?labels.orValue({})")
 	add("nsLabels", "namespaceObject.metadata.?labels.orValue({})")
 	add("ann", "object.metadata.?annotations.orValue({})")
@@ -133,6 +134,17 @@ func eligibleCEL(excluded []string) string {
 		return active
 	}
 	return fmt.Sprintf("!(request.namespace in %s) && %s", stringList(excluded), active)
+}
+
+// outsideControlPlaneCEL: the pod's namespace is not labelled apps.ControlPlaneNamespaceLabel
+// (any value), as OpenKruise's webhook requires. It reads namespaceObject, which kube-apiserver
+// hands to a policy's variables and mutations (it looks the namespace up once per request for
+// them) but not to its match conditions: the eligible match condition leaves it out, and a pod
+// of such a namespace reaches the mutation, where m is all false and nothing is patched. A
+// namespaceSelector would turn it away natively, at the cost of parsing it on every pod create
+// (see matchConstraints).
+func outsideControlPlaneCEL() string {
+	return fmt.Sprintf("!(%s in namespaceObject.metadata.?labels.orValue({}))", quote(apps.ControlPlaneNamespaceLabel))
 }
 
 // groupMatchConditions turn away, before the pod is converted for the mutation, a pod no member

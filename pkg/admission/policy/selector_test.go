@@ -73,6 +73,37 @@ func TestExcludedNamespaces(t *testing.T) {
 	}
 }
 
+// TestControlPlaneNamespaces: the policies leave pods in a namespace labelled control-plane (any
+// value) alone, as OpenKruise's webhook does, whether their group has match conditions (a member
+// selecting by two labels) or not (the objectSelector says it all), and inject the same pod in a
+// namespace without the label.
+func TestControlPlaneNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		selector  string
+		podLabels map[string]string
+		nsLabels  map[string]string
+		want      int
+	}{
+		{"objectSelector only, unlabelled namespace", "{matchLabels: {app: web}}", map[string]string{"app": "web"}, map[string]string{"env": "prod"}, 2},
+		{"objectSelector only, control-plane namespace", "{matchLabels: {app: web}}", map[string]string{"app": "web"}, map[string]string{"control-plane": "controller-manager"}, 1},
+		{"objectSelector only, empty control-plane value", "{matchLabels: {app: web}}", map[string]string{"app": "web"}, map[string]string{"control-plane": ""}, 1},
+		{"match conditions, unlabelled namespace", "{matchLabels: {app: web, tier: front}}", map[string]string{"app": "web", "tier": "front"}, nil, 2},
+		{"match conditions, control-plane namespace", "{matchLabels: {app: web, tier: front}}", map[string]string{"app": "web", "tier": "front"}, map[string]string{"control-plane": "x"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := prepare(t, selecting(t, "log", tc.selector, "log"))
+			policies := compileAll(t, []*v1alpha1.SidecarSet{ss}, []string{"kruise-system"})
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team", Labels: tc.podLabels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
+			got := runAll(t, policies, identity(len(policies)), pod, namespace("team", tc.nsLabels))
+			if len(got.Spec.Containers) != tc.want {
+				t.Errorf("%d containers, want %d", len(got.Spec.Containers), tc.want)
+			}
+		})
+	}
+}
+
 // TestExactSelector: a group whose objectSelector selects only pods some member selects needs no
 // match conditions; any member saying more (another label, a namespace, values beyond the
 // selector's) brings them back.

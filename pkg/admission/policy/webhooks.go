@@ -254,8 +254,10 @@ func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet, members map[stri
 // match, named as the template for the first and "<n>.<template>" for the others, with the match's
 // objectSelector and condition; the rest of each is the template's. Webhooks named "<n>.<name>"
 // after a template are the ones this made before and are replaced. Every webhook's
-// namespaceSelector excludes the excluded namespaces (the server's own among them), natively,
-// whatever the template says: the server never waits on itself.
+// namespaceSelector excludes the excluded namespaces (the server's own among them) and the
+// namespaces labelled apps.ControlPlaneNamespaceLabel (as OpenKruise's webhook does, and as the
+// policies do), natively, whatever the template says: the server never waits on itself, and a
+// pod's fate does not depend on the path that serves its SidecarSets.
 func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches []WebhookMatch, excluded []string) []admissionregistrationv1.MutatingWebhook {
 	templates := map[string]bool{}
 	for i := range webhooks {
@@ -276,7 +278,7 @@ func ExpandWebhooks(webhooks []admissionregistrationv1.MutatingWebhook, matches 
 			if m.ObjectSelector != nil {
 				w.ObjectSelector = m.ObjectSelector.DeepCopy()
 			}
-			w.NamespaceSelector = excluding(w.NamespaceSelector, excluded)
+			w.NamespaceSelector = requiring(excluding(w.NamespaceSelector, excluded), apps.ControlPlaneRequirement())
 			if m.NamespaceSelector != nil {
 				w.NamespaceSelector = narrowed(w.NamespaceSelector, m.NamespaceSelector)
 			}
@@ -313,11 +315,15 @@ func excluding(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelect
 	if len(excluded) == 0 {
 		return sel
 	}
+	return requiring(sel, metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(setOf(excluded))})
+}
+
+// requiring returns sel with the requirement req, unless it already has it.
+func requiring(sel *metav1.LabelSelector, req metav1.LabelSelectorRequirement) *metav1.LabelSelector {
 	out := &metav1.LabelSelector{}
 	if sel != nil {
 		out = sel.DeepCopy()
 	}
-	req := metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(setOf(excluded))}
 	for _, r := range out.MatchExpressions {
 		if equality.Semantic.DeepEqual(r, req) {
 			return out

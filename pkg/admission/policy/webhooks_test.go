@@ -230,23 +230,31 @@ func TestExpandWebhooks(t *testing.T) {
 	if strings.Join(names, " ") != want {
 		t.Errorf("expanded: %s\nwant:     %s", strings.Join(names, " "), want)
 	}
+	namespaces := []struct {
+		labels   labels.Set
+		selected bool
+	}{
+		{labels.Set{corev1.LabelMetadataName: "kruise-system"}, false},
+		{labels.Set{corev1.LabelMetadataName: "infra"}, false},
+		{labels.Set{corev1.LabelMetadataName: "default"}, true},
+		{labels.Set{corev1.LabelMetadataName: "kruise", "control-plane": "controller-manager"}, false}, // as OpenKruise's webhook
+		{labels.Set{corev1.LabelMetadataName: "ops", "control-plane": ""}, false},
+		{labels.Set{corev1.LabelMetadataName: "shop", "tier": "control-plane"}, true},
+	}
 	for _, w := range got {
 		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ns := range []string{"kruise-system", "infra"} {
-			if sel.Matches(labels.Set{corev1.LabelMetadataName: ns}) {
-				t.Errorf("webhook %s selects the excluded namespace %s: %v", w.Name, ns, w.NamespaceSelector)
+		for _, ns := range namespaces {
+			if sel.Matches(ns.labels) != ns.selected {
+				t.Errorf("webhook %s selects namespace %v: %v, want %v (%v)", w.Name, ns.labels, !ns.selected, ns.selected, w.NamespaceSelector)
 			}
-		}
-		if !sel.Matches(labels.Set{corev1.LabelMetadataName: "default"}) {
-			t.Errorf("webhook %s does not select namespace default: %v", w.Name, w.NamespaceSelector)
 		}
 	}
 	again := ExpandWebhooks(got, []WebhookMatch{{}}, []string{"kruise-system", "infra"})
-	if n := len(again[0].NamespaceSelector.MatchExpressions); n != 1 {
-		t.Errorf("expanding again adds the exclusion again: %d requirements", n)
+	if n := len(again[0].NamespaceSelector.MatchExpressions); n != 2 {
+		t.Errorf("expanding again adds an exclusion again: %d requirements, want 2", n)
 	}
 	if len(again) != 2 || again[0].Name != "inject.example.io" || again[1].Name != "inject-system.example.io" || len(again[0].ObjectSelector.MatchLabels) != 0 {
 		t.Errorf("expanding an expanded configuration again: %+v", again)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/revision"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
@@ -109,6 +110,11 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		nsLabels = ns.Labels
 	} else if !apierrors.IsNotFound(err) {
 		return injection.Result{}, err
+	}
+	if apps.SkipsControlPlane(nsLabels) {
+		// The webhooks' namespaceSelectors leave such namespaces out; a call that gets here
+		// anyway (a template edited by hand, a namespace relabelled meanwhile) injects nothing.
+		return injection.Result{}, nil
 	}
 	res, err := injection.Inject(injection.Input{
 		Pod:             pod,

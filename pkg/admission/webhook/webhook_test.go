@@ -58,18 +58,20 @@ func TestReview(t *testing.T) {
 	index.Add(selecting("pinned", "db", true))
 	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})
+	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kruise", Labels: map[string]string{"control-plane": "controller-manager"}}})
 	revisions := listers.NewSidecarSetRevisionLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	reviewer := func(synced bool, namespaces corelisters.NamespaceLister) *Reviewer {
 		return &Reviewer{Index: index, Namespaces: namespaces, Revisions: revisions,
 			Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0)), Rand: func() float64 { return 0 },
 			HasSynced: func() bool { return synced }}
 	}
-	podRequest := func(app string) *admissionv1.AdmissionRequest {
-		raw, _ := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Labels: map[string]string{"app": app}},
+	podRequestIn := func(namespace, app string) *admissionv1.AdmissionRequest {
+		raw, _ := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: namespace, Labels: map[string]string{"app": app}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}})
-		return &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+		return &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: namespace,
 			Resource: podResource, Object: runtime.RawExtension{Raw: raw}}
 	}
+	podRequest := func(app string) *admissionv1.AdmissionRequest { return podRequestIn("shop", app) }
 	good := corelisters.NewNamespaceLister(nsIndexer)
 	for _, tc := range []struct {
 		name       string
@@ -83,6 +85,8 @@ func TestReview(t *testing.T) {
 		{name: "injected", r: reviewer(true, good), req: podRequest("web"), allowed: true, patched: true},
 		{name: "selected by none", r: reviewer(true, good), req: podRequest("other"), allowed: true},
 		{name: "a SidecarSet that cannot inject denies only its pods", r: reviewer(true, good), req: podRequest("db"), denied: `SidecarSet "pinned"`},
+		{name: "a namespace labelled control-plane is left alone", r: reviewer(true, good), req: podRequestIn("kruise", "web"), allowed: true},
+		{name: "a namespace labelled control-plane is never denied", r: reviewer(true, good), req: podRequestIn("kruise", "db"), allowed: true},
 		{name: "not synced", r: reviewer(false, good), req: podRequest("web"), failStatus: http.StatusServiceUnavailable},
 		{name: "not synced, other resources pass", r: reviewer(false, good),
 			req: &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, allowed: true},

@@ -180,8 +180,11 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout
 	return events
 }
 
-// isExcluded tells whether namespace is excluded from injection.
-func (c *Controller) isExcluded(namespace string) bool { return c.excluded[namespace] }
+// isExcluded tells whether namespace is excluded from injection (by name, or labelled
+// apps.ControlPlaneNamespaceLabel).
+func (c *Controller) isExcluded(namespace string) bool {
+	return c.excluded[namespace] || c.pods.skipsControlPlane(namespace)
+}
 
 // replace returns pods with the written ones substituted by key.
 func replace(pods []*rollout.Pod, written []*corev1.Pod) []*rollout.Pod {

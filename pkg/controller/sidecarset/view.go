@@ -57,7 +57,7 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 }
 
 func (v Viewer) excluded(namespace string) bool {
-	return slices.Contains(v.ExcludedNamespaces, namespace)
+	return slices.Contains(v.ExcludedNamespaces, namespace) || v.Pods.skipsControlPlane(namespace)
 }
 
 // RolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
