@@ -48,13 +48,16 @@ verify-fresh:
 
 # The main module's tests, then the differential test of the SidecarSet validation against
 # kube-apiserver's pod validation (its own module, test/podvalidation, which requires
-# k8s.io/kubernetes; about 20 s). test/chart needs helm and kubectl: built first (once, into
+# k8s.io/kubernetes; about 20 s), and the check of the chart's alerts and dashboard with
+# Prometheus' parser and engine (its own module, test/monitoring, which requires
+# github.com/prometheus/prometheus). test/chart needs helm and kubectl: built first (once, into
 # _output/tools), so that no test waits for them.
 unit:
 	GO=$(GO) hack/install-helm.sh >/dev/null
 	hack/install-tools.sh >/dev/null
 	$(GO) test -count=1 ./...
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd test/monitoring && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The Helm chart charts/sidecarset-apiserver: helm lint (here with cert-manager, which needs no
 # certificate files; TestHelmLint lints both sources), and test/chart, which renders the chart

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync/plan"
 )
 
 // writeErrors counts the injection objects kube-apiserver refused or that could not be written,
@@ -28,6 +30,13 @@ var everyPod = metrics.NewGauge(&metrics.GaugeOpts{
 
 var registerOnce sync.Once
 
+// registerMetrics registers the metrics, writeErrors with a series at 0 for each kind, so that the
+// counter is served (and rate() over it starts) before its first error.
 func registerMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(writeErrors, everyPod) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(writeErrors, everyPod)
+		for _, kind := range []plan.Kind{plan.Webhooks, plan.Policy, plan.Binding} {
+			writeErrors.WithLabelValues(string(kind))
+		}
+	})
 }

@@ -47,13 +47,19 @@ var (
 		Help:           "Active pods the SidecarSet selects that run without its sidecars (created before it, in a namespace excluded from injection, or admitted while injection was unavailable), by SidecarSet.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sidecarset"})
+	rolloutStalled = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "sidecarset",
+		Name:           "rollout_stalled",
+		Help:           "1 while the SidecarSet's rollout is stalled (its Stalled condition: pods it upgraded fail to run the new sidecar), 0 otherwise, by SidecarSet.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset"})
 )
 
 var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected, podWriteErrors)
+		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected, podWriteErrors, rolloutStalled)
 	})
 }
 
@@ -80,9 +86,11 @@ func (p *progress) upgraded(sidecarSet string, pod *corev1.Pod) {
 	p.started[pod.UID] = p.clock.Now()
 }
 
-// observe publishes the waiting pods of a round and the durations of finished upgrades.
+// observe publishes the waiting pods of a round, whether its rollout is stalled (a pod failing to
+// run the new sidecar, as rollout.Progress reads it) and the durations of finished upgrades.
 func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
 	waiting := map[string]float64{}
+	stalled := 0.0
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range plan.Pods {
@@ -97,6 +105,9 @@ func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
 				delete(p.started, pp.Pod.UID)
 			}
 		case v1alpha1.PodRolloutWaiting, v1alpha1.PodRolloutNotUpgradable, v1alpha1.PodRolloutFailed:
+			if pp.State == v1alpha1.PodRolloutFailed {
+				stalled = 1
+			}
 			reason := pp.Reason
 			if pp.State != v1alpha1.PodRolloutWaiting {
 				reason = string(pp.State)
@@ -104,6 +115,7 @@ func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
 			waiting[reason]++
 		}
 	}
+	rolloutStalled.WithLabelValues(sidecarSet).Set(stalled)
 	for reason := range p.reasons[sidecarSet] {
 		if _, ok := waiting[reason]; !ok {
 			podsWaiting.DeleteLabelValues(sidecarSet, reason)
@@ -147,6 +159,7 @@ func (p *progress) reset() {
 	for sidecarSet := range p.missed {
 		podsNotInjected.DeleteLabelValues(sidecarSet)
 	}
+	rolloutStalled.Reset()
 	p.reasons = map[string]map[string]bool{}
 }
 
@@ -158,6 +171,7 @@ func (p *progress) forget(sidecarSet string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	podsNotInjected.DeleteLabelValues(sidecarSet)
+	rolloutStalled.DeleteLabelValues(sidecarSet)
 	delete(p.missed, sidecarSet)
 	for reason := range p.reasons[sidecarSet] {
 		podsWaiting.DeleteLabelValues(sidecarSet, reason)

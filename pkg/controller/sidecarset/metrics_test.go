@@ -7,6 +7,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -51,9 +52,72 @@ func TestGaugesReset(t *testing.T) {
 			if series(t, "sidecarset_pods_waiting", "gauged") == 0 || series(t, "sidecarset_pods_not_injected", "gauged") == 0 {
 				t.Fatal("no gauge to drop")
 			}
+			if series(t, "sidecarset_rollout_stalled", "gauged") == 0 {
+				t.Fatal("no stalled gauge to drop")
+			}
 			tc.drop(p)
-			if n := series(t, "sidecarset_pods_waiting", "gauged") + series(t, "sidecarset_pods_not_injected", "gauged"); n != 0 {
+			if n := series(t, "sidecarset_pods_waiting", "gauged") + series(t, "sidecarset_pods_not_injected", "gauged") +
+				series(t, "sidecarset_rollout_stalled", "gauged"); n != 0 {
 				t.Errorf("%d series left", n)
+			}
+		})
+	}
+}
+
+// gaugeValue returns the value of the series of a metric family labelled sidecarset=name, and
+// whether there is one.
+func gaugeValue(t *testing.T, family, name string) (float64, bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != family {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "sidecarset" && l.GetValue() == name {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestRolloutStalledGauge: sidecarset_rollout_stalled is 1 exactly when the round's rollout is
+// Stalled as rollout.Progress reads it (the Stalled condition), 0 otherwise, and it follows the
+// rollout from one round to the next.
+func TestRolloutStalledGauge(t *testing.T) {
+	p := newProgress(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)))
+	pod := func(name string, state v1alpha1.PodRolloutState, reason string) rollout.PodPlan {
+		return rollout.PodPlan{Pod: &rollout.Pod{Namespace: "ns", Name: name}, State: state, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name string
+		pods []rollout.PodPlan
+		want float64
+	}{
+		{"waiting on the budget", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutWaiting, rollout.ReasonMaxUnavailable)}, 0},
+		{"a pod fails to run the new sidecar", []rollout.PodPlan{
+			pod("a", v1alpha1.PodRolloutFailed, "ImagePullBackOff"), pod("b", v1alpha1.PodRolloutWaiting, rollout.ReasonMaxUnavailable)}, 1},
+		{"not upgradable in place", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutNotUpgradable, "")}, 0},
+		{"fixed: every pod updated", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutUpdated, "")}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := &rollout.Result{Pods: tc.pods}
+			p.observe("stalling", plan)
+			got, ok := gaugeValue(t, "sidecarset_rollout_stalled", "stalling")
+			if !ok {
+				t.Fatal("no sidecarset_rollout_stalled series")
+			}
+			if got != tc.want {
+				t.Errorf("sidecarset_rollout_stalled = %v, want %v", got, tc.want)
+			}
+			if stalled := rollout.Assess(rollout.Items(plan), false).Phase() == v1alpha1.RolloutStalled; stalled != (got == 1) {
+				t.Errorf("the gauge is %v but the rollout's phase is stalled=%v", got, stalled)
 			}
 		})
 	}

@@ -1,0 +1,152 @@
+package monitoring
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql/promqltest"
+)
+
+// TestAlertsFire evaluates each alert's expression, as the rule file has it, with Prometheus'
+// engine on series shaped as the server, its etcd, kube-apiserver and kube-state-metrics expose
+// them: it selects what it should (one leader's gauge among replicas, the server's APIServices
+// only, a recent failed backup Job but not an old one, ...) and nothing else. The `for` of each
+// alert is not evaluated. Each case is a promqltest script whose `eval` lines use ALERT(Name) for
+// the alert's expression.
+func TestAlertsFire(t *testing.T) {
+	exprs := map[string]string{}
+	for _, g := range alerts(t).Groups {
+		for _, r := range g.Rules {
+			exprs[r.Alert] = strings.Join(strings.Fields(r.Expr), " ")
+		}
+	}
+	tested := map[string]bool{}
+	for _, tc := range []struct {
+		alert, script string
+	}{
+		{"SidecarSetPodsNotInjected", `
+load 1m
+  sidecarset_pods_not_injected{job="sidecarset-apiserver", namespace="ns", pod="server-a", sidecarset="logging"} 3 3 3
+  sidecarset_pods_not_injected{job="sidecarset-apiserver", namespace="ns", pod="server-a", sidecarset="proxy"} 0 0 0
+  sidecarset_pods_not_injected{job="other", namespace="ns", pod="x", sidecarset="logging"} 5 5 5
+
+eval instant at 2m ALERT
+  {namespace="ns", sidecarset="logging"} 3
+`},
+		{"SidecarSetRolloutStalled", `
+load 1m
+  sidecarset_rollout_stalled{job="sidecarset-apiserver", namespace="ns", pod="server-a", sidecarset="logging"} 0 1 1
+  sidecarset_rollout_stalled{job="sidecarset-apiserver", namespace="ns", pod="server-a", sidecarset="proxy"} 0 0 0
+
+eval instant at 2m ALERT
+  {namespace="ns", sidecarset="logging"} 1
+
+eval instant at 0m ALERT
+`},
+		{"SidecarSetInjectionObjectWriteErrors", `
+load 1m
+  sidecarset_injection_object_write_errors_total{job="sidecarset-apiserver", namespace="ns", pod="server-a", kind="MutatingAdmissionPolicy"} 0+1x20
+  sidecarset_injection_object_write_errors_total{job="sidecarset-apiserver", namespace="ns", pod="server-a", kind="MutatingAdmissionPolicyBinding"} 0+0x20
+
+eval instant at 20m ALERT
+  {namespace="ns", kind="MutatingAdmissionPolicy"} 0.016666666666666666
+`},
+		{"SidecarSetWebhookReceivesEveryPod", `
+load 1m
+  sidecarset_injection_webhook_selects_every_pod{job="sidecarset-apiserver", namespace="ns", pod="server-a"} 1 1
+  sidecarset_injection_webhook_selects_every_pod{job="sidecarset-apiserver", namespace="ns", pod="server-b"} 0 0
+  sidecarset_injection_webhook_selects_every_pod{job="sidecarset-apiserver", namespace="calm", pod="server-c"} 0 0
+
+eval instant at 1m ALERT
+  {namespace="ns"} 1
+`},
+		{"SidecarSetControllerWithoutLeader", `
+load 1m
+  leader_election_master_status{job="sidecarset-apiserver", namespace="led", pod="server-a", name="sidecarset-controller"} 1 1
+  leader_election_master_status{job="sidecarset-apiserver", namespace="led", pod="server-b", name="sidecarset-controller"} 0 0
+  leader_election_master_status{job="sidecarset-apiserver", namespace="adrift", pod="server-c", name="sidecarset-controller"} 0 0
+  leader_election_master_status{job="sidecarset-apiserver", namespace="adrift", pod="server-d", name="sidecarset-controller"} 0 0
+
+eval instant at 1m ALERT
+  {namespace="adrift"} 0
+`},
+		{"SidecarSetAPIServiceUnavailable", `
+load 1m
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1alpha1.apps.kruise.io"} 1 1
+  aggregator_unavailable_apiservice{job="apiserver", instance="b", name="v1alpha1.apps.kruise.io"} 0 0
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1beta1.apps.kruise.io"} 0 0
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1.admission.kruise.io"} 1 1
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1.metrics.k8s.io"} 1 1
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1alpha1xapps.kruise.io"} 1 1
+
+eval instant at 1m ALERT
+  {name="v1alpha1.apps.kruise.io"} 1
+  {name="v1.admission.kruise.io"} 1
+`},
+		{"SidecarSetEtcdNoLeader", `
+load 1m
+  etcd_server_has_leader{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 0 0
+  etcd_server_has_leader{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-1"} 1 1
+  etcd_server_has_leader{job="kube-etcd", namespace="kube-system", pod="etcd-node"} 0 0
+
+eval instant at 1m ALERT
+  etcd_server_has_leader{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 0
+`},
+		{"SidecarSetEtcdDatabaseNearQuota", `
+load 1m
+  etcd_mvcc_db_total_size_in_bytes{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 3500000000 3500000000
+  etcd_mvcc_db_total_size_in_bytes{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-1"} 1000000000 1000000000
+  etcd_server_quota_backend_bytes{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 4294967296 4294967296
+  etcd_server_quota_backend_bytes{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-1"} 4294967296 4294967296
+
+eval instant at 1m ALERT
+  {job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 0.8149072527885437
+`},
+		// Two days of hourly samples: one Job failed at the start (over a day ago), one an hour
+		// before the evaluation, one succeeded.
+		{"SidecarSetEtcdBackupFailed", `
+load 1h
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-00-29000000", condition="true"} 1x48
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-00-29000000", condition="false"} 0x48
+  kube_job_status_start_time{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-00-29000000"} 0x48
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-18-29002000", condition="true"} 1x48
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-18-29002000", condition="false"} 0x48
+  kube_job_status_start_time{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-18-29002000"} 169200x48
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-12-29001600", condition="true"} 0x48
+  kube_job_status_start_time{job="kube-state-metrics", namespace="ns", job_name="sidecarset-etcd-backup-12-29001600"} 169200x48
+  kube_job_failed{job="kube-state-metrics", namespace="ns", job_name="other-29002000", condition="true"} 1x48
+  kube_job_status_start_time{job="kube-state-metrics", namespace="ns", job_name="other-29002000"} 169200x48
+
+eval instant at 48h ALERT
+  {namespace="ns", job_name="sidecarset-etcd-backup-18-29002000"} 1
+`},
+		// The last success in "stale" was at 0 (27 hours before the evaluation); in "fresh" one
+		// CronJob succeeded 3 hours before it.
+		{"SidecarSetEtcdBackupTooOld", `
+load 1h
+  kube_cronjob_status_last_successful_time{job="kube-state-metrics", namespace="stale", cronjob="sidecarset-etcd-backup-00"} 0x27
+  kube_cronjob_status_last_successful_time{job="kube-state-metrics", namespace="stale", cronjob="sidecarset-etcd-backup-06"} 0x27
+  kube_cronjob_status_last_successful_time{job="kube-state-metrics", namespace="fresh", cronjob="sidecarset-etcd-backup-00"} 0x27
+  kube_cronjob_status_last_successful_time{job="kube-state-metrics", namespace="fresh", cronjob="sidecarset-etcd-backup-06"} 86400x27
+
+eval instant at 27h ALERT
+  {namespace="stale"} 97200
+`},
+	} {
+		t.Run(tc.alert, func(t *testing.T) {
+			expr, ok := exprs[tc.alert]
+			if !ok {
+				t.Fatalf("no alert %s in %s", tc.alert, AlertsFile)
+			}
+			tested[tc.alert] = true
+			script := strings.ReplaceAll(tc.script, " ALERT\n", " "+expr+"\n")
+			promqltest.RunTest(t, script, promqltest.NewTestEngine(t, false, 5*time.Minute, promqltest.DefaultMaxSamplesPerQuery))
+		})
+	}
+	for name := range exprs {
+		if !tested[name] {
+			t.Errorf("alert %s: no case here", name)
+		}
+	}
+}
