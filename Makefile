@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory build codegen down image
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -124,6 +124,17 @@ bench-rollout:
 # random moments (make test runs the same test with 100 pods and 2 kills).
 chaos:
 	E2E=1 E2E_CHAOS_PODS=1000 E2E_CHAOS_KILLS=5 $(GO) test -count=1 -timeout 60m -run TestChaosRollout -v ./test/e2e/
+
+# Scale curves: 100, 1,000 and 10,000 SidecarSets (E2E_CURVE_SIZES) of each shape (E2E_BENCH_SHAPES), cluster-wide
+# and namespaced (E2E_CURVE_KINDS), in both modes, then 1,000 and 10,000 pods (E2E_CURVE_PODS); records in
+# _output/bench/curves.jsonl, then the table and plot in docs/bench/ (hours on 2 cores with the defaults).
+bench-curves:
+	E2E=1 E2E_CURVES=1 $(GO) test -count=1 -timeout 600m -run TestScaleCurves -v ./test/e2e/
+	$(MAKE) bench-plot
+
+bench-plot:
+	mkdir -p docs/bench
+	cd hack/benchplot && $(GO) run . -in ../../_output/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
 
 # Server memory with 10,000 pods in its cache, against the same server idle.
 bench-memory:

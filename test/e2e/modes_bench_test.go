@@ -201,9 +201,20 @@ func unthrottled() kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-// report prints the figures of one mode, the cases interleaved so that load and caches affect all.
-// injected is the pod five becomes, created bare: "5 matching" is also reported against it.
-func report(t *testing.T, mode string, client kubernetes.Interface, five, none, nokey, injected benchPodTemplate, n int) {
+// podFigures are what measurePods measures of pod creates in one mode.
+type podFigures struct {
+	bareP50, bareP99         time.Duration // a create nothing injects
+	fiveP50, fiveP99         time.Duration // a create 5 SidecarSets inject
+	noneP50, noneP99         time.Duration // the key, no value selected
+	noKeyP50, noKeyP99       time.Duration // without the key
+	injectedP50, injectedP99 time.Duration // the injected pod created bare
+	bareRate, fiveRate       float64       // creates per second with 8 clients
+	injectedRate             float64
+}
+
+// measurePods measures pod creates in one mode, the cases interleaved so that load and caches
+// affect all. injected is the pod five becomes, created bare.
+func measurePods(t *testing.T, mode string, client kubernetes.Interface, five, none, nokey, injected benchPodTemplate, n int) podFigures {
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
@@ -213,26 +224,34 @@ func report(t *testing.T, mode string, client kubernetes.Interface, five, none, 
 	for _, c := range cases {
 		timeCreates(t, client, c.pod, 50) // warm
 	}
-	for round := 0; round < n/100; round++ {
+	for round := 0; round < max(1, n/100); round++ {
 		for i, c := range cases {
-			lat[i] = append(lat[i], timeCreates(t, client, c.pod, 100)...)
+			lat[i] = append(lat[i], timeCreates(t, client, c.pod, min(n, 100))...)
 		}
 	}
-	p50b, p99b := percentiles(lat[0])
-	p50f, p99f := percentiles(lat[1])
-	p50n, p99n := percentiles(lat[2])
-	p50i, p99i := percentiles(lat[3])
-	p50k, p99k := percentiles(lat[4])
-	bare := throughput(t, client, cases[0].pod, n)
+	var f podFigures
+	f.bareP50, f.bareP99 = percentiles(lat[0])
+	f.fiveP50, f.fiveP99 = percentiles(lat[1])
+	f.noneP50, f.noneP99 = percentiles(lat[2])
+	f.injectedP50, f.injectedP99 = percentiles(lat[3])
+	f.noKeyP50, f.noKeyP99 = percentiles(lat[4])
+	f.bareRate = throughput(t, client, cases[0].pod, n)
 	stopProfile := profileKubeAPIServer(t, mode)
-	withFive := throughput(t, client, cases[1].pod, n)
+	f.fiveRate = throughput(t, client, cases[1].pod, n)
 	stopProfile()
-	bareInjected := throughput(t, client, cases[3].pod, n)
+	f.injectedRate = throughput(t, client, cases[3].pod, n)
+	return f
+}
+
+// report prints the figures of one mode (see measurePods).
+func report(t *testing.T, mode string, client kubernetes.Interface, five, none, nokey, injected benchPodTemplate, n int) {
+	f := measurePods(t, mode, client, five, none, nokey, injected, n)
 	fmt.Printf("%s, %d creates per case: bare p50 %v p99 %v; 5 matching: added p50 %v p99 %v; the key, no value matching: added p50 %v p99 %v; "+
 		"without the key: added p50 %v p99 %v; 8 clients: bare %.0f/s, 5 matching %.0f/s (%.0f%%)\n",
-		mode, len(lat[0]), p50b, p99b, p50f-p50b, p99f-p99b, p50n-p50b, p99n-p99b, p50k-p50b, p99k-p99b, bare, withFive, 100*withFive/bare)
+		mode, n, f.bareP50, f.bareP99, f.fiveP50-f.bareP50, f.fiveP99-f.bareP99, f.noneP50-f.bareP50, f.noneP99-f.bareP99,
+		f.noKeyP50-f.bareP50, f.noKeyP99-f.bareP99, f.bareRate, f.fiveRate, 100*f.fiveRate/f.bareRate)
 	fmt.Printf("%s, the injected pod created bare: p50 %v p99 %v (5 matching adds p50 %v p99 %v to it); 8 clients %.0f/s (5 matching: %.0f%% of it)\n",
-		mode, p50i, p99i, p50f-p50i, p99f-p99i, bareInjected, 100*withFive/bareInjected)
+		mode, f.injectedP50, f.injectedP99, f.fiveP50-f.injectedP50, f.fiveP99-f.injectedP99, f.injectedRate, 100*f.fiveRate/f.injectedRate)
 }
 
 // profileKubeAPIServer records 5 s of kube-apiserver's CPU profile (the returned function waits for it),

@@ -94,8 +94,16 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if in.WebhookOnly && r.Path == apps.PathPolicy {
 			r, m = webhookMode(), nil
 		}
+		awaiting := false
 		if m != nil && !revisionRecorded(ss) {
 			r, m = revisionPending(), nil
+			if left := revisionWaitLeft(ss, in.Now); left > 0 {
+				// Most likely recorded in a moment: the webhooks are not rewritten for it meanwhile.
+				awaiting, r.Message = true, revisionAwaitedMessage
+				if p.RecheckAfter == 0 || left < p.RecheckAfter {
+					p.RecheckAfter = left
+				}
+			}
 		}
 		if m != nil && groupOf.over[ss.Name] {
 			r, m = selectorBudget(ss), nil
@@ -110,7 +118,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 				r = groupFull(groupOf.policyFor(ss))
 			}
 		}
-		if r.Path == apps.PathWebhook {
+		if r.Path == apps.PathWebhook && !awaiting {
 			webhookSets = append(webhookSets, ss)
 		}
 		p.Results[ss.Name] = r
@@ -189,6 +197,26 @@ func selectorBudget(ss *v1alpha1.SidecarSet) Result {
 // records the new one, as OpenKruise's webhook does.)
 func revisionRecorded(ss *v1alpha1.SidecarSet) bool {
 	return ss.Status.LatestRevision != ""
+}
+
+// revisionWait is how long a new SidecarSet waits for the controller to record its revision
+// (usually within a second of its creation) before the webhooks serve it. The webhooks would
+// serve it only until its policy does, and each change of their match conditions and of a policy
+// has kube-apiserver compile them again: waiting spares it two webhook configuration writes per
+// SidecarSet created. Meanwhile, as while a policy is written and loaded, a pod the webhooks
+// receive for another SidecarSet gets it too, and other pods get it once it is served.
+const revisionWait = 2 * time.Second
+
+const revisionAwaitedMessage = "the controller has not recorded a revision of the SidecarSet yet; the webhook serves it if it is not recorded within " +
+	"2s of its creation, a policy once it is"
+
+// revisionWaitLeft returns how much of revisionWait is left for ss at now (its creation time is
+// stored to the second, so it waits 1 to 2 s).
+func revisionWaitLeft(ss *v1alpha1.SidecarSet, now time.Time) time.Duration {
+	if ss.CreationTimestamp.IsZero() {
+		return 0
+	}
+	return max(0, ss.CreationTimestamp.Add(revisionWait).Sub(now))
 }
 
 // revisionPending is the result of a policy-path SidecarSet whose revision is not recorded yet.

@@ -6,6 +6,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -115,17 +116,26 @@ spec:
 // TestPlanWaitsForRecordedRevision: a SidecarSet the controller has not recorded a revision of
 // yet is served by the webhook (which reads the revision at each admission), never compiled into
 // a policy that would go on recording no revision; it joins its policy once the revision is
-// recorded.
+// recorded. For its first 2 s (created at a whole second, so 1 to 2 s) the webhooks are not
+// rewritten for it: the plan asks to be made again when that wait ends.
 func TestPlanWaitsForRecordedRevision(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 500_000_000, time.UTC)
 	for _, tc := range []struct {
 		name     string
 		revision string
+		age      time.Duration // of the creation timestamp (whole seconds) at now; 0 for none
 		path     apps.InjectionPath
 		reason   string
 		policies int
+		webhook  int           // calls of the webhook for a selected pod
+		recheck  time.Duration // RecheckAfter
 	}{
-		{"no revision recorded yet", "", apps.PathWebhook, apps.ReasonRevisionPending, 0},
-		{"revision recorded", "plain-5d8f", apps.PathPolicy, apps.ReasonCompiled, 1},
+		{"no revision recorded, no creation time", "", 0, apps.PathWebhook, apps.ReasonRevisionPending, 0, 1, 0},
+		{"no revision recorded, created 0.5 s ago", "", 500 * time.Millisecond, apps.PathWebhook, apps.ReasonRevisionPending, 0, 0, 1500 * time.Millisecond},
+		{"no revision recorded, created 1.5 s ago", "", 1500 * time.Millisecond, apps.PathWebhook, apps.ReasonRevisionPending, 0, 0, 500 * time.Millisecond},
+		{"no revision recorded, created 2.5 s ago", "", 2500 * time.Millisecond, apps.PathWebhook, apps.ReasonRevisionPending, 0, 1, 0},
+		{"revision recorded", "plain-5d8f", 0, apps.PathPolicy, apps.ReasonCompiled, 1, 0, 0},
+		{"revision recorded at once", "plain-5d8f", 500 * time.Millisecond, apps.PathPolicy, apps.ReasonCompiled, 1, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := mustSidecarSet(t, `
@@ -135,7 +145,10 @@ spec:
   containers: [{name: log, image: busybox}]
 `)
 			ss.Status.LatestRevision = tc.revision
-			p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{ss}, Now: time.Now()})
+			if tc.age > 0 {
+				ss.CreationTimestamp = metav1.NewTime(now.Add(-tc.age))
+			}
+			p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{ss}, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,8 +159,11 @@ spec:
 				t.Errorf("%d policies, want %d", len(p.Policies), tc.policies)
 			}
 			web := labelled(map[string]string{"app": "web"})
-			if n := webhooksCalled(t, p.WebhookMatches, web); n != 1-tc.policies {
-				t.Errorf("the webhook is called %d times for a selected pod, want %d", n, 1-tc.policies)
+			if n := webhooksCalled(t, p.WebhookMatches, web); n != tc.webhook {
+				t.Errorf("the webhook is called %d times for a selected pod, want %d", n, tc.webhook)
+			}
+			if tc.policies == 0 && p.RecheckAfter != tc.recheck {
+				t.Errorf("recheck after %v, want %v", p.RecheckAfter, tc.recheck)
 			}
 		})
 	}

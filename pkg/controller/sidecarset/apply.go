@@ -49,7 +49,7 @@ type applied struct {
 func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) applied {
 	var out applied
 	for _, pod := range plan.NotUpgradable {
-		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable, ss.Name, false); err != nil {
+		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable(), ss.Name, false); err != nil {
 			out.failed = append(out.failed, podFailure{pod, actionMarkNotUpgradable, err})
 		}
 	}
@@ -136,6 +136,8 @@ func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure
 
 // writePod reads the pod the cache shows, applies mutate and patches what mutate changed, guarded
 // by the resourceVersion it read, retrying on conflicts: the cache keeps only what planning reads.
+// The first read asks for the pod at least as new as the cache shows it, which kube-apiserver
+// answers from its watch cache (no etcd read); a conflict reads the newest.
 // Only the changed fields are sent, so pod fields this client does not know (a newer cluster's)
 // are never erased. It returns the written pod, or nil when mutate changed nothing or the pod is
 // gone or was replaced. The next rounds wait for the cache to show the write (expectations), also
@@ -145,9 +147,11 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 	key := cached.Namespace + "/" + cached.Name
 	var written *corev1.Pod
 	var based string // the resourceVersion the last patch sent was based on
+	read := metav1.GetOptions{ResourceVersion: cached.ResourceVersion}
 	err := retryOnConflict(retry.DefaultBackoff, func() error {
 		based = ""
-		pod, err := pods.Get(ctx, cached.Name, metav1.GetOptions{})
+		pod, err := pods.Get(ctx, cached.Name, read)
+		read = metav1.GetOptions{} // after a conflict, the newest pod
 		if err != nil {
 			return err
 		}

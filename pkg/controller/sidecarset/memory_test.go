@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // BenchmarkCachedPodBytes reports the heap a cached pod costs: decoded pods (as the informer
@@ -23,6 +25,10 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 		Name: "helper", Image: "helper:1", ImageID: "docker.io/library/helper@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	// As after a first rollout: every pod carries the SidecarSetUpgradable condition.
+	template.Status.Conditions = append(template.Status.Conditions, corev1.PodCondition{Type: sidecar.UpgradableCondition,
+		Status: corev1.ConditionTrue, Reason: "AllSidecarsetUpgradable", Message: `{"` + ss.Name + `":true}`,
+		LastTransitionTime: metav1.Now()})
 	data, err := json.Marshal(template)
 	if err != nil {
 		b.Fatal(err)

@@ -29,7 +29,7 @@ func TestCachePodKeepsWhatPlanningReads(t *testing.T) {
 	if again, _ := CachePod(cached); again != obj {
 		t.Error("CachePod must pass its own output unchanged")
 	}
-	cond, changed := inplace.UpgradableCondition(cached.Upgradable, "ss", false, t0)
+	cond, changed := inplace.UpgradableCondition(cached.Upgradable(), "ss", false, t0)
 	if changed || cond.Message != `{"ss":false}` {
 		t.Errorf("the SidecarSetUpgradable message must be cached: %v %s", changed, cond.Message)
 	}

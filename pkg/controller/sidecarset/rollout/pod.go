@@ -46,11 +46,28 @@ type Pod struct {
 	RecordsMalformed bool
 	// Containers are the regular containers, then the init containers, with their statuses.
 	Containers []Container
-	// Upgradable is the SidecarSetUpgradable condition, nil when the pod has none.
-	Upgradable *corev1.PodCondition
+	// upgradable is the SidecarSetUpgradable condition, nil when the pod has none (see Upgradable).
+	upgradable *condition
 
 	namespace text // holds Namespace's shared copy
 	injected  text // the injected-list annotation
+}
+
+// condition is what the cache keeps of a pod condition: its texts are the same in most pods
+// (the SidecarSetUpgradable condition of the pods of one SidecarSet says the same).
+type condition struct {
+	status, reason, message text
+	since                   time.Time
+}
+
+// Upgradable returns the SidecarSetUpgradable condition, nil when the pod has none.
+func (p *Pod) Upgradable() *corev1.PodCondition {
+	if p.upgradable == nil {
+		return nil
+	}
+	c := p.upgradable
+	return &corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionStatus(c.status.String()),
+		Reason: c.reason.String(), Message: c.message.String(), LastTransitionTime: metav1.NewTime(c.since)}
 }
 
 // text is a string many pods share, stored once for as long as a pod holds it. Two texts are
@@ -242,9 +259,9 @@ func NewPod(pod *corev1.Pod) *Pod {
 			if p.Ready = c.Status == corev1.ConditionTrue; p.Ready {
 				p.ReadySince = c.LastTransitionTime.Time
 			}
-		case c.Type == sidecar.UpgradableCondition && p.Upgradable == nil:
-			p.Upgradable = &corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason,
-				Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+		case c.Type == sidecar.UpgradableCondition && p.upgradable == nil:
+			p.upgradable = &condition{status: newText(string(c.Status)), reason: newText(c.Reason), message: newText(c.Message),
+				since: c.LastTransitionTime.Time}
 		}
 	}
 	p.Containers = make([]Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))

@@ -62,7 +62,7 @@ func TestNewPod(t *testing.T) {
 		t.Errorf("record %+v %v", r, ok)
 	}
 	if p.Working["proxy"] != "proxy-2" || p.InjectedList() != ss.Name || !p.Deleting || !p.Ready || !p.Scheduled ||
-		p.Phase != corev1.PodRunning || p.Upgradable == nil || p.Upgradable.Message != `{"ss":true}` {
+		p.Phase != corev1.PodRunning || p.Upgradable() == nil || p.Upgradable().Message != `{"ss":true}` {
 		t.Errorf("pod %+v", p)
 	}
 	if !labels.SelectorFromSet(labels.Set{"app": "web", "zone": "b"}).Matches(p.Labels) || p.Labels.Has("tier") ||

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// TestScaleCurves (make bench-curves) measures how the server's costs grow with the number of
+// SidecarSets and pods, and appends one JSON record per point to E2E_CURVE_OUT
+// (_output/bench/curves.jsonl), which hack/benchplot turns into a table and a plot:
+//   - for each size of E2E_CURVE_SIZES (100,1000,10000), shape of E2E_BENCH_SHAPES (all of
+//     policytest.Shapes), kind of E2E_CURVE_KINDS (cluster,namespaced) and mode (webhook, policy):
+//     kubectl apply of that many SidecarSets and the time until all have settled, the share
+//     policies serve, 20 more creates (p50, kube-apiserver CPU per create), pod creates
+//     (E2E_CURVE_CREATES per case: added p50/p99 of a pod 5 SidecarSets select, 8-client rate),
+//     the leader's RSS, and kubectl delete --all;
+//   - for each count of E2E_CURVE_PODS (1000,10000): kwok pods one SidecarSet selects, the
+//     leader's RSS per pod, and the rollout of a new image at maxUnavailable 10% with a 1 s
+//     restart against its physical pace.
+//
+// Opt in with E2E_CURVES=1. The whole default run takes hours on 2 cores; narrow it with the
+// variables above.
+func TestScaleCurves(t *testing.T) {
+	if os.Getenv("E2E_CURVES") != "1" {
+		t.Skip("set E2E_CURVES=1 to measure the scale curves")
+	}
+	out := curveOutput(t)
+	ensureNamespace(t, "bench")
+	defer restartServer(t, "policy")
+	defer deleteAllSidecarSets(t)
+	for _, size := range envInts(t, "E2E_CURVE_SIZES", "100,1000,10000") {
+		for _, shape := range envList("E2E_BENCH_SHAPES", strings.Join(policytest.Shapes, ",")) {
+			for _, kind := range envList("E2E_CURVE_KINDS", "cluster,namespaced") {
+				for _, mode := range []string{"webhook", "policy"} {
+					rec := curveSets(t, size, shape, kind, mode)
+					writeRecord(t, out, rec)
+				}
+			}
+		}
+	}
+	for _, pods := range envInts(t, "E2E_CURVE_PODS", "1000,10000") {
+		writeRecord(t, out, curvePods(t, pods))
+	}
+}
+
+// curveRecord is one point of the curves; the zero fields were not measured at that point.
+type curveRecord struct {
+	Series string `json:"series"` // "sets" or "pods"
+	Size   int    `json:"size"`   // SidecarSets or pods
+	Shape  string `json:"shape,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	Mode   string `json:"mode,omitempty"`
+
+	ApplySeconds   float64 `json:"applySeconds,omitempty"`
+	SettleSeconds  float64 `json:"settleSeconds,omitempty"`
+	DeleteSeconds  float64 `json:"deleteSeconds,omitempty"`
+	PolicyShare    float64 `json:"policyShare"`
+	CreateP50Ms    float64 `json:"createP50Ms,omitempty"`
+	CPUPerWriteMs  float64 `json:"cpuPerWriteMs,omitempty"`
+	AddedP50Ms     float64 `json:"addedP50Ms,omitempty"`
+	AddedP99Ms     float64 `json:"addedP99Ms,omitempty"`
+	Rate8          float64 `json:"rate8,omitempty"`
+	BareRate8      float64 `json:"bareRate8,omitempty"`
+	RSSMiB         float64 `json:"rssMiB,omitempty"`
+	RSSPerPodKiB   float64 `json:"rssPerPodKiB,omitempty"`
+	RolloutSeconds float64 `json:"rolloutSeconds,omitempty"`
+	IdealSeconds   float64 `json:"idealSeconds,omitempty"`
+}
+
+func curveOutput(t *testing.T) string {
+	out := os.Getenv("E2E_CURVE_OUT")
+	if out == "" {
+		out = filepath.Join(root, "_output", "bench", "curves.jsonl")
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func writeRecord(t *testing.T, file string, rec curveRecord) {
+	t.Helper()
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("curve: %s\n", data)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func envList(name, def string) []string {
+	v := os.Getenv(name)
+	if v == "" {
+		v = def
+	}
+	return strings.Split(v, ",")
+}
+
+func envInts(t *testing.T, name, def string) []int {
+	var out []int
+	for _, s := range envList(name, def) {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			t.Fatalf("%s: %q is not a positive number", name, s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// curveNamespace is where namespaced SidecarSet i lives: the five that select the measured pod in
+// its namespace, the others 200 to a namespace (the server's default limit per namespace).
+func curveNamespace(i int) string {
+	if i < 5 {
+		return "bench"
+	}
+	return fmt.Sprintf("bench-curve-%03d", (i-5)/200)
+}
+
+// curveSets measures one point of the SidecarSet curves, from none stored.
+func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
+	deleteAllSidecarSets(t)
+	deleteAllNamespaced(t)
+	restartServer(t, mode)
+	waitOwnedPolicies(t, 0)
+	rec := curveRecord{Series: "sets", Size: size, Shape: shape, Kind: kind, Mode: mode}
+	list := policytest.BenchSidecarSets(shape, size)
+	file := curveManifest(t, list, kind)
+	start := time.Now()
+	kubectlOrFail(t, "apply", "-f", file)
+	rec.ApplySeconds = time.Since(start).Seconds()
+	settleKind(t, kind)
+	rec.SettleSeconds = time.Since(start).Seconds()
+	rec.PolicyShare = policyShare(t, kind)
+	if kind == "cluster" {
+		p50, cpu := timeSidecarSetCreates(t, shape, 20)
+		rec.CreateP50Ms, rec.CPUPerWriteMs = ms(p50), ms(cpu)
+	} else {
+		p50, cpu := timeNamespacedCreates(t, 20)
+		rec.CreateP50Ms, rec.CPUPerWriteMs = ms(p50), ms(cpu)
+	}
+	five, none, nokey := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"}), benchPod(map[string]string{"bench-nokey": "x"})
+	injected := asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
+	f := measurePods(t, mode, unthrottled(), five, none, nokey, injected, envInt("E2E_CURVE_CREATES", 500))
+	rec.AddedP50Ms, rec.AddedP99Ms = ms(f.fiveP50-f.bareP50), ms(f.fiveP99-f.bareP99)
+	rec.Rate8, rec.BareRate8 = f.fiveRate, f.bareRate
+	rec.RSSMiB = float64(serverRSS(t)) / (1 << 20)
+	start = time.Now()
+	if kind == "cluster" {
+		kubectlOrFail(t, "delete", "sidecarsets", "--all", "--wait=true")
+	} else {
+		kubectlOrFail(t, "delete", "namespacedsidecarsets", "--all", "--all-namespaces", "--wait=true")
+	}
+	rec.DeleteSeconds = time.Since(start).Seconds()
+	return rec
+}
+
+// curveManifest writes the SidecarSets, or as many NamespacedSidecarSets of the same specs (see
+// curveNamespace), to a file for kubectl apply, as a GitOps sync would.
+func curveManifest(t *testing.T, list []*v1alpha1.SidecarSet, kind string) string {
+	t.Helper()
+	var b strings.Builder
+	seen := map[string]bool{}
+	for i, ss := range list {
+		var obj any
+		if kind == "cluster" {
+			ss.APIVersion, ss.Kind = "apps.kruise.io/v1alpha1", "SidecarSet"
+			obj = ss
+		} else {
+			ns := curveNamespace(i)
+			if !seen[ns] {
+				seen[ns] = true
+				fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
+			}
+			spec := ss.Spec.DeepCopy()
+			spec.Namespace, spec.NamespaceSelector = "", nil
+			obj = &v1alpha1.NamespacedSidecarSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "NamespacedSidecarSet"},
+				ObjectMeta: metav1.ObjectMeta{Name: ss.Name, Namespace: ns}, Spec: *spec}
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	file := filepath.Join(t.TempDir(), "sets.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func kubectlOrFail(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--request-timeout=10m"}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 20))
+	}
+}
+
+func settleKind(t *testing.T, kind string) {
+	if kind == "cluster" {
+		settleAll(t, 30*time.Minute)
+	} else {
+		settleTenantSets(t, 30*time.Minute)
+	}
+}
+
+// policyShare is the share of the stored SidecarSets of the kind whose Injected condition names
+// the policy path.
+func policyShare(t *testing.T, kind string) float64 {
+	t.Helper()
+	var conds [][]metav1.Condition
+	ctx := context.Background()
+	if kind == "cluster" {
+		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			conds = append(conds, list.Items[i].Status.Conditions)
+		}
+	} else {
+		list, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			conds = append(conds, list.Items[i].Status.Conditions)
+		}
+	}
+	policy := 0
+	for _, c := range conds {
+		if cond := meta.FindStatusCondition(c, v1alpha1.SidecarSetInjected); cond != nil && cond.Reason == string(apps.PathPolicy) {
+			policy++
+		}
+	}
+	if len(conds) == 0 {
+		return 0
+	}
+	return float64(policy) / float64(len(conds))
+}
+
+// timeNamespacedCreates creates n more NamespacedSidecarSets in namespace bench one by one (each
+// selecting an app value of its own) and returns the p50 of the create calls and kube-apiserver's
+// CPU time per create, counted until every one has settled.
+func timeNamespacedCreates(t *testing.T, n int) (time.Duration, time.Duration) {
+	t.Helper()
+	before := kubeAPIServerCPU(t)
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		nss := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-write-%02d", i)},
+			Spec: v1alpha1.SidecarSetSpec{
+				Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"bench": fmt.Sprintf("write-%d", i)}},
+				Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: fmt.Sprintf("write-%d", i), Image: "busybox:1.36"}}},
+			}}
+		start := time.Now()
+		if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets("bench").Create(context.Background(), nss, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	settleTenantSets(t, 5*time.Minute)
+	cpu := kubeAPIServerCPU(t) - before
+	p50, _ := percentiles(lat)
+	return p50, cpu / time.Duration(n)
+}
+
+// deleteAllNamespaced deletes every NamespacedSidecarSet.
+func deleteAllNamespaced(t *testing.T) {
+	t.Helper()
+	serialOnly(t, "deleting every NamespacedSidecarSet")
+	kubectlOrFail(t, "delete", "namespacedsidecarsets", "--all", "--all-namespaces", "--wait=true")
+}
+
+// curvePods measures one point of the pod curves: the leader's RSS per pod, and a rollout at
+// maxUnavailable 10% with a 1 s restart.
+func curvePods(t *testing.T, n int) curveRecord {
+	deleteAllSidecarSets(t)
+	deleteAllNamespaced(t)
+	ensureNamespace(t, scaleNamespace)
+	cleanNamespace(t, scaleNamespace)
+	restartServer(t, "policy")   // a fresh heap
+	time.Sleep(20 * time.Second) // the fresh server's heap settles; nothing to wait on
+	idle := serverRSS(t)
+	const delay = time.Second
+	ss := simpleSidecarSet("curve", "busybox:1.36", ptr.To(intstr.FromString("10%")))
+	prepareScale(t, ss, n, map[string]string{"kwok.x-k8s.io/image-change-delay": delay.String()})
+	waitStatusFor(t, "curve", n, 30*time.Minute)
+	rec := curveRecord{Series: "pods", Size: n}
+	rec.RSSMiB = float64(serverRSS(t)) / (1 << 20)
+	rec.RSSPerPodKiB = float64(serverRSS(t)-idle) / float64(n) / 1024
+	start := time.Now()
+	patchImage(t, "curve", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitStatusFor(t, "curve", n, 30*time.Minute)
+	rec.RolloutSeconds = time.Since(start).Seconds()
+	rec.IdealSeconds = (time.Duration((n+n/10-1)/(n/10)) * delay).Seconds()
+	deleteAllSidecarSets(t)
+	cleanNamespace(t, scaleNamespace)
+	return rec
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
