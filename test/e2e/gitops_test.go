@@ -51,6 +51,7 @@ type gitopsSubject struct {
 	patch                func(ctx context.Context, patch string) error
 	resource             func() *rest.Request // a request on the object, for a raw GET
 	delete               func(ctx context.Context) error
+	settled              func(t *testing.T) // waits until the server serves it
 }
 
 // clusterSubject is a SidecarSet confined to namespace ns.
@@ -70,7 +71,8 @@ func clusterSubject(ns string) gitopsSubject {
 		resource: func() *rest.Request {
 			return sidecars.AppsV1alpha1().RESTClient().Get().Resource("sidecarsets").Name(name)
 		},
-		delete: func(ctx context.Context) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		delete:  func(ctx context.Context) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		settled: func(t *testing.T) { waitSettled(t, name) },
 	}
 }
 
@@ -90,7 +92,8 @@ func namespacedSubject(ns string) gitopsSubject {
 		resource: func() *rest.Request {
 			return sidecars.AppsV1alpha1().RESTClient().Get().Namespace(ns).Resource("namespacedsidecarsets").Name(name)
 		},
-		delete: func(ctx context.Context) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		delete:  func(ctx context.Context) error { return client.Delete(ctx, name, metav1.DeleteOptions{}) },
+		settled: func(t *testing.T) { waitNamespacedSettled(t, sidecars, ns, name) },
 	}
 }
 
@@ -102,6 +105,7 @@ func checkGitOpsHealth(t *testing.T, script string, s gitopsSubject) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.delete(context.Background()) })
+	s.settled(t) // pods created before it is served would be created without its sidecar
 	for i := range 2 {
 		pod := teamPod(s.namespace, s.app, fmt.Sprintf("%s-%d", s.app, i))
 		pod.Annotations = map[string]string{"kwok.x-k8s.io/image-change-delay": gitopsRestartDelay}

@@ -106,6 +106,7 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string] // the current term's; nil between terms
 
 	memo policy.Memo // what the last plan compiled, for the next (Reconcile runs one at a time)
+	pace pacer       // spaces out the reconciles events ask for (pace.go)
 
 	onChange func(names ...string) // see OnChange
 }
@@ -123,10 +124,11 @@ func New(opts Options) (*Controller, error) {
 		bindings: noBindings{},
 		webhooks: opts.Webhooks.Lister(),
 	}
+	c.pace.clock = opts.Clock
 	enqueue := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.addAfter(0) },
-		UpdateFunc: func(any, any) { c.addAfter(0) },
-		DeleteFunc: func(any) { c.addAfter(0) },
+		AddFunc:    func(any) { c.addAfter(c.pace.delay()) },
+		UpdateFunc: func(any, any) { c.addAfter(c.pace.delay()) },
+		DeleteFunc: func(any) { c.addAfter(c.pace.delay()) },
 	}
 	informers := []cache.SharedIndexInformer{opts.SidecarSets.Informer(), opts.Webhooks.Informer()}
 	if opts.Policies != nil && opts.Bindings != nil {
@@ -194,7 +196,7 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 		return false
 	}
 	defer q.Done(k)
-	if err := contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }); err != nil {
+	if err := c.pace.run(func() error { return contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }) }); err != nil {
 		klog.ErrorS(err, "reconciling injection policies")
 		q.AddRateLimited(k)
 		return true

@@ -68,20 +68,22 @@ type Options struct {
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
 // pods it injected, in place, at the pace of its update strategy.
 type Controller struct {
-	client     clientset.Interface
-	sets       listers.SidecarSetLister
-	revisions  listers.SidecarSetRevisionLister
-	writer     RevisionWriter
-	pods       *PodSource
-	kube       kubernetes.Interface
-	recorder   record.EventRecorder
-	clock      clock.Clock
-	expect     *expectations
-	metrics    *progress
-	pace       *pacer
-	evictions  *evictions
-	synced     []cache.InformerSynced
-	podsPeriod time.Duration
+	client    clientset.Interface
+	sets      listers.SidecarSetLister
+	revisions listers.SidecarSetRevisionLister
+	// revisionIndex holds the revisions indexed by their SidecarSet (revisionsBySidecarSet).
+	revisionIndex cache.Indexer
+	writer        RevisionWriter
+	pods          *PodSource
+	kube          kubernetes.Interface
+	recorder      record.EventRecorder
+	clock         clock.Clock
+	expect        *expectations
+	metrics       *progress
+	pace          *pacer
+	evictions     *evictions
+	synced        []cache.InformerSynced
+	podsPeriod    time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
@@ -120,6 +122,10 @@ func New(o Options) (*Controller, error) {
 	}
 	for _, ns := range o.ExcludedNamespaces {
 		c.excluded[ns] = true
+	}
+	var err error
+	if c.revisionIndex, err = indexRevisions(o.Revisions.Informer()); err != nil {
+		return nil, err
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

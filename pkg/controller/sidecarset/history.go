@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -19,8 +20,45 @@ import (
 
 // revisionsNamed returns the cached revisions labelled with SidecarSet name.
 func (c *Controller) revisionsNamed(name string) []*v1alpha1.SidecarSetRevision {
-	revs, _ := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
-	return revs
+	if c.revisionIndex == nil {
+		revs, _ := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
+		return revs
+	}
+	objs, _ := c.revisionIndex.ByIndex(revisionsBySidecarSet, name)
+	out := make([]*v1alpha1.SidecarSetRevision, 0, len(objs))
+	for _, obj := range objs {
+		if r, ok := obj.(*v1alpha1.SidecarSetRevision); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// revisionsBySidecarSet indexes revisions by their SidecarSet's name (the
+// v1alpha1.SidecarSetNameLabel label): each round reads its SidecarSet's, and a label selector
+// over every revision made a round cost as much as the SidecarSets stored.
+const revisionsBySidecarSet = "sidecarset"
+
+func revisionSidecarSet(obj interface{}) ([]string, error) {
+	r, ok := obj.(*v1alpha1.SidecarSetRevision)
+	if !ok {
+		return nil, nil
+	}
+	if name, ok := r.Labels[v1alpha1.SidecarSetNameLabel]; ok {
+		return []string{name}, nil
+	}
+	return nil, nil
+}
+
+// indexRevisions adds the revisionsBySidecarSet index to the revision informer (once: several
+// controllers may share the informer) and returns its indexer.
+func indexRevisions(inf cache.SharedIndexInformer) (cache.Indexer, error) {
+	if _, ok := inf.GetIndexer().GetIndexers()[revisionsBySidecarSet]; !ok {
+		if err := inf.AddIndexers(cache.Indexers{revisionsBySidecarSet: revisionSidecarSet}); err != nil {
+			return nil, err
+		}
+	}
+	return inf.GetIndexer(), nil
 }
 
 // splitOwned separates the revisions ss owns from those an earlier SidecarSet of the same name

@@ -12,10 +12,12 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
@@ -86,6 +88,8 @@ func Register(plugins *admission.Plugins) {
 type Plugin struct {
 	*admission.Handler
 	in Inputs
+
+	internal internalCache // the stored SidecarSets converted, for the conflict checks
 }
 
 var (
@@ -376,20 +380,54 @@ func (p *Plugin) others(name string) ([]*apps.SidecarSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	all, err := p.internal.convert(list)
+	if err != nil {
+		return nil, err
+	}
 	namespace, _, namespaced := apps.SplitNamespacedName(name)
-	list = slices.DeleteFunc(list, func(o *v1alpha1.SidecarSet) bool {
+	return slices.DeleteFunc(all, func(o *apps.SidecarSet) bool {
 		ns, _, ok := apps.SplitNamespacedName(o.Name)
 		return ok && (!namespaced || ns != namespace)
-	})
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}), nil
+}
+
+// internalCache keeps the internal form of each stored SidecarSet at its resourceVersion: every
+// SidecarSet write is checked against all the others, and converting them all for each write
+// would make a bulk apply of n SidecarSets cost n² conversions. The converted objects are only
+// read.
+type internalCache struct {
+	mu   sync.Mutex
+	byID map[types.UID]internalEntry
+}
+
+type internalEntry struct {
+	resourceVersion string
+	ss              *apps.SidecarSet
+}
+
+// convert returns the internal forms of list, in its order, converting only what changed since
+// the last call, and forgets the SidecarSets no longer listed.
+func (c *internalCache) convert(list []*v1alpha1.SidecarSet) ([]*apps.SidecarSet, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]*apps.SidecarSet, 0, len(list))
+	next := make(map[types.UID]internalEntry, len(list))
 	for _, w := range list {
-		ss, err := toInternal(w)
-		if err != nil {
-			return nil, err
+		e, ok := c.byID[w.UID]
+		if !ok || e.resourceVersion != w.ResourceVersion || w.UID == "" {
+			ss, err := toInternal(w)
+			if err != nil {
+				return nil, err
+			}
+			e = internalEntry{resourceVersion: w.ResourceVersion, ss: ss}
 		}
-		out = append(out, ss)
+		if w.UID != "" {
+			next[w.UID] = e
+		}
+		out = append(out, e.ss)
 	}
+	c.byID = next
 	return out, nil
 }
 
