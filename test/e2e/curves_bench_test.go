@@ -332,7 +332,8 @@ func deleteAllNamespaced(t *testing.T) {
 	kubectlOrFail(t, "delete", "namespacedsidecarsets", "--all", "--all-namespaces", "--wait=true")
 }
 
-// curvePods measures one point of the pod curves: the leader's RSS per pod, and a rollout at
+// curvePods measures one point of the pod curves: the leader's resident set per pod (after a
+// collection and a while, against the same server idle: see serverMemory), and a rollout at
 // maxUnavailable 10% with a 1 s restart.
 func curvePods(t *testing.T, n int) curveRecord {
 	deleteAllSidecarSets(t)
@@ -341,14 +342,16 @@ func curvePods(t *testing.T, n int) curveRecord {
 	cleanNamespace(t, scaleNamespace)
 	restartServer(t, "policy")   // a fresh heap
 	time.Sleep(20 * time.Second) // the fresh server's heap settles; nothing to wait on
-	idle := serverRSS(t)
+	idle := serverMemory(t, "curve-idle")
 	const delay = time.Second
 	ss := simpleSidecarSet("curve", "busybox:1.36", ptr.To(intstr.FromString("10%")))
 	prepareScale(t, ss, n, map[string]string{"kwok.x-k8s.io/image-change-delay": delay.String()})
 	waitStatusFor(t, "curve", n, 30*time.Minute)
 	rec := curveRecord{Series: "pods", Size: n}
-	rec.RSSMiB = float64(serverRSS(t)) / (1 << 20)
-	rec.RSSPerPodKiB = float64(serverRSS(t)-idle) / float64(n) / 1024
+	time.Sleep(30 * time.Second) // let the collector run before measuring, as TestServerMemoryPerPod
+	loaded := serverMemory(t, "curve-loaded")
+	rec.RSSMiB = float64(loaded.settledRSS) / (1 << 20)
+	rec.RSSPerPodKiB = float64(loaded.settledRSS-idle.settledRSS) / float64(n) / 1024
 	start := time.Now()
 	patchImage(t, "curve", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
 	waitStatusFor(t, "curve", n, 30*time.Minute)
