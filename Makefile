@@ -37,6 +37,7 @@ test: verify unit e2e
 
 verify: lint
 	hack/verify-codegen.sh
+	GO=$(GO) hack/render-deploy.sh --verify
 
 # gofmt, go vet and staticcheck (pinned in hack/verify-lint.sh, fetched from the Go module proxy).
 lint:
@@ -59,13 +60,15 @@ unit:
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/monitoring && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# The Helm chart charts/sidecarset-apiserver: helm lint (here with cert-manager, which needs no
-# certificate files; TestHelmLint lints both sources), and test/chart, which renders the chart
-# against `kubectl kustomize artifacts/deploy` (and the cert-manager and namespace overlays) object
-# by object. helm is built by hack/install-helm.sh the first time.
+# The Helm chart charts/sidecarset-apiserver: helm lint --strict with its values.schema.json (here
+# with cert-manager, which needs no certificate files; TestHelmLint lints every source), the check
+# that artifacts/deploy is what the chart renders (hack/render-deploy.sh), and test/chart, which
+# renders the chart for each combination of values and checks where each value lands. helm is
+# built by hack/install-helm.sh the first time.
 chart:
 	GO=$(GO) hack/install-helm.sh >/dev/null
 	$$(hack/install-helm.sh | tail -n 1) lint --strict charts/sidecarset-apiserver --set certificates.source=cert-manager
+	GO=$(GO) hack/render-deploy.sh --verify
 	$(GO) test -count=1 -v ./test/chart/
 
 # Seven local clusters at once (hack/e2e.sh): the conformance catalogue and the tests that restart

@@ -1,27 +1,136 @@
 {{/*
-Labels Helm adds to every object's metadata (never to selectors or pod templates). The chart test
-(test/chart) drops exactly these before comparing with the kustomization.
+The recommended labels (app.kubernetes.io/*) and Helm's, on every object's metadata; selectors
+keep the fixed app label alone (selectors are immutable).
 */}}
 {{- define "sidecarset.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: sidecarset-apiserver
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* The labels of an object of one component: dict "root" . "component" "etcd". */}}
+{{- define "sidecarset.componentLabels" -}}
+{{ include "sidecarset.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+A pod template's metadata: the selector's app label, the recommended labels of its component and
+the user's labels and annotations: dict "root" . "app" "sidecarset-etcd" "component" "etcd"
+"labels" .Values.etcd.podLabels "annotations" .Values.etcd.podAnnotations.
+*/}}
+{{- define "sidecarset.podMetadata" -}}
+labels:
+  {{- with .labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  app: {{ .app }}
+  app.kubernetes.io/name: {{ .root.Chart.Name }}
+  app.kubernetes.io/instance: {{ .root.Release.Name }}
+  app.kubernetes.io/component: {{ .component }}
+{{- with .annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A pod spec's scheduling and pull secrets: dict "root" . "values" .Values.etcd (nodeSelector,
+tolerations, affinity, topologySpreadConstraints), with "priority" true the priorityClass.
+*/}}
+{{- define "sidecarset.podScheduling" -}}
+{{- if .priority }}
+{{- with .root.Values.priorityClass.name }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+- name: {{ if kindIs "string" . }}{{ . }}{{ else }}{{ .name }}{{ end }}
+{{- end }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The namespace of every namespaced object: namespaceOverride, or the release's. */}}
+{{- define "sidecarset.namespace" -}}
+{{- .Values.namespaceOverride | default .Release.Namespace -}}
 {{- end -}}
 
 {{/* metadata.namespace and metadata.labels of a namespaced object without labels of its own. */}}
 {{- define "sidecarset.namespaced" -}}
-namespace: {{ .Values.namespace }}
+namespace: {{ include "sidecarset.namespace" . }}
 labels:
   {{- include "sidecarset.labels" . | nindent 2 }}
 {{- end -}}
 
+{{/* metadata.annotations that keep an object on uninstall (keepOnUninstall), or nothing. */}}
+{{- define "sidecarset.keep" -}}
+{{- if .Values.keepOnUninstall -}}
+annotations:
+  helm.sh/resource-policy: keep
+{{- end }}
+{{- end -}}
+
+{{/* An image reference: [registry/]repository, then @digest or :tag (tag default: default). */}}
+{{- define "sidecarset.imageRef" -}}
+{{- $name := .image.repository -}}
+{{- with .image.registry }}{{ $name = printf "%s/%s" . $name }}{{ end -}}
+{{- if .image.digest -}}
+{{ $name }}@{{ .image.digest }}
+{{- else -}}
+{{ $name }}:{{ .image.tag | default .default }}
+{{- end -}}
+{{- end -}}
+
 {{/* The image of the server's container. */}}
 {{- define "sidecarset.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ include "sidecarset.imageRef" (dict "image" .Values.image "default" .Chart.AppVersion) }}
 {{- end -}}
 
 {{- define "sidecarset.etcdImage" -}}
-{{ .Values.etcd.image.repository }}:{{ .Values.etcd.image.tag }}
+{{ include "sidecarset.imageRef" (dict "image" .Values.etcd.image "default" "") }}
+{{- end -}}
+
+{{/*
+The name of a certificate's Secret: certificates.existingSecrets' with that source, the chart's
+own otherwise: dict "root" . "key" "etcdClient".
+*/}}
+{{- define "sidecarset.secretName" -}}
+{{- if eq (include "sidecarset.certificateSource" .root) "existingSecrets" -}}
+{{- required (printf "certificates.existingSecrets.%s: the name of a Secret" .key) (get .root.Values.certificates.existingSecrets .key) -}}
+{{- else -}}
+{{- get (dict "etcdServer" "sidecarset-etcd-server" "etcdPeer" "sidecarset-etcd-peer" "etcdClient" "sidecarset-etcd-client" "apiserver" "sidecarset-apiserver-tls") .key -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The namespaces the application webhook never sends, as a JSON list: kube-system (its own webhook),
+the server's, and injection.excludedNamespaces.
+*/}}
+{{- define "sidecarset.webhookExcluded" -}}
+{{- $ns := list "kube-system" (include "sidecarset.namespace" .) -}}
+{{- range .Values.injection.excludedNamespaces }}{{ if not (has . $ns) }}{{ $ns = append $ns . }}{{ end }}{{ end -}}
+{{- toJson $ns -}}
 {{- end -}}
 
 {{/* The number of etcd members, checked: odd and at least 1. */}}
@@ -65,8 +174,8 @@ dict "value" .Values.certificates.etcdCA "name" "etcdCA" "file" "etcd-ca.crt".
 {{/* certificates.source, checked. */}}
 {{- define "sidecarset.certificateSource" -}}
 {{- $s := .Values.certificates.source -}}
-{{- if not (has $s (list "secrets" "cert-manager")) -}}
-{{- fail (printf "certificates.source is %q: secrets or cert-manager" $s) -}}
+{{- if not (has $s (list "secrets" "cert-manager" "existingSecrets")) -}}
+{{- fail (printf "certificates.source is %q: secrets, cert-manager or existingSecrets" $s) -}}
 {{- end -}}
 {{- $s -}}
 {{- end -}}
