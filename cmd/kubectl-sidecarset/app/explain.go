@@ -179,7 +179,7 @@ func (o *options) webhookSelectors(ctx context.Context, name string) ([]*metav1.
 	}
 	cfg, err := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		fmt.Fprintf(o.err, "Warning: cannot read MutatingWebhookConfiguration %q (%v); excluded namespaces are not checked\n", name, err)
+		fmt.Fprintf(o.ErrOut, "Warning: cannot read MutatingWebhookConfiguration %q (%v); excluded namespaces are not checked\n", name, err)
 		return nil, nil
 	}
 	if err != nil {

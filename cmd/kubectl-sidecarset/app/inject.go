@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/revision"
@@ -81,7 +79,7 @@ func (o *options) runInject(ctx context.Context, f *injectFlags) error {
 		return err
 	}
 	for _, w := range warnings {
-		fmt.Fprintln(o.err, "Warning:", w)
+		fmt.Fprintln(o.ErrOut, "Warning:", w)
 	}
 	return o.printObjects(out)
 }
@@ -120,7 +118,7 @@ func injectObjects(objs []*unstructured.Unstructured, src *sources, defaultNS st
 
 // readFile reads the objects of a file, or of stdin for "-".
 func (o *options) readFile(name string) ([]*unstructured.Unstructured, error) {
-	var r io.Reader = o.in
+	var r io.Reader = o.In
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
@@ -134,38 +132,6 @@ func (o *options) readFile(name string) ([]*unstructured.Unstructured, error) {
 		err = fmt.Errorf("%s: no object", name)
 	}
 	return objs, err
-}
-
-// printObjects prints objects as YAML documents, or JSON (a List when there are several).
-func (o *options) printObjects(objs []*unstructured.Unstructured) error {
-	if o.output == "json" {
-		if len(objs) == 1 {
-			return o.print(objs[0].Object, nil)
-		}
-		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objectsOf(objs)}
-		return o.print(list, nil)
-	}
-	for i, obj := range objs {
-		if i > 0 {
-			fmt.Fprintln(o.out, "---")
-		}
-		data, err := yaml.Marshal(obj.Object)
-		if err != nil {
-			return err
-		}
-		if _, err := o.out.Write(data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func objectsOf(objs []*unstructured.Unstructured) []any {
-	out := make([]any, len(objs))
-	for i := range objs {
-		out[i] = objs[i].Object
-	}
-	return out
 }
 
 // sources reads the SidecarSets from a file (then no cluster is used) or from the cluster, and
@@ -196,7 +162,7 @@ func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources,
 		return nil, "", err
 	}
 	for _, w := range src.warnings {
-		fmt.Fprintln(o.err, "Warning:", w)
+		fmt.Fprintln(o.ErrOut, "Warning:", w)
 	}
 	if nsLabels != "" {
 		src.nsLabels = func(string) (map[string]string, error) { return labels, nil }
@@ -210,12 +176,13 @@ func (o *options) sources(ctx context.Context, file, nsLabels string) (*sources,
 func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, error) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	src := &sources{}
+	d := newAPIDecoder()
 	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "SidecarSet":
 			ss := &v1alpha1.SidecarSet{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, ss, true); err != nil {
-				return nil, fmt.Errorf("SidecarSet %q: %w", obj.GetName(), err)
+			if err := d.decode(obj, ss); err != nil {
+				return nil, err
 			}
 			held, err := storedSidecarSet(ss)
 			if err != nil {
@@ -223,15 +190,15 @@ func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, err
 			}
 			src.sidecarSets = append(src.sidecarSets, held)
 		case "NamespacedSidecarSet":
-			ss, err := offlineNamespaced(obj, ns)
+			ss, err := offlineNamespaced(d, obj, ns)
 			if err != nil {
 				return nil, err
 			}
 			src.sidecarSets = append(src.sidecarSets, ss)
 		case "SidecarSetRevision":
 			rev := &v1alpha1.SidecarSetRevision{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, rev); err != nil {
-				return nil, fmt.Errorf("SidecarSetRevision %q: %w", obj.GetName(), err)
+			if err := d.decode(obj, rev); err != nil {
+				return nil, err
 			}
 			if err := indexer.Add(stored.Revision(rev)); err != nil {
 				return nil, err
@@ -246,10 +213,10 @@ func offlineSources(objs []*unstructured.Unstructured, ns string) (*sources, err
 
 // offlineNamespaced decodes a NamespacedSidecarSet, of namespace ns when it names none, as the
 // SidecarSet it takes part as, as the server stores it. Both kinds default alike.
-func offlineNamespaced(obj *unstructured.Unstructured, ns string) (*v1alpha1.SidecarSet, error) {
+func offlineNamespaced(d *apiDecoder, obj *unstructured.Unstructured, ns string) (*v1alpha1.SidecarSet, error) {
 	n := &v1alpha1.NamespacedSidecarSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, n, true); err != nil {
-		return nil, fmt.Errorf("NamespacedSidecarSet %q: %w", obj.GetName(), err)
+	if err := d.decode(obj, n); err != nil {
+		return nil, err
 	}
 	if n.Namespace == "" {
 		n.Namespace = ns
@@ -329,18 +296,14 @@ func clusterNamespaced(ctx context.Context, c *clients) ([]*v1alpha1.SidecarSet,
 	return out, nil
 }
 
-// parseLabels parses k=v,k2=v2.
+// parseLabels parses --namespace-labels, k=v,k2=v2, as kubectl parses a label set.
 func parseLabels(s string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--namespace-labels: %q is not k=v", kv)
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	set, err := labels.ConvertSelectorToLabelsMap(s)
+	if err != nil {
+		return nil, fmt.Errorf("--namespace-labels: %w", err)
 	}
-	return out, nil
+	return set, nil
 }

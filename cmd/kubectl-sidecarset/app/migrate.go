@@ -133,14 +133,14 @@ func (o *options) runMigrate(ctx context.Context, f *migrateFlags) error {
 		return err
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintln(o.err, "Warning:", w)
+		fmt.Fprintln(o.ErrOut, "Warning:", w)
 	}
 	switch {
 	case f.export != "":
 		if err := writeExport(f.export, objs); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(o.out, "exported %d SidecarSets and %d of their ControllerRevisions to %s\n", len(plan.SidecarSets), len(plan.Revisions), f.export)
+		_, err := fmt.Fprintf(o.Out, "exported %d SidecarSets and %d of their ControllerRevisions to %s\n", len(plan.SidecarSets), len(plan.Revisions), f.export)
 		return err
 	case f.dryRun:
 		return o.printObjects(planObjects(plan))
@@ -150,11 +150,11 @@ func (o *options) runMigrate(ctx context.Context, f *migrateFlags) error {
 		return err
 	}
 	w := &migration{client: c.sidecarSet, settle: f.settle}
-	report := func(line string) { fmt.Fprintln(o.out, line) }
+	report := func(line string) { fmt.Fprintln(o.Out, line) }
 	if o.output != "" {
 		report = func(string) {} // -o prints the objects as stored instead
 	}
-	written, failed := w.apply(ctx, plan, report, func(err error) { fmt.Fprintln(o.err, "error:", err) })
+	written, failed := w.apply(ctx, plan, report, func(err error) { fmt.Fprintln(o.ErrOut, "error:", err) })
 	if o.output != "" {
 		if err := o.printObjects(written); err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -138,7 +138,8 @@ rollout stalls (a pod fails to run its new sidecar image, or the rollout is paus
 --timeout passes.`,
 		Example: `  kubectl sidecarset rollout status logging --timeout 5m
   kubectl sidecarset rollout status namespacedsidecarset/log-agent -n shop`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runStatus(cmd.Context(), args[0], watch, timeout, interval)
 		},
@@ -196,12 +197,12 @@ func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout
 		}
 		pr := assess(t, r)
 		if pr.line != last {
-			fmt.Fprintln(o.out, pr.line)
+			fmt.Fprintln(o.Out, pr.line)
 			last = pr.line
 		}
 		switch {
 		case pr.done:
-			fmt.Fprintf(o.out, "%s successfully rolled out\n", t)
+			fmt.Fprintf(o.Out, "%s successfully rolled out\n", t)
 			return nil
 		case pr.stalled != "":
 			return fmt.Errorf("%w: %s: %s", errStalled, t, pr.stalled)
@@ -218,9 +219,10 @@ func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout
 
 func newActionCommand(o *options, use string, action v1alpha1.RolloutAction, done string) *cobra.Command {
 	return &cobra.Command{
-		Use:   use + " " + targetUse,
-		Short: fmt.Sprintf("%s the rollout of a SidecarSet or NamespacedSidecarSet (updateStrategy.paused)", strings.ToUpper(use[:1])+use[1:]),
-		Args:  cobra.ExactArgs(1),
+		Use:               use + " " + targetUse,
+		Short:             fmt.Sprintf("%s the rollout of a SidecarSet or NamespacedSidecarSet (updateStrategy.paused)", strings.ToUpper(use[:1])+use[1:]),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, api, err := o.target(args[0])
 			if err != nil {
@@ -237,10 +239,14 @@ func (o *options) act(ctx context.Context, t rolloutTarget, api rolloutAPI, spec
 	if err != nil {
 		return err
 	}
-	if o.output != "" {
-		return o.print(r, nil)
+	switch o.output {
+	case "":
+		_, err = fmt.Fprintf(o.Out, "%s %s\n", t.qualified(), done)
+	case "name": // the object acted on, as kubectl rollout pause -o name prints it
+		_, err = fmt.Fprintln(o.Out, t.qualified())
+	default:
+		err = o.print(r, nil)
 	}
-	_, err = fmt.Fprintf(o.out, "%s %s\n", t.qualified(), done)
 	return err
 }
 
@@ -251,7 +257,8 @@ func newUndoCommand(o *options) *cobra.Command {
 		Short: "Roll a SidecarSet or NamespacedSidecarSet back to a revision (the previous one by default)",
 		Example: `  kubectl sidecarset rollout undo logging --to-revision 2
   kubectl sidecarset rollout undo namespacedsidecarset/log-agent -n shop`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, api, err := o.target(args[0])
 			if err != nil {
@@ -292,9 +299,10 @@ func undoTarget(revs []v1alpha1.SidecarSetRevision, to int64) (*v1alpha1.Sidecar
 
 func newHistoryCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "history " + targetUse,
-		Short: "List the revisions of a SidecarSet or NamespacedSidecarSet, newest first",
-		Args:  cobra.ExactArgs(1),
+		Use:               "history " + targetUse,
+		Short:             "List the revisions of a SidecarSet or NamespacedSidecarSet, newest first",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.checkOutput(); err != nil {
 				return err
@@ -349,7 +357,8 @@ would hold (partition, updateStrategy.selector, paused), and those it could not 
 (a change other than an image). NEW.yaml holds one object of the kind named.`,
 		Example: `  kubectl sidecarset rollout preview logging -f logging-v2.yaml
   kubectl sidecarset rollout preview namespacedsidecarset/log-agent -n shop -f log-agent-v2.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.runPreview(cmd.Context(), args[0], file)
 		},
@@ -374,9 +383,8 @@ func (o *options) runPreview(ctx context.Context, arg, file string) error {
 	if len(objs) != 1 || objs[0].GetKind() != t.kind() {
 		return fmt.Errorf("%s: want one %s", file, t.kind())
 	}
-	// Both kinds have the same metadata and spec.
-	proposed := &v1alpha1.SidecarSet{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, proposed, true); err != nil {
+	proposed, err := decodeProposed(objs[0], t)
+	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if proposed.Name != "" && proposed.Name != t.name {
@@ -423,4 +431,19 @@ func printPreview(w io.Writer, t rolloutTarget, r *v1alpha1.SidecarSetRollout) e
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// decodeProposed decodes the proposed SidecarSet or NamespacedSidecarSet of a preview, of any
+// served version; a NamespacedSidecarSet is returned as a SidecarSet of the same metadata and spec.
+func decodeProposed(obj *unstructured.Unstructured, t rolloutTarget) (*v1alpha1.SidecarSet, error) {
+	d := newAPIDecoder()
+	if !t.namespaced {
+		ss := &v1alpha1.SidecarSet{}
+		return ss, d.decode(obj, ss)
+	}
+	n := &v1alpha1.NamespacedSidecarSet{}
+	if err := d.decode(obj, n); err != nil {
+		return nil, err
+	}
+	return &v1alpha1.SidecarSet{ObjectMeta: n.ObjectMeta, Spec: n.Spec}, nil
 }

@@ -3,7 +3,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,30 +11,44 @@ import (
 
 	"github.com/spf13/cobra"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/scheme"
 )
 
-// Exit codes, as kubectl's: 0 success, 1 any failure (an error, a stalled or timed out rollout).
+// Exit codes, as kubectl's: 0 success, 1 any failure (an error, a stalled or timed out rollout, a
+// check that found problems); check exits 2 when it could not run at all.
 const (
-	exitOK    = 0
-	exitError = 1
+	exitOK          = 0
+	exitError       = 1
+	exitCouldNotRun = 2
 )
+
+// exitCodeError is an error that exits with a code other than exitError.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string { return e.err.Error() }
+func (e *exitCodeError) Unwrap() error { return e.err }
 
 // options are the flags every command shares and the clients built from them.
 type options struct {
-	loading   *clientcmd.ClientConfigLoadingRules
-	overrides *clientcmd.ConfigOverrides
-	output    string
-	in        io.Reader
-	out, err  io.Writer
+	// config holds kubectl's connection flags (--kubeconfig, --context, --server, --token, -n ...).
+	config *genericclioptions.ConfigFlags
+	// printFlags holds -o and the template flags; output is its -o.
+	printFlags *genericclioptions.PrintFlags
+	output     string
+	genericiooptions.IOStreams
 
 	// newClients builds the clients; tests replace it.
 	newClients func() (*clients, error)
@@ -53,23 +66,30 @@ type clients struct {
 
 // Main runs the command with args and returns the process exit code.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
-	cmd := NewCommand(in, out, errOut)
+	cmd := NewCommand(genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
 	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(errOut, "error:", err)
-		return exitError
+	err := cmd.Execute()
+	if err == nil {
+		return exitOK
 	}
-	return exitOK
+	fmt.Fprintln(errOut, "error:", err)
+	if e := (*exitCodeError)(nil); errors.As(err, &e) {
+		return e.code
+	}
+	return exitError
 }
 
-// NewCommand returns the root command, kubectl-sidecarset.
-func NewCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
-	return newRoot(newOptions(in, out, errOut))
+// NewCommand returns the root command, kubectl-sidecarset, shown as `kubectl sidecarset`.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRoot(newOptions(streams.In, streams.Out, streams.ErrOut))
 }
 
 func newOptions(in io.Reader, out, errOut io.Writer) *options {
-	o := &options{loading: clientcmd.NewDefaultClientConfigLoadingRules(), overrides: &clientcmd.ConfigOverrides{}, in: in, out: out, err: errOut,
-		now: time.Now, rand: rand.Float64}
+	o := &options{config: genericclioptions.NewConfigFlags(true), printFlags: genericclioptions.NewPrintFlags(""),
+		IOStreams: genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut},
+		now:       time.Now, rand: rand.Float64}
+	o.printFlags.OutputFormat = &o.output
+	o.printFlags.WithTypeSetter(scheme.Scheme)
 	o.newClients = o.clusterClients
 	return o
 }
@@ -77,38 +97,39 @@ func newOptions(in io.Reader, out, errOut io.Writer) *options {
 func newRoot(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "kubectl-sidecarset",
-		Short:         "Inject, explain and roll out SidecarSets and NamespacedSidecarSets (apps.kruise.io/v1alpha1)",
+		Short:         "Inject, explain, check and roll out SidecarSets and NamespacedSidecarSets (apps.kruise.io)",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sidecarset"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.SetIn(o.in)
-	cmd.SetOut(o.out)
-	cmd.SetErr(o.err)
+	cmd.SetIn(o.In)
+	cmd.SetOut(o.Out)
+	cmd.SetErr(o.ErrOut)
 	flags := cmd.PersistentFlags()
-	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file")
-	flags.StringVar(&o.overrides.CurrentContext, "context", "", "the kubeconfig context to use")
-	flags.StringVarP(&o.overrides.Context.Namespace, "namespace", "n", "", "the namespace of the pods and of NamespacedSidecarSets (default: the kubeconfig context's)")
-	flags.StringVar(&o.overrides.Context.Cluster, "cluster", "", "the kubeconfig cluster to use")
-	flags.StringVar(&o.overrides.Context.AuthInfo, "user", "", "the kubeconfig user to use")
-	flags.StringVar(&o.overrides.AuthInfo.Impersonate, "as", "", "user to impersonate")
-	flags.StringArrayVar(&o.overrides.AuthInfo.ImpersonateGroups, "as-group", nil, "group to impersonate (repeatable)")
-	flags.StringVarP(&o.output, "output", "o", "", "output format: yaml or json (default: human readable)")
-	cmd.AddCommand(newInjectCommand(o), newExplainCommand(o), newRolloutCommand(o), newVersionCommand(o), newCheckCommand(o), newMigrateCommand(o))
+	o.config.AddFlags(flags)
+	addPrintFlags(flags, o.printFlags)
+	registerFlagCompletion(cmd, o)
+	cmd.AddCommand(newInjectCommand(o), newExplainCommand(o), newRolloutCommand(o), newVersionCommand(o), newCheckCommand(o), newMigrateCommand(o),
+		newCompletionCommand(cmd))
 	return cmd
 }
 
 func (o *options) clientConfig() clientcmd.ClientConfig {
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.loading, o.overrides)
+	return o.config.ToRawKubeConfigLoader()
+}
+
+// restConfig is the client configuration of the kubeconfig and flags.
+func (o *options) restConfig() (*rest.Config, error) {
+	return o.config.ToRESTConfig()
 }
 
 // clusterClients builds the clients from the kubeconfig and flags.
 func (o *options) clusterClients() (*clients, error) {
-	cc := o.clientConfig()
-	cfg, err := cc.ClientConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	ns, _, err := cc.Namespace()
+	ns, _, err := o.clientConfig().Namespace()
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +160,7 @@ type clusterAPIs struct {
 
 // clusterAPIs builds the clients of clusterAPIs from the kubeconfig and flags.
 func (o *options) clusterAPIs() (*clusterAPIs, error) {
-	cfg, err := o.clientConfig().ClientConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -162,40 +183,10 @@ func (o *options) clusterAPIs() (*clusterAPIs, error) {
 
 // offlineNamespace is the namespace without a cluster: the -n flag, else "default".
 func (o *options) offlineNamespace() string {
-	if o.overrides.Context.Namespace != "" {
-		return o.overrides.Context.Namespace
+	if o.config.Namespace != nil && *o.config.Namespace != "" {
+		return *o.config.Namespace
 	}
 	return "default"
-}
-
-// checkOutput validates -o for commands that print objects.
-func (o *options) checkOutput() error {
-	switch o.output {
-	case "", "yaml", "json":
-		return nil
-	}
-	return fmt.Errorf("unsupported output format %q: use yaml or json", o.output)
-}
-
-// print writes v as YAML or JSON (-o json); human is used without -o when set.
-func (o *options) print(v any, human func(io.Writer) error) error {
-	switch {
-	case o.output == "json":
-		data, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(o.out, string(data))
-		return err
-	case o.output == "yaml" || human == nil:
-		data, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = o.out.Write(data)
-		return err
-	}
-	return human(o.out)
 }
 
 // errStalled is returned when a rollout makes no progress; it exits with exitError.
