@@ -3,6 +3,7 @@ module github.com/sidecarset/apiserver/hack/release
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	sigs.k8s.io/yaml v1.6.0
 )
