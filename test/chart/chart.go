@@ -1,7 +1,8 @@
-// Package chart renders the Helm chart charts/sidecarset-apiserver and the kustomization it
-// reproduces, artifacts/deploy, and compares the two object by object. Its tests (ordinary go
-// test, no cluster) prove that the chart's default values install exactly what the kustomization
-// installs; Render is for tests against a cluster (helm template | kubectl apply --dry-run=server).
+// Package chart renders the Helm chart charts/sidecarset-apiserver, the one source of the
+// kustomization artifacts/deploy (hack/render-deploy.sh). Its tests (ordinary go test, no cluster)
+// check that each combination of values renders every object it must and that each value reaches
+// every place it must; Render is for tests against a cluster (helm template | kubectl apply
+// --dry-run=server).
 //
 // helm is built from the Go module proxy by hack/install-helm.sh (the first time, about two
 // minutes), kubectl by hack/install-tools.sh; both into _output/tools.
@@ -10,15 +11,12 @@ package chart
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -33,20 +31,9 @@ const (
 	Dir = "charts/sidecarset-apiserver"
 	// Release is the release name the tests render with.
 	Release = "sidecarset"
+	// Namespace is the release namespace the tests render with (helm --namespace).
+	Namespace = "sidecarset-system"
 )
-
-// HelmLabels are the labels the chart adds to every object's metadata (helm.sh/chart,
-// app.kubernetes.io/managed-by=Helm, app.kubernetes.io/instance): Normalize drops them, and only
-// them, before a comparison with the kustomization. A value of nil drops the label whatever its
-// value.
-var HelmLabels = map[string]*string{
-	"helm.sh/chart":                nil,
-	"app.kubernetes.io/managed-by": ptr("Helm"),
-	"app.kubernetes.io/instance":   nil,
-	"app.kubernetes.io/version":    nil,
-}
-
-func ptr(s string) *string { return &s }
 
 // CertFiles maps the chart's certificate values (certificates.source=secrets) to the files
 // hack/deploy-certs.sh writes.
@@ -138,9 +125,10 @@ func CertFlags(dir string) []string {
 	return flags
 }
 
-// Template returns `helm template` of the chart (release Release) with args (values flags).
+// Template returns `helm template` of the chart (release Release in namespace Namespace, which a
+// --namespace in args overrides) with args (values flags).
 func Template(helm, root string, args ...string) ([]byte, error) {
-	return run(root, nil, helm, append([]string{"template", Release, filepath.Join(root, Dir)}, args...)...)
+	return run(root, nil, helm, append([]string{"template", Release, filepath.Join(root, Dir), "--namespace", Namespace}, args...)...)
 }
 
 // Render builds helm if needed and returns the chart rendered with the certificates of certDir
@@ -152,7 +140,7 @@ func Render(root, certDir string, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteCerts(root, certDir, ""); err != nil {
+	if err := WriteCerts(root, certDir, Namespace); err != nil {
 		return nil, err
 	}
 	return Template(helm, root, append(CertFlags(certDir), args...)...)
@@ -220,129 +208,6 @@ func Parse(manifest []byte) (map[Key]*unstructured.Unstructured, error) {
 		}
 		objs[k] = u
 	}
-}
-
-// Normalize returns a copy of obj without the chart's HelmLabels (and without metadata.labels if
-// nothing else is left) and with each Secret data value replaced by the length and SHA-256 of the
-// bytes it encodes (kustomize wraps the base64 lines, helm does not; and differences are reported
-// without printing key material).
-func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	obj = obj.DeepCopy()
-	if labels, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels"); ok {
-		if labels, ok := labels.(map[string]interface{}); ok {
-			for k, want := range HelmLabels {
-				if v, ok := labels[k]; ok && (want == nil || v == *want) {
-					delete(labels, k)
-				}
-			}
-			if len(labels) == 0 {
-				unstructured.RemoveNestedField(obj.Object, "metadata", "labels")
-			}
-		}
-	}
-	if obj.GetKind() == "Secret" {
-		if data, ok := obj.Object["data"].(map[string]interface{}); ok {
-			for k, v := range data {
-				s, ok := v.(string)
-				if !ok {
-					continue
-				}
-				if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(s), "")); err == nil {
-					data[k] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
-				}
-			}
-		}
-	}
-	return obj
-}
-
-// Compare returns every difference between the chart's objects and the kustomization's, after
-// Normalize: objects only one side has, and each differing field of the others (by its path).
-func Compare(chart, kustomize map[Key]*unstructured.Unstructured) []string {
-	var diffs []string
-	for k, c := range chart {
-		kz, ok := kustomize[k]
-		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: only in the chart", k))
-			continue
-		}
-		for _, d := range diff("", Normalize(c).Object, Normalize(kz).Object) {
-			diffs = append(diffs, fmt.Sprintf("%s: %s", k, d))
-		}
-	}
-	for k := range kustomize {
-		if _, ok := chart[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: only in the kustomization", k))
-		}
-	}
-	sort.Strings(diffs)
-	return diffs
-}
-
-// diff returns the paths at which a (the chart's) and b (the kustomization's) differ.
-func diff(path string, a, b interface{}) []string {
-	switch av := a.(type) {
-	case map[string]interface{}:
-		bv, ok := b.(map[string]interface{})
-		if !ok {
-			break
-		}
-		keys := map[string]bool{}
-		for k := range av {
-			keys[k] = true
-		}
-		for k := range bv {
-			keys[k] = true
-		}
-		var out []string
-		for k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			x, inA := av[k]
-			y, inB := bv[k]
-			switch {
-			case !inA:
-				out = append(out, fmt.Sprintf("%s: missing in the chart (kustomization: %s)", p, show(y)))
-			case !inB:
-				out = append(out, fmt.Sprintf("%s: only in the chart (%s)", p, show(x)))
-			default:
-				out = append(out, diff(p, x, y)...)
-			}
-		}
-		return out
-	case []interface{}:
-		bv, ok := b.([]interface{})
-		if !ok || len(av) != len(bv) {
-			break
-		}
-		var out []string
-		for i := range av {
-			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), av[i], bv[i])...)
-		}
-		return out
-	default:
-		if reflect.DeepEqual(a, b) {
-			return nil
-		}
-	}
-	if reflect.DeepEqual(a, b) {
-		return nil
-	}
-	return []string{fmt.Sprintf("%s: chart %s, kustomization %s", path, show(a), show(b))}
-}
-
-func show(v interface{}) string {
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%#v", v)
-	}
-	s := strings.TrimSpace(string(b))
-	if strings.Contains(s, "\n") {
-		return "\n" + s
-	}
-	return fmt.Sprintf("%s (%T)", s, v)
 }
 
 // CopyTree copies the regular files under src to dst, leaving out top-level directories named skip.

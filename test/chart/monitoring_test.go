@@ -16,9 +16,9 @@ import (
 var (
 	readerRole        = Key{"ClusterRole", "", "sidecarset-apiserver-metrics-reader"}
 	readerBinding     = Key{"ClusterRoleBinding", "", "sidecarset-apiserver-metrics-reader"}
-	serverMonitor     = Key{"ServiceMonitor", "kruise-system", "sidecarset-apiserver"}
-	etcdMonitor       = Key{"ServiceMonitor", "kruise-system", "sidecarset-etcd"}
-	alertRule         = Key{"PrometheusRule", "kruise-system", "sidecarset-apiserver"}
+	serverMonitor     = Key{"ServiceMonitor", Namespace, "sidecarset-apiserver"}
+	etcdMonitor       = Key{"ServiceMonitor", Namespace, "sidecarset-etcd"}
+	alertRule         = Key{"PrometheusRule", Namespace, "sidecarset-apiserver"}
 	dashboardConfig   = Key{"ConfigMap", "grafana", "sidecarset-apiserver-dashboard"}
 	monitoringObjects = []Key{readerRole, readerBinding, serverMonitor, etcdMonitor, alertRule, dashboardConfig}
 )
@@ -59,17 +59,17 @@ func TestChartMonitoring(t *testing.T) {
 
 	sm := get(t, objs, serverMonitor)
 	expect(t, sm, "kube-prometheus-stack", "metadata", "labels", "release")
-	endpoint := checkMonitorSelects(t, objs, sm, Key{"Service", "kruise-system", "sidecarset-apiserver"})
+	endpoint := checkMonitorSelects(t, objs, sm, Key{"Service", Namespace, "sidecarset-apiserver"})
 	expect(t, endpoint, "https", "scheme")
 	expect(t, endpoint, "15s", "interval")
 	expect(t, endpoint, "/var/run/secrets/kubernetes.io/serviceaccount/token", "bearerTokenFile")
-	expect(t, endpoint, "sidecarset-apiserver.kruise-system.svc", "tlsConfig", "serverName")
+	expect(t, endpoint, "sidecarset-apiserver."+Namespace+".svc", "tlsConfig", "serverName")
 	expect(t, endpoint, "sidecarset-apiserver-tls", "tlsConfig", "ca", "secret", "name")
 	expect(t, endpoint, "ca.crt", "tlsConfig", "ca", "secret", "key")
-	if _, ok, _ := unstructured.NestedString(get(t, objs, Key{"Secret", "kruise-system", "sidecarset-apiserver-tls"}).Object, "data", "ca.crt"); !ok {
+	if _, ok, _ := unstructured.NestedString(get(t, objs, Key{"Secret", Namespace, "sidecarset-apiserver-tls"}).Object, "data", "ca.crt"); !ok {
 		t.Error("the serving Secret has no ca.crt for the ServiceMonitor to verify the server with")
 	}
-	endpoint = checkMonitorSelects(t, objs, get(t, objs, etcdMonitor), Key{"Service", "kruise-system", "sidecarset-etcd"})
+	endpoint = checkMonitorSelects(t, objs, get(t, objs, etcdMonitor), Key{"Service", Namespace, "sidecarset-etcd"})
 	expect(t, endpoint, "http", "scheme")
 
 	rule := get(t, objs, alertRule)

@@ -1,0 +1,360 @@
+package chart
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The objects whose pods the chart's values reach.
+var (
+	server       = Key{"Deployment", Namespace, "sidecarset-apiserver"}
+	etcd         = Key{"StatefulSet", Namespace, "sidecarset-etcd"}
+	backup       = Key{"CronJob", Namespace, "sidecarset-etcd-backup-00"}
+	injector     = Key{"MutatingWebhookConfiguration", "", "sidecarset-injector"}
+	guardBinding = Key{"ValidatingAdmissionPolicyBinding", "", "sidecarset-apiserver-webhook-guard"}
+)
+
+// podSpec returns the pod spec of a Deployment, StatefulSet or CronJob.
+func podSpec(t *testing.T, o *unstructured.Unstructured) map[string]interface{} {
+	t.Helper()
+	path := []string{"spec", "template", "spec"}
+	if o.GetKind() == "CronJob" {
+		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+	}
+	spec, found, err := unstructured.NestedMap(o.Object, path...)
+	if err != nil || !found {
+		t.Fatalf("%s %s: no pod spec (%v)", o.GetKind(), o.GetName(), err)
+	}
+	return spec
+}
+
+// podMeta returns the pod template's metadata of a Deployment, StatefulSet or CronJob.
+func podMeta(t *testing.T, o *unstructured.Unstructured) map[string]interface{} {
+	t.Helper()
+	path := []string{"spec", "template", "metadata"}
+	if o.GetKind() == "CronJob" {
+		path = []string{"spec", "jobTemplate", "spec", "template", "metadata"}
+	}
+	meta, _, err := unstructured.NestedMap(o.Object, path...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
+
+func firstContainer(t *testing.T, o *unstructured.Unstructured) map[string]interface{} {
+	t.Helper()
+	cs, _ := podSpec(t, o)["containers"].([]interface{})
+	if len(cs) == 0 {
+		t.Fatalf("%s %s: no containers", o.GetKind(), o.GetName())
+	}
+	return cs[0].(map[string]interface{})
+}
+
+func serverArgs(t *testing.T, objs map[Key]*unstructured.Unstructured) []string {
+	t.Helper()
+	var args []string
+	for _, a := range firstContainer(t, get(t, objs, server))["args"].([]interface{}) {
+		args = append(args, a.(string))
+	}
+	return args
+}
+
+// webhooks returns the template's webhooks by name.
+func webhooks(t *testing.T, objs map[Key]*unstructured.Unstructured) map[string]map[string]interface{} {
+	t.Helper()
+	out := map[string]map[string]interface{}{}
+	for _, w := range get(t, objs, injector).Object["webhooks"].([]interface{}) {
+		w := w.(map[string]interface{})
+		out[w["name"].(string)] = w
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d webhooks in the template, want 2", len(out))
+	}
+	return out
+}
+
+// excludedBy returns the namespaces a webhook's namespaceSelector leaves out by name (NotIn).
+func excludedBy(w map[string]interface{}) []string {
+	var out []string
+	sel, _ := w["namespaceSelector"].(map[string]interface{})
+	exprs, _ := sel["matchExpressions"].([]interface{})
+	for _, e := range exprs {
+		e := e.(map[string]interface{})
+		if e["key"] == "kubernetes.io/metadata.name" && e["operator"] == "NotIn" {
+			for _, v := range e["values"].([]interface{}) {
+				out = append(out, v.(string))
+			}
+		}
+	}
+	return out
+}
+
+func hasAll(have []string, want ...string) bool {
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	for _, w := range want {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestValuesReachEveryPlace: each value lands in every object that must carry it (the server's
+// flags and the webhooks it compares with, every pod the chart runs, every volume of a Secret).
+func TestValuesReachEveryPlace(t *testing.T) {
+	e := setup(t)
+	pods := []Key{server, etcd, backup}
+	for _, tc := range []struct {
+		name   string
+		values []string
+		check  func(t *testing.T, objs map[Key]*unstructured.Unstructured)
+	}{
+		{"excluded namespaces: the server's flag and every webhook's namespaceSelector",
+			[]string{"injection.excludedNamespaces={team-a,team-b}"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if !hasAll(serverArgs(t, objs), "--injection-excluded-namespaces=team-a,team-b") {
+					t.Errorf("the server's args %v do not exclude team-a,team-b", serverArgs(t, objs))
+				}
+				for name, w := range webhooks(t, objs) {
+					if !hasAll(excludedBy(w), "team-a", "team-b") {
+						t.Errorf("webhook %s excludes %v, not team-a and team-b", name, excludedBy(w))
+					}
+				}
+				if got := excludedBy(webhooks(t, objs)["sidecarinjection.admission.kruise.io"]); !hasAll(got, "kube-system", Namespace) {
+					t.Errorf("the application webhook excludes %v, not kube-system and the server's namespace", got)
+				}
+			}},
+		{"failure policies and timeouts: the template the server-write guard compares with",
+			[]string{"webhook.failurePolicy=Ignore", "webhook.timeoutSeconds=7", "webhook.kubeSystem.failurePolicy=Fail", "webhook.kubeSystem.timeoutSeconds=3"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				ws := webhooks(t, objs)
+				for name, want := range map[string][2]interface{}{
+					"sidecarinjection.admission.kruise.io":        {"Ignore", int64(7)},
+					"sidecarinjection-system.admission.kruise.io": {"Fail", int64(3)},
+				} {
+					got := [2]interface{}{ws[name]["failurePolicy"], ws[name]["timeoutSeconds"]}
+					if f, ok := got[1].(float64); ok {
+						got[1] = int64(f)
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("webhook %s failurePolicy, timeoutSeconds (-want +got):\n%s", name, diff)
+					}
+				}
+				// The guard's parameter is the template itself: what the server writes keeps these.
+				expect(t, get(t, objs, guardBinding), injector.Name, "spec", "paramRef", "name")
+			}},
+		{"injection mode, log level and extra args: the server's flags",
+			[]string{"injection.mode=webhook", "logLevel=4", "extraArgs={--kube-api-qps=50,--policy-grace=5s}"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if args := serverArgs(t, objs); !hasAll(args, "--injection=webhook", "--v=4", "--kube-api-qps=50", "--policy-grace=5s") {
+					t.Errorf("the server's args %v", args)
+				}
+			}},
+		{"image registry, tag and digest; the tag defaults to the chart's appVersion",
+			[]string{"image.registry=registry.example.com", "image.repository=sidecarset/apiserver", "etcd.image.digest=sha256:" + strings.Repeat("ab", 32)},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if got := firstContainer(t, get(t, objs, server))["image"]; got != "registry.example.com/sidecarset/apiserver:"+appVersion(t, e) {
+					t.Errorf("the server's image is %v", got)
+				}
+				for _, k := range []Key{etcd, backup} {
+					if got := firstContainer(t, get(t, objs, k))["image"]; got != "registry.k8s.io/etcd@sha256:"+strings.Repeat("ab", 32) {
+						t.Errorf("%s: image %v", k, got)
+					}
+				}
+			}},
+		{"image pull secrets and scheduling: every pod",
+			[]string{"imagePullSecrets={regcred}", "nodeSelector.pool=system", "etcd.nodeSelector.pool=system", "etcd.backup.nodeSelector.pool=system",
+				"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "etcd.tolerations[0].key=dedicated", "etcd.tolerations[0].operator=Exists",
+				"etcd.backup.tolerations[0].key=dedicated", "etcd.backup.tolerations[0].operator=Exists",
+				"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone", "topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+				"etcd.topologySpreadConstraints[0].maxSkew=1", "etcd.topologySpreadConstraints[0].topologyKey=zone", "etcd.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+				"etcd.backup.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+				"etcd.backup.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for _, k := range pods {
+					spec := podSpec(t, get(t, objs, k))
+					if diff := cmp.Diff([]interface{}{map[string]interface{}{"name": "regcred"}}, spec["imagePullSecrets"]); diff != "" {
+						t.Errorf("%s: imagePullSecrets (-want +got):\n%s", k, diff)
+					}
+					if diff := cmp.Diff(map[string]interface{}{"pool": "system"}, spec["nodeSelector"]); diff != "" {
+						t.Errorf("%s: nodeSelector (-want +got):\n%s", k, diff)
+					}
+					if diff := cmp.Diff([]interface{}{map[string]interface{}{"key": "dedicated", "operator": "Exists"}}, spec["tolerations"]); diff != "" {
+						t.Errorf("%s: tolerations (-want +got):\n%s", k, diff)
+					}
+					if _, ok := spec["affinity"]; !ok {
+						t.Errorf("%s: no affinity", k)
+					}
+				}
+				for _, k := range []Key{server, etcd} {
+					if _, ok := podSpec(t, get(t, objs, k))["topologySpreadConstraints"]; !ok {
+						t.Errorf("%s: no topologySpreadConstraints", k)
+					}
+				}
+			}},
+		{"pod labels and annotations, ServiceAccount annotations",
+			[]string{"podLabels.team=platform", "podAnnotations.note=server", "etcd.podLabels.team=platform", "etcd.podAnnotations.note=etcd",
+				"etcd.backup.podLabels.team=platform", "etcd.backup.podAnnotations.note=backup",
+				"serviceAccount.annotations.iam\\.example\\.com/role=sidecarset"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for k, note := range map[Key]string{server: "server", etcd: "etcd", backup: "backup"} {
+					o := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": podMeta(t, get(t, objs, k))}}
+					if o.GetLabels()["team"] != "platform" || o.GetAnnotations()["note"] != note {
+						t.Errorf("%s: pod labels %v, annotations %v", k, o.GetLabels(), o.GetAnnotations())
+					}
+				}
+				expect(t, get(t, objs, Key{"ServiceAccount", Namespace, "sidecarset-apiserver"}), "sidecarset",
+					"metadata", "annotations", "iam.example.com/role")
+			}},
+		{"certificates from existing Secrets: every volume and the ServiceMonitor",
+			[]string{"certificates.source=existingSecrets", "certificates.existingSecrets.caBundle=-----BEGIN CERTIFICATE-----",
+				"certificates.existingSecrets.etcdServer=es", "certificates.existingSecrets.etcdPeer=ep",
+				"certificates.existingSecrets.etcdClient=ec", "certificates.existingSecrets.apiserver=as",
+				"metrics.serviceMonitor.enabled=true"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for k, want := range map[Key][]string{server: {"as", "ec"}, etcd: {"es", "ep"}, backup: {"ec"}} {
+					var got []string
+					for _, v := range podSpec(t, get(t, objs, k))["volumes"].([]interface{}) {
+						if s, ok := v.(map[string]interface{})["secret"].(map[string]interface{}); ok {
+							got = append(got, s["secretName"].(string))
+						}
+					}
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%s: Secret volumes (-want +got):\n%s", k, diff)
+					}
+				}
+				for k := range objs {
+					if k.Kind == "Secret" || k.Kind == "Certificate" {
+						t.Errorf("%s rendered with existing Secrets", k)
+					}
+				}
+				expect(t, get(t, objs, Key{"APIService", "", "v1.admission.kruise.io"}), "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "spec", "caBundle")
+				endpoints, _, _ := unstructured.NestedSlice(get(t, objs, Key{"ServiceMonitor", Namespace, "sidecarset-apiserver"}).Object, "spec", "endpoints")
+				expect(t, &unstructured.Unstructured{Object: endpoints[0].(map[string]interface{})}, "as", "tlsConfig", "ca", "secret", "name")
+			}},
+		{"namespaceOverride: every namespaced object and every reference to the namespace",
+			[]string{"namespaceOverride=platform-sidecars"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for k := range objs {
+					if k.Namespace != "" && k.Namespace != "platform-sidecars" && k.Namespace != "kube-system" {
+						t.Errorf("%s is not in namespaceOverride", k)
+					}
+				}
+				if got := excludedBy(webhooks(t, objs)["sidecarinjection.admission.kruise.io"]); !hasAll(got, "platform-sidecars") {
+					t.Errorf("the application webhook excludes %v, not the server's namespace", got)
+				}
+				expect(t, get(t, objs, Key{"APIService", "", "v1beta1.apps.kruise.io"}), "platform-sidecars", "spec", "service", "namespace")
+			}},
+		{"keepOnUninstall: etcd's volumes, the backup claim and the namespace are kept",
+			[]string{"createNamespace=true"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				expect(t, get(t, objs, etcd), "Retain", "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
+				for _, k := range []Key{{"PersistentVolumeClaim", Namespace, "sidecarset-etcd-backup"}, {"Namespace", "", Namespace}} {
+					expect(t, get(t, objs, k), "keep", "metadata", "annotations", "helm.sh/resource-policy")
+				}
+			}},
+		{"keepOnUninstall=false: deleted with the release",
+			[]string{"createNamespace=true", "keepOnUninstall=false"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				expect(t, get(t, objs, etcd), "Delete", "spec", "persistentVolumeClaimRetentionPolicy", "whenDeleted")
+				for _, k := range []Key{{"PersistentVolumeClaim", Namespace, "sidecarset-etcd-backup"}, {"Namespace", "", Namespace}} {
+					if _, found, _ := unstructured.NestedString(get(t, objs, k).Object, "metadata", "annotations", "helm.sh/resource-policy"); found {
+						t.Errorf("%s keeps a resource policy", k)
+					}
+				}
+			}},
+		{"PriorityClass: an existing class, or none",
+			[]string{"priorityClass.create=false", "priorityClass.name=system-cluster-critical"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for _, k := range []Key{server, etcd} {
+					if got := podSpec(t, get(t, objs, k))["priorityClassName"]; got != "system-cluster-critical" {
+						t.Errorf("%s: priorityClassName %v", k, got)
+					}
+				}
+			}},
+		{"recommended labels on every object",
+			nil,
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for k, o := range objs {
+					l := o.GetLabels()
+					for _, name := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+						"app.kubernetes.io/part-of", "app.kubernetes.io/managed-by", "helm.sh/chart"} {
+						if l[name] == "" {
+							t.Errorf("%s has no label %s", k, name)
+						}
+					}
+				}
+				for k, c := range map[Key]string{server: "apiserver", etcd: "etcd", backup: "backup"} {
+					expect(t, get(t, objs, k), c, "metadata", "labels", "app.kubernetes.io/component")
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := existingSecrets
+			if !strings.Contains(strings.Join(tc.values, " "), "certificates.source=") {
+				args = with(existingSecrets, tc.values...)
+			} else {
+				args = with(nil, tc.values...)
+			}
+			tc.check(t, e.template(t, args...))
+		})
+	}
+}
+
+func appVersion(t *testing.T, e env) string {
+	t.Helper()
+	out, err := exec.Command(e.helm, "show", "chart", filepath.Join(e.root, Dir)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion: "); ok {
+			if v == "" || v == "latest" {
+				t.Fatalf("Chart.yaml's appVersion is %q, not a release", v)
+			}
+			return v
+		}
+	}
+	t.Fatal("Chart.yaml has no appVersion")
+	return ""
+}
+
+// TestSchemaRefusesTypos: values.schema.json refuses an unknown key at each level and a value
+// outside an enum, in helm lint --strict as in helm template (and so install and upgrade).
+func TestSchemaRefusesTypos(t *testing.T) {
+	e := setup(t)
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"unknown top-level key", "replica=3", "additional properties 'replica' not allowed"},
+		{"unknown nested key", "webhook.failurPolicy=Ignore", "additional properties 'failurPolicy' not allowed"},
+		{"unknown etcd key", "etcd.persistance.size=1Gi", "additional properties 'persistance' not allowed"},
+		{"injection mode", "injection.mode=policies", "/injection/mode"},
+		{"failure policy", "webhook.failurePolicy=fail", "/webhook/failurePolicy"},
+		{"kube-system failure policy", "webhook.kubeSystem.failurePolicy=Never", "/webhook/kubeSystem/failurePolicy"},
+		{"log level", "logLevel=11", "/logLevel"},
+		{"excluded namespace", "injection.excludedNamespaces={Team_A}", "/injection/excludedNamespaces/0"},
+		{"image digest", "image.digest=latest", "/image/digest"},
+		{"extra arg without --", "extraArgs={v=4}", "/extraArgs/0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := with(existingSecrets, tc.value)
+			lint := exec.Command(e.helm, append([]string{"lint", "--strict", filepath.Join(e.root, Dir)}, args...)...)
+			if out, err := lint.CombinedOutput(); err == nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("helm lint --strict --set %s: %v, output does not say %q:\n%s", tc.value, err, tc.want, out)
+			}
+			if out, err := Template(e.helm, e.root, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template --set %s: %v, does not say %q:\n%s", tc.value, err, tc.want, out)
+			}
+		})
+	}
+}
