@@ -97,7 +97,7 @@ func TestRealNodeDeployment(t *testing.T) {
 		t.Fatalf("cluster DNS on %s:53 (the pod bridge's address; is the real node up?): %v", dnsIP, err)
 	}
 	t.Cleanup(dns.stop)
-	router, err := startServiceRouter(dnsIP, fmt.Sprintf("127.0.0.1:%d", envInt("KUBE_PORT", 36443)))
+	router, err := startServiceRouter(dnsIP, fmt.Sprintf("127.0.0.1:%d", envInt("KUBE_PORT", 36443)), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,14 +551,15 @@ func lookupCluster(parts []string) (ips []net.IP, known bool) {
 
 // serviceRouter stands in for kube-proxy for two Services: kubernetes (default), whose cluster IP
 // the pods' in-cluster configuration dials, to a TCP relay on relayIP that forwards to
-// kube-apiserver (it listens on loopback only), and kruise-system/sidecarset-apiserver, which
-// kube-apiserver dials for the APIServices and the webhook, to its ready endpoints. Its rules
+// kube-apiserver (it listens on loopback only), and sidecarset-apiserver in the deployment's
+// namespace, which kube-apiserver dials for the APIServices and the webhook, to its ready endpoints. Its rules
 // live in the nat chain SIDECARSET-E2E, jumped to from PREROUTING (pods) and OUTPUT (the host),
 // and are rewritten when the endpoints change.
 type serviceRouter struct {
-	relay  net.Listener
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	namespace string // the deployment's
+	relay     net.Listener
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 const routerChain = "SIDECARSET-E2E"
@@ -571,13 +572,13 @@ func iptables(args ...string) error {
 	return nil
 }
 
-func startServiceRouter(relayIP, kubeAPIServer string) (*serviceRouter, error) {
+func startServiceRouter(relayIP, kubeAPIServer, namespace string) (*serviceRouter, error) {
 	relay, err := net.Listen("tcp4", relayIP+":0")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &serviceRouter{relay: relay, cancel: cancel}
+	r := &serviceRouter{namespace: namespace, relay: relay, cancel: cancel}
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
@@ -638,11 +639,11 @@ func (r *serviceRouter) rules(ctx context.Context) [][]string {
 		return nil
 	}
 	rules := [][]string{{"-d", k.Spec.ClusterIP + "/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", r.relay.Addr().String()}}
-	svc, err := kube.CoreV1().Services("kruise-system").Get(ctx, "sidecarset-apiserver", metav1.GetOptions{})
+	svc, err := kube.CoreV1().Services(r.namespace).Get(ctx, "sidecarset-apiserver", metav1.GetOptions{})
 	if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return rules
 	}
-	pods, err := kube.CoreV1().Pods("kruise-system").List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+	pods, err := kube.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
 	if err != nil {
 		return nil
 	}
