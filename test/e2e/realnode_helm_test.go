@@ -28,8 +28,8 @@ import (
 // stands for OpenKruise's, owned by another Helm release.
 const helmNamespace = "sidecarset-system"
 
-// TestRealNodeHelm installs the Helm chart on the real node as a platform team would: `helm
-// install` into a namespace of its own (--create-namespace) beside a kruise-system namespace
+// TestRealNodeHelm installs the Helm chart, packaged by `helm package`, on the real node as a
+// platform team would: `helm install` into a namespace of its own (--create-namespace) beside a kruise-system namespace
 // labelled as owned by another Helm release (OpenKruise's), with the local images, the real node's
 // node selector and toleration for the server, etcd and the backups given as values, and the
 // certificates of hack/deploy-certs.sh for that namespace. The local server gives way meanwhile,
@@ -69,6 +69,7 @@ func TestRealNodeHelm(t *testing.T) {
 	}
 	values := writeHelmValues(t)
 	args := append([]string{"--namespace", ns, "-f", values}, chart.CertFlags(certs)...)
+	pkg := packageChart(t, helm)
 
 	ensureBridge(t, dnsIP)
 	ownKruiseSystem(t)
@@ -102,7 +103,7 @@ func TestRealNodeHelm(t *testing.T) {
 	})
 
 	installed := time.Now()
-	if out, err := runHelm(helm, append([]string{"install", "sidecarset", filepath.Join(root, chart.Dir), "--create-namespace"}, args...)...); err != nil {
+	if out, err := runHelm(helm, append([]string{"install", "sidecarset", pkg, "--create-namespace"}, args...)...); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	waitReady(t, ns, "app=sidecarset-etcd", 3, 6*time.Minute)
@@ -127,7 +128,7 @@ func TestRealNodeHelm(t *testing.T) {
 	}
 	upgradeInPlace(t, "rn-helm", before, "sidecar1", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:v2"}]}}`)
 
-	helmUpgradeWhileInjecting(t, helm, ns, args)
+	helmUpgradeWhileInjecting(t, helm, pkg, ns, args)
 	checkKruiseSystemOwned(t)
 
 	policies, err := runKubectl(t, "", "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings,mutatingwebhookconfigurations", "-l", "app.kubernetes.io/managed-by=sidecarset-apiserver", "-o", "name")
@@ -154,6 +155,20 @@ func TestRealNodeHelm(t *testing.T) {
 	checkDataKept(t, ns)
 	checkKruiseSystemOwned(t)
 	_ = kube.CoreV1().Pods(realNodeNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+}
+
+// packageChart returns the chart packaged by helm package (what a release ships).
+func packageChart(t *testing.T, helm string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command(helm, "package", filepath.Join(root, chart.Dir), "--destination", dir).CombinedOutput(); err != nil {
+		t.Fatalf("helm package: %v\n%s", err, out)
+	}
+	pkgs, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("helm package wrote %v (%v), want one .tgz", pkgs, err)
+	}
+	return pkgs[0]
 }
 
 // writeHelmValues writes the values the real node needs: the images node-deploy-images imported
@@ -290,7 +305,7 @@ func waitAPIServices(t *testing.T, ns string) {
 // server's Deployment, while pods the SidecarSet rn-helm selects are created (dry run, every 200
 // ms): none may be refused or admitted without its sidecar. It returns once both new replicas
 // are ready with the new flag.
-func helmUpgradeWhileInjecting(t *testing.T, helm, ns string, args []string) {
+func helmUpgradeWhileInjecting(t *testing.T, helm, pkg, ns string, args []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
@@ -315,7 +330,7 @@ func helmUpgradeWhileInjecting(t *testing.T, helm, ns string, args []string) {
 		done <- r
 	}()
 	upgraded := time.Now()
-	out, err := runHelm(helm, append([]string{"upgrade", "sidecarset", filepath.Join(root, chart.Dir), "--reuse-values", "--set", "logLevel=4"}, args...)...)
+	out, err := runHelm(helm, append([]string{"upgrade", "sidecarset", pkg, "--reuse-values", "--set", "logLevel=4"}, args...)...)
 	if err != nil {
 		cancel()
 		<-done
