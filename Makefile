@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image release
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -11,8 +11,9 @@ build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o _output/bin/sidecarset-apiserver ./cmd/apiserver
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o _output/bin/kubectl-sidecarset ./cmd/kubectl-sidecarset
 
-# The server's OCI image, without a container daemon: the static binary and an /etc/passwd entry for
-# uid 65532 in one layer, written by hack/image as an image layout (_output/image/oci) and its tar
+# The server's OCI image for one platform, without a container daemon: the static binary and an
+# /etc/passwd entry for uid 65532 in one layer, with the OCI labels of the version, written by
+# hack/release (go-containerregistry) as an image layout (_output/image/oci) and its tar
 # (_output/image/sidecarset-apiserver.tar). Push it with the operator's tool, e.g.
 #   skopeo copy oci-archive:_output/image/sidecarset-apiserver.tar docker://REGISTRY/sidecarset-apiserver:TAG
 #   crane push _output/image/oci REGISTRY/sidecarset-apiserver:TAG
@@ -20,10 +21,15 @@ IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 IMAGE_TAG ?= latest
 
 image:
-	mkdir -p _output/image
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags='-s -w $(VERSION_LDFLAGS)' -o _output/image/sidecarset-apiserver ./cmd/apiserver
-	$(GO) run ./hack/image -binary _output/image/sidecarset-apiserver -arch $(IMAGE_ARCH) -ref $(IMAGE_TAG) \
-		-layout _output/image/oci -archive _output/image/sidecarset-apiserver.tar
+	GO=$(GO) VERSION=$(VERSION) IMAGE_ARCH=$(IMAGE_ARCH) IMAGE_TAG=$(IMAGE_TAG) hack/release/release.sh image
+
+# Release artifacts in _output/release (docs/release.md): the server's image index for linux/amd64
+# and linux/arm64 (oci/ and sidecarset-apiserver-oci.tar), the packaged chart, the plugin for linux
+# and darwin on amd64 and arm64 (.tar.gz with LICENSE) and its krew manifest sidecarset.yaml, and
+# SHA256SUMS; then hack/release checks what it wrote. VERSION=v1.2.3 names the release; RELEASE_URL
+# is where the krew manifest downloads the plugin's archives from.
+release:
+	GO=$(GO) VERSION=$(VERSION) RELEASE_URL=$(RELEASE_URL) hack/release/release.sh
 
 run:
 	hack/local-up.sh run
@@ -59,6 +65,7 @@ unit:
 	$(GO) test -count=1 ./...
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/monitoring && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd hack/release && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The Helm chart charts/sidecarset-apiserver: helm lint --strict with its values.schema.json (here
 # with cert-manager, which needs no certificate files; TestHelmLint lints every source), the check
