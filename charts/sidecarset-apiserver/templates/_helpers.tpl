@@ -39,7 +39,8 @@ annotations:
 
 {{/*
 A pod spec's scheduling and pull secrets: dict "root" . "values" .Values.etcd (nodeSelector,
-tolerations, affinity, topologySpreadConstraints), with "priority" true the priorityClass.
+tolerations, affinity, topologySpreadConstraints), with "priority" true the priorityClass; with
+"spread" APP and no affinity given, pods labelled app=APP preferably on different nodes.
 */}}
 {{- define "sidecarset.podScheduling" -}}
 {{- if .priority }}
@@ -61,7 +62,12 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .values.affinity }}
+{{- $affinity := .values.affinity }}
+{{- if and (not $affinity) .spread }}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (dict "app" .spread)) }}
+{{- $affinity = dict "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) }}
+{{- end }}
+{{- with $affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
