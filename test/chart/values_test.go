@@ -201,6 +201,25 @@ func TestValuesReachEveryPlace(t *testing.T) {
 					}
 				}
 			}},
+		{"affinity: the default spreads the server and etcd; one given replaces it",
+			[]string{"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+				"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				affinity, _ := podSpec(t, get(t, objs, server))["affinity"].(map[string]interface{})
+				if _, ok := affinity["nodeAffinity"]; !ok || affinity["podAntiAffinity"] != nil {
+					t.Errorf("the server's affinity %v is not the one given alone", affinity)
+				}
+				affinity, _ = podSpec(t, get(t, objs, etcd))["affinity"].(map[string]interface{})
+				terms, _, _ := unstructured.NestedSlice(affinity, "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+				if len(terms) != 1 {
+					t.Fatalf("etcd's default affinity %v", affinity)
+				}
+				expect(t, &unstructured.Unstructured{Object: terms[0].(map[string]interface{})}, "sidecarset-etcd",
+					"podAffinityTerm", "labelSelector", "matchLabels", "app")
+				if _, ok := podSpec(t, get(t, objs, backup))["affinity"]; ok {
+					t.Error("the backup Jobs have an affinity none was given for")
+				}
+			}},
 		{"pod labels and annotations, ServiceAccount annotations",
 			[]string{"podLabels.team=platform", "podAnnotations.note=server", "etcd.podLabels.team=platform", "etcd.podAnnotations.note=etcd",
 				"etcd.backup.podLabels.team=platform", "etcd.backup.podAnnotations.note=backup",
