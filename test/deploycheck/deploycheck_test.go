@@ -177,8 +177,9 @@ spec:
 	}
 }
 
-// TestShippedEtcd checks the StatefulSet of artifacts/deploy/base as written (the end-to-end test
-// TestDeployManifests checks it as kustomize builds it).
+// TestShippedEtcd checks the StatefulSet of artifacts/deploy/base as rendered from the chart by
+// hack/render-deploy.sh (test/chart checks the chart's with other values, the end-to-end test
+// TestDeployManifests as kustomize builds it).
 func TestShippedEtcd(t *testing.T) {
 	manifest, err := os.ReadFile("../../artifacts/deploy/base/etcd.yaml")
 	if err != nil {
