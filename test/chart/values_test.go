@@ -318,13 +318,12 @@ func TestValuesReachEveryPlace(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := existingSecrets
-			if !strings.Contains(strings.Join(tc.values, " "), "certificates.source=") {
-				args = with(existingSecrets, tc.values...)
-			} else {
-				args = with(nil, tc.values...)
+			// Certificates from existing Secrets unless the case chooses its own.
+			base := existingSecrets
+			if strings.Contains(strings.Join(tc.values, " "), "certificates.source=") {
+				base = nil
 			}
-			tc.check(t, e.template(t, args...))
+			tc.check(t, e.template(t, with(base, tc.values...)...))
 		})
 	}
 }
