@@ -11,8 +11,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -126,58 +134,139 @@ func (o *options) target(arg string) (rolloutTarget, rolloutAPI, error) {
 }
 
 func newStatusCommand(o *options) *cobra.Command {
-	var timeout, interval time.Duration
+	var timeout time.Duration
 	var watch bool
 	cmd := &cobra.Command{
 		Use:   "status " + targetUse,
 		Short: "Follow a rollout until every pod runs the current spec",
-		Long: `Follow the rollout of a SidecarSet or NamespacedSidecarSet with a progress line until it is done:
-every pod it upgrades runs the current spec and is available (pods kept by partition, outside
-updateStrategy.selector or not upgradable in place do not hold it up). Exits non-zero when the
-rollout stalls (a pod fails to run its new sidecar image, or the rollout is paused) or when
---timeout passes.`,
+		Long: `Follow the rollout of a SidecarSet or NamespacedSidecarSet until it is done: every pod it upgrades
+runs the current spec and is available (pods kept by partition, outside updateStrategy.selector or
+not upgradable in place do not hold it up). It watches the object and prints the server's verdict,
+its rollout conditions (Progressing, Ready, Stalled), at every change, and returns as soon as Ready
+is True for the current generation. Exits 1 when the rollout stalls (a pod fails to run its new
+sidecar image) or is paused, and when --timeout passes, as kubectl rollout status does.`,
 		Example: `  kubectl sidecarset rollout status logging --timeout 5m
-  kubectl sidecarset rollout status namespacedsidecarset/log-agent -n shop`,
+  kubectl sidecarset rollout status namespacedsidecarset/log-agent -n shop
+  kubectl sidecarset rollout status logging --watch=false`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeTargets,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.runStatus(cmd.Context(), args[0], watch, timeout, interval)
+			return o.runStatus(cmd.Context(), args[0], watch, timeout)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait before giving up (0: forever)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", true, "follow the rollout until it is done; false prints the status once")
-	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often to poll the rollout")
 	return cmd
 }
 
-// progress is the outcome of one look at a rollout view.
+// progress is the outcome of one look at a rollout.
 type progress struct {
 	line    string
 	done    bool
 	stalled string // why the rollout cannot progress; "" when it can
 }
 
-// assess reads the server's verdict on a rollout from its view: the progress line, whether it is
-// done, and why it cannot go on (a paused rollout gets the command that resumes it).
-func assess(t rolloutTarget, r *v1alpha1.SidecarSetRollout) progress {
-	st := r.Status
-	pr := progress{line: st.Summary, done: st.Phase == v1alpha1.RolloutDone, stalled: st.Message}
-	if pr.line == "" {
-		pr.line = fmt.Sprintf("%s rollout: no progress reported yet", t)
+// observed is what rollout status reads of a SidecarSet or NamespacedSidecarSet.
+type observed struct {
+	generation int64
+	status     v1alpha1.SidecarSetStatus
+}
+
+// assess reads the server's verdict on a rollout from the object's rollout conditions: the
+// progress line (Progressing's message), whether it is done (Ready True at the current
+// generation), and why it cannot go on (Stalled True; Progressing False for Paused, with the
+// command that resumes it). Conditions of an older generation are not a verdict yet.
+func assess(t rolloutTarget, obj observed) progress {
+	conds := obj.status.Conditions
+	prog := meta.FindStatusCondition(conds, v1alpha1.SidecarSetProgressing)
+	if obj.status.ObservedGeneration < obj.generation || prog == nil || prog.ObservedGeneration < obj.generation {
+		return progress{line: fmt.Sprintf("Waiting for the server to observe generation %d of %s", obj.generation, t)}
 	}
-	switch st.Phase {
-	case v1alpha1.RolloutPaused:
-		pr.stalled += " (kubectl sidecarset rollout resume " + t.args() + ")"
-	case v1alpha1.RolloutStalled:
-		if pr.stalled == "" {
-			pr.stalled = "the rollout is stalled"
-		}
+	pr := progress{line: prog.Message}
+	if pr.line == "" {
+		pr.line = fmt.Sprintf("%s rollout: %s", t, prog.Reason)
+	}
+	ready := meta.FindStatusCondition(conds, v1alpha1.SidecarSetReady)
+	stalled := meta.FindStatusCondition(conds, rolloutStalled)
+	switch {
+	case stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.ObservedGeneration >= obj.generation:
+		pr.stalled = stalled.Message
+	case ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration >= obj.generation:
+		pr.done = true
+	case prog.Status == metav1.ConditionFalse && prog.Reason == reasonPaused:
+		pr.stalled = "the rollout is paused (kubectl sidecarset rollout resume " + t.args() + ")"
 	}
 	return pr
 }
 
-func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout, interval time.Duration) error {
-	t, api, err := o.target(arg)
+// The Stalled condition and the Paused reason of Progressing, as the server's controller writes
+// them (kstatus' conventions).
+const (
+	rolloutStalled = "Stalled"
+	reasonPaused   = "Paused"
+)
+
+// statusWatch is the list and watch of the one object rollout status follows.
+func (o *options) statusWatch(t *rolloutTarget) (cache.ListerWatcher, error) {
+	c, err := o.newClients()
+	if err != nil {
+		return nil, err
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", t.name).String()
+	if !t.namespaced {
+		api := c.sidecarSet.AppsV1alpha1().SidecarSets()
+		return listWatch{&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				opts.FieldSelector = byName
+				return api.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				opts.FieldSelector = byName
+				return api.Watch(ctx, opts)
+			},
+		}}, nil
+	}
+	t.namespace = c.namespace
+	api := c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(t.namespace)
+	return listWatch{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			return api.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			return api.Watch(ctx, opts)
+		},
+	}}, nil
+}
+
+// listWatch lists, then watches from the list's resourceVersion: one object needs no streaming
+// list (sendInitialEvents), which not every server and no fake clientset serves.
+type listWatch struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells the reflector to list, then watch.
+func (listWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// observe reads an event's object when it is the target.
+func observe(t rolloutTarget, obj runtime.Object) (observed, bool) {
+	switch o := obj.(type) {
+	case *v1alpha1.SidecarSet:
+		return observed{o.Generation, o.Status}, !t.namespaced && o.Name == t.name
+	case *v1alpha1.NamespacedSidecarSet:
+		return observed{o.Generation, o.Status}, t.namespaced && o.Name == t.name && o.Namespace == t.namespace
+	}
+	return observed{}, false
+}
+
+// runStatus watches the target (an informer's list and watch of that one object, as kubectl
+// rollout status does) until its rollout is done, stalls, or the timeout passes; with watch false
+// it prints the current verdict once.
+func (o *options) runStatus(ctx context.Context, arg string, watching bool, timeout time.Duration) error {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return err
+	}
+	lw, err := o.statusWatch(&t)
 	if err != nil {
 		return err
 	}
@@ -186,16 +275,26 @@ func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	var prototype runtime.Object = &v1alpha1.SidecarSet{}
+	if t.namespaced {
+		prototype = &v1alpha1.NamespacedSidecarSet{}
+	}
 	last := ""
-	for {
-		r, err := api.GetRollout(ctx, t.name, metav1.GetOptions{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("timed out waiting for the rollout of %s", t)
-			}
-			return err
+	precondition := func(store cache.Store) (bool, error) {
+		if len(store.List()) == 0 {
+			return true, apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.GroupName, Resource: strings.ToLower(t.kind()) + "s"}, t.name)
 		}
-		pr := assess(t, r)
+		return false, nil
+	}
+	_, err = watchtools.UntilWithSync(ctx, lw, prototype, precondition, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("%s was deleted", t)
+		}
+		obj, ok := observe(t, ev.Object)
+		if !ok {
+			return false, nil
+		}
+		pr := assess(t, obj)
 		if pr.line != last {
 			fmt.Fprintln(o.Out, pr.line)
 			last = pr.line
@@ -203,18 +302,16 @@ func (o *options) runStatus(ctx context.Context, arg string, watch bool, timeout
 		switch {
 		case pr.done:
 			fmt.Fprintf(o.Out, "%s successfully rolled out\n", t)
-			return nil
+			return true, nil
 		case pr.stalled != "":
-			return fmt.Errorf("%w: %s: %s", errStalled, t, pr.stalled)
-		case !watch:
-			return nil
+			return false, fmt.Errorf("%w: %s: %s", errStalled, t, pr.stalled)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for the rollout of %s: %s", t, last)
-		case <-time.After(interval):
-		}
+		return !watching, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("timed out waiting for the rollout of %s: %s", t, last)
 	}
+	return err
 }
 
 func newActionCommand(o *options, use string, action v1alpha1.RolloutAction, done string) *cobra.Command {

@@ -17,34 +17,46 @@ import (
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
 )
 
-// TestAssess: the plugin prints the server's verdict (phase, summary, message) and decides nothing
-// itself; a paused rollout gets the command that resumes it.
+// TestAssess: the plugin prints the server's verdict, the object's rollout conditions, and decides
+// nothing itself: done when Ready is True at the current generation, stalled when Stalled is True,
+// paused (with the command that resumes it) when Progressing is False for Paused; conditions of an
+// older generation are no verdict yet.
 func TestAssess(t *testing.T) {
-	view := func(phase v1alpha1.RolloutPhase, summary, message string) *v1alpha1.SidecarSetRollout {
-		return &v1alpha1.SidecarSetRollout{Status: v1alpha1.SidecarSetRolloutStatus{Phase: phase, Summary: summary, Message: message}}
+	cond := func(typ, status, reason, message string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: message, ObservedGeneration: gen}
+	}
+	obj := func(gen int64, conds ...metav1.Condition) observed {
+		return observed{generation: gen, status: v1alpha1.SidecarSetStatus{ObservedGeneration: gen, Conditions: conds}}
 	}
 	s := rolloutTarget{name: "s"}
 	ns := rolloutTarget{namespaced: true, namespace: "shop", name: "s"}
 	tests := []struct {
 		name   string
 		target rolloutTarget
-		view   *v1alpha1.SidecarSetRollout
+		obj    observed
 		want   progress
 	}{
-		{"done", s, view("Done", "2 of 2 pods updated", ""), progress{line: "2 of 2 pods updated", done: true}},
-		{"progressing", s, view("Progressing", "1 of 2 pods updated", ""), progress{line: "1 of 2 pods updated"}},
-		{"stalled", s, view("Stalled", "0 of 1 pods updated", "pods fail to run the new sidecar: ns/p: ImagePullBackOff"),
+		{"done", s, obj(2, cond("Progressing", "False", "RolloutComplete", "2 of 2 pods updated", 2), cond("Ready", "True", "RolloutComplete", "", 2)),
+			progress{line: "2 of 2 pods updated", done: true}},
+		{"progressing", s, obj(2, cond("Progressing", "True", "RollingOut", "1 of 2 pods updated", 2), cond("Ready", "False", "RollingOut", "", 2)),
+			progress{line: "1 of 2 pods updated"}},
+		{"stalled", s, obj(1, cond("Progressing", "False", "PodsFailed", "0 of 1 pods updated", 1), cond("Ready", "False", "PodsFailed", "", 1),
+			cond("Stalled", "True", "PodsFailed", "pods fail to run the new sidecar: ns/p: ImagePullBackOff", 1)),
 			progress{line: "0 of 1 pods updated", stalled: "pods fail to run the new sidecar: ns/p: ImagePullBackOff"}},
-		{"paused", s, view("Paused", "0 of 1 pods updated", "the rollout is paused"),
-			progress{line: "0 of 1 pods updated", stalled: "the rollout is paused (kubectl sidecarset rollout resume s)"}},
-		{"no verdict yet", s, view("", "", ""), progress{line: `SidecarSet "s" rollout: no progress reported yet`}},
-		{"namespaced paused", ns, view("Paused", "0 of 1 pods updated", "the rollout is paused"),
+		{"stalled before, not now", s, obj(2, cond("Progressing", "True", "RollingOut", "1 of 2 pods updated", 2), cond("Stalled", "True", "PodsFailed", "old", 1)),
+			progress{line: "1 of 2 pods updated"}},
+		{"paused", s, obj(1, cond("Progressing", "False", "Paused", "0 of 1 pods updated; the rollout is paused", 1)),
+			progress{line: "0 of 1 pods updated; the rollout is paused", stalled: "the rollout is paused (kubectl sidecarset rollout resume s)"}},
+		{"ready of the previous generation", s, obj(3, cond("Progressing", "False", "RolloutComplete", "2 of 2 pods updated", 2), cond("Ready", "True", "RolloutComplete", "", 2)),
+			progress{line: `Waiting for the server to observe generation 3 of SidecarSet "s"`}},
+		{"no verdict yet", s, observed{generation: 1}, progress{line: `Waiting for the server to observe generation 1 of SidecarSet "s"`}},
+		{"namespaced paused", ns, obj(1, cond("Progressing", "False", "Paused", "0 of 1 pods updated", 1)),
 			progress{line: "0 of 1 pods updated", stalled: "the rollout is paused (kubectl sidecarset rollout resume namespacedsidecarset/s -n shop)"}},
-		{"namespaced, no verdict yet", ns, view("", "", ""), progress{line: "namespacedsidecarset/s rollout: no progress reported yet"}},
+		{"namespaced, no verdict yet", ns, observed{generation: 1}, progress{line: "Waiting for the server to observe generation 1 of namespacedsidecarset/s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, assess(tt.target, tt.view), cmp.AllowUnexported(progress{})); diff != "" {
+			if diff := cmp.Diff(tt.want, assess(tt.target, tt.obj), cmp.AllowUnexported(progress{})); diff != "" {
 				t.Errorf("assess (-want +got):\n%s", diff)
 			}
 		})
@@ -92,7 +104,13 @@ func TestParseTarget(t *testing.T) {
 // rolloutServer is a fake clientset answering the /rollout and /revisions subresources of both
 // kinds as the server would: a finished rollout, and two revisions named as the server names them.
 func rolloutServer() *fake.Clientset {
-	client := fake.NewSimpleClientset()
+	done := v1alpha1.SidecarSetStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{
+		{Type: "Progressing", Status: "False", Reason: "RolloutComplete", Message: "2 of 2 pods updated", ObservedGeneration: 1},
+		{Type: "Ready", Status: "True", Reason: "RolloutComplete", ObservedGeneration: 1}}}
+	client := fake.NewSimpleClientset(
+		&v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "logging", Generation: 1}, Status: done},
+		&v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log-agent", Namespace: "shop", Generation: 1}, Status: done},
+		&v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log-agent", Namespace: "other", Generation: 1}})
 	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		switch a.GetSubresource() {
 		case "rollout":
@@ -163,12 +181,12 @@ func TestRolloutCommands(t *testing.T) {
 	}, {
 		name:      "status namespacedsidecarsets/NAME",
 		args:      []string{"rollout", "status", "namespacedsidecarsets/log-agent"},
-		wantCalls: []string{"get namespacedsidecarsets/rollout shop/log-agent"},
+		wantCalls: []string{"list namespacedsidecarsets/ shop/", "watch namespacedsidecarsets/ shop/"},
 		wantOut:   []string{"2 of 2 pods updated\nnamespacedsidecarset/log-agent successfully rolled out\n"},
 	}, {
 		name:      "status NAME",
 		args:      []string{"rollout", "status", "logging"},
-		wantCalls: []string{"get sidecarsets/rollout /logging"},
+		wantCalls: []string{"list sidecarsets/ /", "watch sidecarsets/ /"},
 		wantOut:   []string{`SidecarSet "logging" successfully rolled out`},
 	}, {
 		name:      "history namespacedsidecarset/NAME",
