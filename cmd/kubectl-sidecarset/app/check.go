@@ -1,20 +1,24 @@
 package app
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
@@ -22,103 +26,193 @@ import (
 // errCheckFailed is returned when a check finds an error; it exits with exitError.
 var errCheckFailed = errors.New("check found problems")
 
-// checkTargets are the names of the deployment's objects that check reads.
+// checkTargets are the names of the deployment's objects that check reads, and its options.
 type checkTargets struct {
-	webhooks, namespace, servingSecret string
+	webhooks, namespace, service, servingSecret string
+	etcdQuota                                   int64
+	pre                                         bool
+	wait                                        time.Duration
 }
 
 func newCheckCommand(o *options) *cobra.Command {
-	t := checkTargets{webhooks: "sidecarset-injector", namespace: "kruise-system", servingSecret: "sidecarset-apiserver-tls"}
+	t := checkTargets{webhooks: "sidecarset-injector", namespace: "kruise-system", service: "sidecarset-apiserver",
+		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30}
 	cmd := &cobra.Command{
 		Use:   "check",
-		Short: "Check a cluster before installing the server and after",
-		Long: `Before the server is installed: finds the custom resources of apps.kruise.io (OpenKruise's) at the
-versions the server's APIServices take (v1alpha1, v1beta1), with their object counts, and says
-whether installing would hide them (every kind but SidecarSet is an error).
-After: also checks the APIServices (present, routed to the server, Available: the server is ready),
-the server's storage (a quorum read of the SidecarSets and NamespacedSidecarSets through it), the
-injection webhooks (the shipped template and the configuration the server writes) and the policies
-it owns, the version it recorded, that every SidecarSet and NamespacedSidecarSet injects new pods
-(condition Injected; a NamespacedSidecarSet is named "namespacedsidecarset NS/NAME"), which of them
-ask for OpenKruise's container launch priority or Job sidecar terminator (a warning: this server
-does not provide them), and the expiry of the CAs kube-apiserver trusts for it and of its serving
-certificate (when its Secret is readable).
-Exits 1 when any check is an error.`,
-		Example: `  kubectl sidecarset check
+		Short: "Check a cluster before installing the server (--pre) and after",
+		Long: `Check a cluster before installing the server (--pre) and after, as linkerd check and istioctl
+precheck do. Each finding belongs to a category and carries a hint and a link to
+docs/plugin.md#CATEGORY:
+
+  kubernetes-api        kube-apiserver answers
+  kubernetes-version    Kubernetes 1.30 or later; v1 MutatingAdmissionPolicy for policy injection
+  openkruise            OpenKruise's CRDs of apps.kruise.io (hidden by the server's APIServices),
+                        its webhook configurations and manager, APIServices routed elsewhere, and
+                        SidecarSets relying on OpenKruise features this server lacks
+  sidecarset-apiserver  the APIServices Available, the server's /healthz, its webhook
+                        configurations and recorded version
+  etcd                  a quorum read through the server, its etcd check, the database size
+                        against the quota
+  certificates          the CAs kube-apiserver trusts for the server and its serving certificate
+  sidecarsets           every SidecarSet and NamespacedSidecarSet injects; no rollout stalled,
+                        no PodsNotInjected, no WebhookReceivesEveryPod
+
+A read the user may not make is reported as a skipped finding; check goes on.
+Exit codes: 0 no error (warnings and skipped findings allowed), 1 errors found, 2 check could not
+run (no kubeconfig, kube-apiserver unreachable). --wait DURATION runs the checks again every 2
+seconds until none is an error or DURATION passes.`,
+		Example: `  kubectl sidecarset check --pre
+  kubectl sidecarset check --wait 5m
   kubectl sidecarset check -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.checkOutput(); err != nil {
-				return err
+				return &exitCodeError{exitCouldNotRun, err}
 			}
-			facts, err := o.gatherCluster(cmd.Context(), t)
-			if err != nil {
-				return err
-			}
-			report := assessCluster(facts)
-			if err := o.print(report, report.human); err != nil {
-				return err
-			}
-			if report.failed() {
-				return errCheckFailed
-			}
-			return nil
+			return o.runCheck(cmd.Context(), t)
 		},
 	}
-	cmd.Flags().StringVar(&t.webhooks, "webhook-configuration", t.webhooks, "the injection webhook configuration shipped with the deployment (the server writes NAME-active)")
-	cmd.Flags().StringVar(&t.namespace, "server-namespace", t.namespace, "the namespace the server runs in")
-	cmd.Flags().StringVar(&t.servingSecret, "serving-secret", t.servingSecret, "the Secret of the server's serving certificate (read when allowed)")
+	flags := cmd.Flags()
+	flags.BoolVar(&t.pre, "pre", false, "run the pre-install checks only (Kubernetes version, OpenKruise's leftovers, APIService conflicts)")
+	flags.DurationVar(&t.wait, "wait", 0, "run the checks again until none is an error, for at most this long (e.g. right after an install)")
+	flags.StringVar(&t.webhooks, "webhook-configuration", t.webhooks, "the injection webhook configuration shipped with the deployment (the server writes NAME-active)")
+	flags.StringVar(&t.namespace, "server-namespace", t.namespace, "the namespace the server runs in")
+	flags.StringVar(&t.service, "server-service", t.service, "the Service of the server, which its APIServices route to")
+	flags.StringVar(&t.servingSecret, "serving-secret", t.servingSecret, "the Secret of the server's serving certificate (read when allowed)")
+	flags.Int64Var(&t.etcdQuota, "etcd-quota-bytes", t.etcdQuota, "the server's etcd --quota-backend-bytes, which the database size is compared with")
 	return cmd
 }
 
-func (r checkReport) human(w io.Writer) error {
-	for _, c := range r.Checks {
-		if _, err := fmt.Fprintf(w, "[%s] %s: %s\n", c.Status, c.Name, c.Message); err != nil {
-			return err
+// runCheck gathers, assesses and prints, again every 2 seconds with --wait until no check is an
+// error.
+func (o *options) runCheck(ctx context.Context, t checkTargets) error {
+	deadline := time.Now().Add(t.wait)
+	var last []string
+	for {
+		facts, err := o.gatherCluster(ctx, t)
+		if err != nil {
+			return &exitCodeError{exitCouldNotRun, err}
+		}
+		report := assessCluster(facts)
+		problems := report.problems()
+		if len(problems) == 0 || !time.Now().Add(2*time.Second).Before(deadline) {
+			if err := o.print(report, report.human); err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				return errCheckFailed
+			}
+			return nil
+		}
+		if !slices.Equal(problems, last) {
+			fmt.Fprintf(o.ErrOut, "waiting for: %s\n", strings.Join(problems, ", "))
+			last = problems
+		}
+		select {
+		case <-ctx.Done():
+			return &exitCodeError{exitCouldNotRun, ctx.Err()}
+		case <-time.After(2 * time.Second):
 		}
 	}
-	return nil
 }
 
-// gatherCluster reads the facts the checks assess.
+// statusMarks are the human report's marks, as linkerd check's.
+var statusMarks = map[checkStatus]string{checkOK: "√", checkWarning: "‼", checkError: "×", checkSkipped: "-"}
+
+func (r checkReport) human(w io.Writer) error {
+	var b strings.Builder
+	category := ""
+	for _, c := range r.Checks {
+		if c.Category != category {
+			if category != "" {
+				b.WriteString("\n")
+			}
+			category = c.Category
+			fmt.Fprintf(&b, "%s\n%s\n", category, strings.Repeat("-", len(category)))
+		}
+		fmt.Fprintf(&b, "%s [%s] %s: %s\n", statusMarks[c.Status], c.Status, c.Name, c.Message)
+		if c.Status != checkOK {
+			fmt.Fprintf(&b, "    hint: %s\n    see %s\n", c.Hint, c.Docs)
+		}
+	}
+	fmt.Fprintf(&b, "\nStatus check results: %d ok, %d warnings, %d errors, %d skipped\n",
+		r.Counts[checkOK], r.Counts[checkWarning], r.Counts[checkError], r.Counts[checkSkipped])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// gatherCluster reads the facts the checks assess. Only a cluster that cannot be reached at all
+// is an error (exit 2); every other failed read is recorded in facts.Unread.
 func (o *options) gatherCluster(ctx context.Context, t checkTargets) (*clusterFacts, error) {
 	c, err := o.clusterAPIs()
 	if err != nil {
 		return nil, err
 	}
-	f := &clusterFacts{Now: time.Now(), Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}}
-	if err := gatherAPIServices(ctx, c.aggregator, f); err != nil {
-		return nil, err
+	f := &clusterFacts{Now: time.Now(), Pre: t.pre, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{},
+		Unread: map[string]unreadFact{}, StorageBytes: -1, EtcdQuota: t.etcdQuota, ServerService: t.namespace + "/" + t.service}
+	if err := gatherDiscovery(c.clients.kube.Discovery(), f); err != nil {
+		return nil, fmt.Errorf("kube-apiserver cannot be reached: %w", err)
 	}
-	if err := gatherCRDs(ctx, c.extensions, c.metadata, f); err != nil {
-		return nil, err
-	}
-	if !f.installed() {
+	gatherAPIServices(ctx, c, f)
+	gatherCRDs(ctx, c, f)
+	gatherOpenKruise(ctx, c, f)
+	if f.Pre || !f.installed() {
 		return f, nil
 	}
-	return f, o.gatherServer(ctx, c.clients, t, f)
+	o.gatherServer(ctx, c.clients, t, f)
+	gatherHealth(ctx, c, f)
+	return f, nil
 }
 
-func gatherAPIServices(ctx context.Context, agg aggregatorclient.Interface, f *clusterFacts) error {
-	for _, name := range apiServiceNames {
-		as, err := agg.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("reading APIService %s: %w", name, err)
-		default:
-			f.APIServices[name] = as
-		}
+// unread records a failed read of what for the check name.
+func (f *clusterFacts) unread(name, what string, err error) {
+	f.Unread[name] = unreadFact{What: what, Err: err.Error(), Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
+}
+
+// gatherDiscovery reads kube-apiserver's version and whether it serves v1 MutatingAdmissionPolicies
+// and this server's rollout subresource; an error here means the cluster cannot be reached.
+func gatherDiscovery(d discovery.DiscoveryInterface, f *clusterFacts) error {
+	v, err := d.ServerVersion()
+	if err != nil {
+		return err
+	}
+	f.KubernetesVersion = v.Major + "." + strings.TrimSuffix(v.Minor, "+")
+	if v.GitVersion != "" {
+		f.KubernetesVersion = strings.TrimPrefix(v.GitVersion, "v")
+	}
+	if list, err := d.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1"); err == nil {
+		served := slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicies" })
+		f.PolicyAPI = &served
+	}
+	if list, err := d.ServerResourcesForGroupVersion("apps.kruise.io/v1alpha1"); err == nil {
+		f.ServedByServer = slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "sidecarsets/rollout" })
 	}
 	return nil
 }
 
+func gatherAPIServices(ctx context.Context, c *clusterAPIs, f *clusterFacts) {
+	for _, name := range apiServiceNames {
+		as, err := c.aggregator.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			for _, check := range []string{"apiservices", "apiservice-conflicts"} {
+				f.unread(check, "apiservices.apiregistration.k8s.io "+name, err)
+			}
+			return
+		default:
+			f.APIServices[name] = as
+		}
+	}
+}
+
 // gatherCRDs reads the CRDs of apps.kruise.io and counts the objects of those not hidden by an
 // APIService of this server.
-func gatherCRDs(ctx context.Context, ext apiextensionsclient.Interface, md metadata.Interface, f *clusterFacts) error {
-	list, err := ext.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+func gatherCRDs(ctx context.Context, c *clusterAPIs, f *clusterFacts) {
+	list, err := c.extensions.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+		f.unread("openkruise-crds", "customresourcedefinitions.apiextensions.k8s.io", err)
+		return
 	}
 	for _, crd := range list.Items {
 		if crd.Spec.Group != "apps.kruise.io" {
@@ -129,14 +223,37 @@ func gatherCRDs(ctx context.Context, ext apiextensionsclient.Interface, md metad
 			if !v.Served || takenByThisServer(f.APIServices, crd.Spec.Group, v.Name) {
 				continue // hidden: a request reaches this server, not the CRD
 			}
-			n, err := countObjects(ctx, md, schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural})
-			if err != nil {
-				return fmt.Errorf("counting %s/%s: %w", crd.Name, v.Name, err)
+			gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
+			if n, err := countObjects(ctx, c.metadata, gvr); err == nil {
+				f.Objects[crd.Name+"/"+v.Name] = n
 			}
-			f.Objects[crd.Name+"/"+v.Name] = n
 		}
 	}
-	return nil
+}
+
+// gatherOpenKruise reads OpenKruise's webhook configurations and manager Deployment.
+func gatherOpenKruise(ctx context.Context, c *clusterAPIs, f *clusterFacts) {
+	reg := c.kube.AdmissionregistrationV1()
+	if _, err := reg.MutatingWebhookConfigurations().Get(ctx, openKruiseMutatingWebhook, metav1.GetOptions{}); err == nil {
+		f.OpenKruiseWebhooks = append(f.OpenKruiseWebhooks, "mutatingwebhookconfiguration/"+openKruiseMutatingWebhook)
+	} else if !apierrors.IsNotFound(err) {
+		f.unread("openkruise-webhooks", "mutatingwebhookconfigurations.admissionregistration.k8s.io", err)
+	}
+	if _, err := reg.ValidatingWebhookConfigurations().Get(ctx, openKruiseValidatingWebhook, metav1.GetOptions{}); err == nil {
+		f.OpenKruiseWebhooks = append(f.OpenKruiseWebhooks, "validatingwebhookconfiguration/"+openKruiseValidatingWebhook)
+	} else if !apierrors.IsNotFound(err) {
+		f.unread("openkruise-webhooks", "validatingwebhookconfigurations.admissionregistration.k8s.io", err)
+	}
+	d, err := c.kube.AppsV1().Deployments(openKruiseNamespace).Get(ctx, openKruiseManager, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		f.OpenKruiseManager = d
+	case !apierrors.IsNotFound(err):
+		f.unread("openkruise-manager", "deployments.apps in "+openKruiseNamespace, err)
+		if _, ok := f.Unread["openkruise-webhooks"]; !ok && len(f.OpenKruiseWebhooks) > 0 {
+			f.unread("openkruise-webhooks", "deployments.apps in "+openKruiseNamespace+" (whether OpenKruise's manager runs)", err)
+		}
+	}
 }
 
 // takenByThisServer reports whether one of this server's APIServices (routed to its service, not
@@ -160,40 +277,126 @@ func countObjects(ctx context.Context, md metadata.Interface, gvr schema.GroupVe
 	return n, nil
 }
 
-// gatherServer reads what the installed server serves and writes.
-func (o *options) gatherServer(ctx context.Context, c *clients, t checkTargets, f *clusterFacts) error {
+// gatherServer reads what the installed server serves and writes. NamespacedSidecarSets are read
+// in every namespace, else in the command's namespace when only that one may be read.
+func (o *options) gatherServer(ctx context.Context, c *clients, t checkTargets, f *clusterFacts) {
 	list, err := c.sidecarSet.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
-	if err == nil {
+	switch {
+	case err == nil:
 		f.SidecarSets = list.Items
+	case apierrors.IsForbidden(err):
+		f.unread("storage", "sidecarsets.apps.kruise.io", err)
+		f.unread("openkruise-features", "sidecarsets.apps.kruise.io", err)
+	default:
+		f.SidecarSetsErr = err
 	}
-	f.SidecarSetsErr = err
-	namespaced, err := c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	api := c.sidecarSet.AppsV1alpha1()
+	namespaced, err := api.NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) && c.namespace != "" {
+		f.NamespacedScope = c.namespace
+		namespaced, err = api.NamespacedSidecarSets(c.namespace).List(ctx, metav1.ListOptions{})
+	}
 	switch {
 	case err == nil:
 		f.NamespacedSidecarSets = namespaced.Items
-	case !apierrors.IsNotFound(err): // NotFound: the server serves no NamespacedSidecarSet
+	case apierrors.IsNotFound(err): // the server serves no NamespacedSidecarSet
+	case apierrors.IsForbidden(err):
+		f.NamespacedScope = ""
+	default:
 		f.NamespacedSidecarSetsErr = err
 	}
 	hooks := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if f.Template, err = getOrNil(hooks.Get(ctx, t.webhooks, metav1.GetOptions{})); err != nil {
-		return err
+		f.unread("webhooks", "mutatingwebhookconfigurations.admissionregistration.k8s.io", err)
 	}
 	if f.Active, err = getOrNil(hooks.Get(ctx, t.webhooks+"-active", metav1.GetOptions{})); err != nil {
-		return err
+		f.unread("webhooks", "mutatingwebhookconfigurations.admissionregistration.k8s.io", err)
+		f.unread("version", "mutatingwebhookconfigurations.admissionregistration.k8s.io", err)
 	}
 	policies, err := c.kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
 	switch {
 	case apierrors.IsNotFound(err):
 		f.Policies = -1
 	case err != nil:
-		return fmt.Errorf("listing MutatingAdmissionPolicies: %w", err)
+		f.unread("webhooks", "mutatingadmissionpolicies.admissionregistration.k8s.io", err)
 	default:
 		f.Policies = len(policies.Items)
 	}
 	if s, err := c.kube.CoreV1().Secrets(t.namespace).Get(ctx, t.servingSecret, metav1.GetOptions{}); err == nil {
 		f.ServingCertificate = s.Data["tls.crt"]
 	}
-	return nil
+}
+
+// gatherHealth reads the server's verbose /healthz and its /metrics through kube-apiserver's
+// service proxy to the Service its APIService routes to (get on services/proxy).
+func gatherHealth(ctx context.Context, c *clusterAPIs, f *clusterFacts) {
+	as := f.APIServices[apiServiceNames[0]]
+	if as == nil || as.Spec.Service == nil {
+		return
+	}
+	svc := as.Spec.Service
+	port := "443"
+	if svc.Port != nil {
+		port = strconv.Itoa(int(*svc.Port))
+	}
+	proxy := c.kube.CoreV1().Services(svc.Namespace)
+	body, err := proxy.ProxyGet("https", svc.Name, port, "/healthz", map[string]string{"verbose": "true"}).DoRaw(ctx)
+	if err != nil && len(body) == 0 {
+		what := "the server's /healthz through services/proxy " + svc.Namespace + "/" + svc.Name
+		f.unread("server-health", what, err)
+		f.unread("etcd-health", what, err)
+	} else {
+		f.Health = parseHealth(body)
+	}
+	metrics, err := proxy.ProxyGet("https", svc.Name, port, "/metrics", nil).DoRaw(ctx)
+	if err != nil {
+		f.unread("etcd-quota", "the server's /metrics through services/proxy "+svc.Namespace+"/"+svc.Name, err)
+		return
+	}
+	f.StorageBytes = storageBytes(metrics)
+}
+
+// parseHealth reads a verbose health answer: "[+]name ok" and "[-]name failed: reason" lines.
+func parseHealth(body []byte) *serverHealth {
+	h := &serverHealth{Checks: map[string]bool{}}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		rest, ok := strings.CutPrefix(line, "[+]")
+		failed := false
+		if !ok {
+			if rest, ok = strings.CutPrefix(line, "[-]"); !ok {
+				continue
+			}
+			failed = true
+		}
+		name, _, _ := strings.Cut(rest, " ")
+		h.Checks[name] = !failed
+		if failed {
+			h.Failed = append(h.Failed, rest)
+		}
+	}
+	return h
+}
+
+// storageBytes is the largest etcd database size among the server's storage metrics
+// (apiserver_storage_size_bytes, or the older apiserver_storage_db_total_size_in_bytes), -1 when
+// it reports none.
+func storageBytes(metrics []byte) int64 {
+	size := int64(-1)
+	sc := bufio.NewScanner(bytes.NewReader(metrics))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_storage_size_bytes") && !strings.HasPrefix(line, "apiserver_storage_db_total_size_in_bytes") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil && int64(v) > size {
+			size = int64(v)
+		}
+	}
+	return size
 }
 
 // getOrNil is a Get's object, nil when it does not exist.

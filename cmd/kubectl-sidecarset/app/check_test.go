@@ -44,10 +44,8 @@ func TestGatherNamespaced(t *testing.T) {
 				client.PrependReactor("list", "namespacedsidecarsets", tt.reactor)
 			}
 			o := newOptions(strings.NewReader(""), io.Discard, io.Discard)
-			f := &clusterFacts{}
-			if err := o.gatherServer(context.Background(), &clients{kube: kubefake.NewClientset(), sidecarSet: client, namespace: "shop"}, checkTargets{}, f); err != nil {
-				t.Fatal(err)
-			}
+			f := &clusterFacts{Unread: map[string]unreadFact{}}
+			o.gatherServer(context.Background(), &clients{kube: kubefake.NewClientset(), sidecarSet: client, namespace: "shop"}, checkTargets{}, f)
 			var got []string
 			for _, n := range f.NamespacedSidecarSets {
 				got = append(got, n.Namespace+"/"+n.Name)

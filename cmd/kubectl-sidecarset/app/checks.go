@@ -2,7 +2,6 @@ package app
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,9 +9,11 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/cert"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -34,18 +35,39 @@ const (
 	checkSkipped checkStatus = "skipped"
 )
 
-// checkResult is one subject's verdict.
+// checkResult is one subject's verdict: its category, what was found, what to do about it and
+// where the docs explain it.
 type checkResult struct {
-	Name    string      `json:"name"`
-	Status  checkStatus `json:"status"`
-	Message string      `json:"message"`
+	Category string      `json:"category"`
+	Name     string      `json:"name"`
+	Status   checkStatus `json:"status"`
+	Message  string      `json:"message"`
+	// Hint says what to do; empty for ok.
+	Hint string `json:"hint,omitempty"`
+	// Docs is the anchor of docs/plugin.md that explains the check.
+	Docs string `json:"docs,omitempty"`
 }
 
 // checkReport is the command's output.
 type checkReport struct {
+	// Pre is whether only the pre-install checks ran (--pre).
+	Pre bool `json:"pre"`
 	// Installed is whether this server's APIServices exist.
 	Installed bool          `json:"installed"`
 	Checks    []checkResult `json:"checks"`
+	// Counts counts the checks by status.
+	Counts map[checkStatus]int `json:"counts"`
+}
+
+// problems names the checks that are errors.
+func (r checkReport) problems() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if c.Status == checkError {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 // failed reports whether any check is an error.
@@ -71,6 +93,19 @@ const certificateWarning = 30 * 24 * time.Hour
 // clusterFacts is what check reads from the cluster.
 type clusterFacts struct {
 	Now time.Time
+	// Pre is set for --pre: only the pre-install checks are assessed.
+	Pre bool
+	// Unread are the reads that failed, by the name of the check they feed: a Forbidden one makes
+	// the check skipped (what the user may not read is reported, not failed), any other an error.
+	Unread map[string]unreadFact
+	// KubernetesVersion is kube-apiserver's version (major.minor), "" when unread.
+	KubernetesVersion string
+	// PolicyAPI is whether discovery lists admissionregistration.k8s.io/v1
+	// mutatingadmissionpolicies (policy injection), nil when unread.
+	PolicyAPI *bool
+	// ServedByServer is whether discovery lists sidecarsets/rollout in apps.kruise.io/v1alpha1:
+	// this server serves the group (a CRD has no such subresource).
+	ServedByServer bool
 	// CRDs are the CustomResourceDefinitions of group apps.kruise.io.
 	CRDs []apiextensionsv1.CustomResourceDefinition
 	// Objects counts the objects of a CRD at a version ("plural.group/version"), for those that
@@ -78,6 +113,12 @@ type clusterFacts struct {
 	Objects map[string]int
 	// APIServices by name, of apiServiceNames; absent ones are missing.
 	APIServices map[string]*apiregistrationv1.APIService
+	// ServerService is the Service the APIServices should route to ("namespace/name").
+	ServerService string
+	// OpenKruiseWebhooks are OpenKruise's webhook configurations found ("kind/name").
+	OpenKruiseWebhooks []string
+	// OpenKruiseManager is OpenKruise's manager Deployment, nil when absent.
+	OpenKruiseManager *appsv1.Deployment
 	// Template and Active are the shipped injection webhook configuration and the one the server
 	// writes; nil when absent.
 	Template, Active *admissionregistrationv1.MutatingWebhookConfiguration
@@ -89,29 +130,129 @@ type clusterFacts struct {
 	SidecarSets    []v1alpha1.SidecarSet
 	SidecarSetsErr error
 	// NamespacedSidecarSets is a read of every NamespacedSidecarSet through the server (none when
-	// it serves no such kind), or the error it gave.
+	// it serves no such kind), or the error it gave; NamespacedScope is the namespace read when
+	// only one could be ("" for all).
 	NamespacedSidecarSets    []v1alpha1.NamespacedSidecarSet
 	NamespacedSidecarSetsErr error
+	NamespacedScope          string
+	// Health is the server's verbose /healthz (its etcd check among them), as it answers through
+	// kube-apiserver's service proxy; nil when unread.
+	Health *serverHealth
+	// StorageBytes is the size of the server's etcd database as the server reports it on /metrics
+	// (apiserver_storage_size_bytes), -1 when unread; EtcdQuota is the etcd backend quota it is
+	// compared with (--etcd-quota-bytes).
+	StorageBytes, EtcdQuota int64
 	// ServingCertificate is the server's serving certificate (PEM) from its Secret, when readable.
 	ServingCertificate []byte
 }
 
-// installed reports whether any of this server's APIServices exists.
-func (f *clusterFacts) installed() bool { return len(f.APIServices) > 0 }
-
-// assessCluster turns the facts into the report.
-func assessCluster(f *clusterFacts) checkReport {
-	r := checkReport{Installed: f.installed(), Checks: []checkResult{checkCRDs(f)}}
-	if !r.Installed {
-		r.Checks = append(r.Checks, checkResult{"server", checkSkipped, "not installed: no APIService " + strings.Join(apiServiceNames, ", ")})
-		return r
-	}
-	return appendChecks(r, checkAPIServices(f), checkStorage(f), checkWebhooks(f), checkVersion(f), checkInjection(f),
-		checkOpenKruiseFeatures(f), checkCertificates(f))
+// unreadFact is a read that failed.
+type unreadFact struct {
+	What      string `json:"what"`
+	Err       string `json:"error"`
+	Forbidden bool   `json:"forbidden"`
 }
 
-func appendChecks(r checkReport, cs ...checkResult) checkReport {
-	r.Checks = append(r.Checks, cs...)
+// serverHealth is the server's verbose health: each named check and whether it passed.
+type serverHealth struct {
+	Checks map[string]bool
+	Failed []string // the failing lines as the server gives them
+}
+
+// installed reports whether any of this server's APIServices exists, or, when they could not be
+// read, whether discovery shows the server serving its group.
+func (f *clusterFacts) installed() bool { return len(f.APIServices) > 0 || f.ServedByServer }
+
+// result is a check's verdict; assessCluster adds the category, hint and docs anchor.
+func result(name string, status checkStatus, message string) checkResult {
+	return checkResult{Name: name, Status: status, Message: message}
+}
+
+// checkInfo is a check's category (docs/plugin.md has an anchor per category) and what to do
+// when it is not ok.
+type checkInfo struct {
+	category, hint string
+}
+
+// The check categories, in report order.
+const (
+	categoryKubernetesAPI     = "kubernetes-api"
+	categoryKubernetesVersion = "kubernetes-version"
+	categoryOpenKruise        = "openkruise"
+	categoryServer            = "sidecarset-apiserver"
+	categoryEtcd              = "etcd"
+	categoryCertificates      = "certificates"
+	categorySidecarSets       = "sidecarsets"
+)
+
+// docsURL is where the findings' docs anchors are.
+const docsURL = "https://github.com/sidecarset/apiserver/blob/main/docs/plugin.md#"
+
+// checkInfos are every check's category and hint.
+var checkInfos = map[string]checkInfo{
+	"connectivity":          {categoryKubernetesAPI, "check --kubeconfig, --context, --server and the credentials"},
+	"kubernetes-version":    {categoryKubernetesVersion, "upgrade the cluster to Kubernetes 1.30 or later (the ValidatingAdmissionPolicy guarding the server's writes is v1 from 1.30)"},
+	"policy-api":            {categoryKubernetesVersion, "policy injection needs admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36); until then the webhook injects every SidecarSet (--injection=webhook); restart the server after the cluster serves it"},
+	"openkruise-crds":       {categoryOpenKruise, "do not install beside OpenKruise's workloads; to replace OpenKruise's SidecarSet, run kubectl sidecarset migrate --from-cluster --export FILE, then remove OpenKruise's webhook configurations and CRD"},
+	"openkruise-webhooks":   {categoryOpenKruise, "uninstall OpenKruise (helm uninstall kruise -n kruise-system) or delete its webhook configurations once its SidecarSets are migrated: its mutating webhook would inject pods a second time, or refuse them when its manager is gone"},
+	"openkruise-manager":    {categoryOpenKruise, "uninstall OpenKruise (helm uninstall kruise -n kruise-system) after kubectl sidecarset migrate --from-cluster --export FILE"},
+	"apiservice-conflicts":  {categoryOpenKruise, "delete the APIServices of apps.kruise.io that route to another service, or install into that namespace"},
+	"openkruise-features":   {categoryOpenKruise, "replace OpenKruise's container launch priority and Job sidecar terminator with native sidecars (initContainers with restartPolicy: Always)"},
+	"server":                {categoryServer, "install the server (helm install sidecarset-apiserver charts/sidecarset-apiserver), then run check again, with --wait 5m"},
+	"apiservices":           {categoryServer, "kubectl describe apiservice v1alpha1.apps.kruise.io; the server's pods must be ready (kubectl -n NAMESPACE get pods) and its Service must have endpoints"},
+	"server-health":         {categoryServer, "kubectl -n NAMESPACE logs deploy/sidecarset-apiserver; a failing check names the part that is not ready"},
+	"webhooks":              {categoryServer, "the server's leader writes NAME-active from the shipped template: check that its pods run and hold the lease (kubectl -n NAMESPACE get lease)"},
+	"version":               {categoryServer, "the leader records its version when it writes the webhooks; wait for it, or upgrade a server that predates it"},
+	"storage":               {categoryEtcd, "the server cannot read its etcd: kubectl -n NAMESPACE get pods -l app.kubernetes.io/component=etcd, and the server's logs"},
+	"etcd-health":           {categoryEtcd, "the server's etcd check fails: check the etcd members and the server's etcd flags (--etcd-servers, certificates)"},
+	"etcd-quota":            {categoryEtcd, "compact and defragment etcd, or raise --quota-backend-bytes (and --etcd-quota-bytes here); once the quota is reached etcd refuses every write"},
+	"certificates":          {categoryCertificates, "renew the serving certificate and the caBundle of the APIServices and webhooks (cert-manager does it; hack/deploy-certs.sh otherwise)"},
+	"injection":             {categorySidecarSets, "kubectl get sidecarset NAME -o yaml: the Injected condition's reason and message say why"},
+	"sidecarset-conditions": {categorySidecarSets, "see the condition's message; kubectl sidecarset explain and kubectl sidecarset rollout status NAME tell more"},
+}
+
+// categoryOrder orders the report.
+var categoryOrder = []string{categoryKubernetesAPI, categoryKubernetesVersion, categoryOpenKruise, categoryServer, categoryEtcd, categoryCertificates, categorySidecarSets}
+
+// assessCluster turns the facts into the report: the pre-install checks, then, once the server is
+// installed and unless --pre, the post-install ones. A check whose input could not be read is
+// skipped (Forbidden) or an error (any other failure).
+func assessCluster(f *clusterFacts) checkReport {
+	r := checkReport{Pre: f.Pre, Installed: f.installed()}
+	r.Checks = []checkResult{checkConnectivity(f), checkKubernetesVersion(f), checkPolicyAPI(f), checkCRDs(f), checkOpenKruiseWebhooks(f),
+		checkOpenKruiseManager(f), checkAPIServiceConflicts(f)}
+	switch {
+	case f.Pre:
+	case !r.Installed:
+		r.Checks = append(r.Checks, result("server", checkSkipped, "not installed: no APIService "+strings.Join(apiServiceNames, ", ")))
+	default:
+		r.Checks = append(r.Checks, checkAPIServices(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkStorage(f),
+			checkEtcdHealth(f), checkEtcdQuota(f), checkCertificates(f), checkInjection(f), checkConditions(f), checkOpenKruiseFeatures(f))
+	}
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		if u, ok := f.Unread[c.Name]; ok {
+			c.Status, c.Message = checkError, "could not read "+u.What+": "+u.Err
+			if u.Forbidden {
+				c.Status, c.Message = checkSkipped, "not allowed to read "+u.What+": "+u.Err
+			}
+		}
+		info := checkInfos[c.Name]
+		c.Category, c.Docs = info.category, docsURL+info.category
+		if c.Status != checkOK && c.Hint == "" {
+			c.Hint = info.hint
+		}
+		if unread := f.Unread[c.Name]; unread.Forbidden {
+			c.Hint = "ask for read access to " + unread.What + ", or run check as a cluster administrator"
+		}
+	}
+	slices.SortStableFunc(r.Checks, func(a, b checkResult) int {
+		return slices.Index(categoryOrder, a.Category) - slices.Index(categoryOrder, b.Category)
+	})
+	r.Counts = map[checkStatus]int{}
+	for _, c := range r.Checks {
+		r.Counts[c.Status]++
+	}
 	return r
 }
 
@@ -139,14 +280,14 @@ func checkCRDs(f *clusterFacts) checkResult {
 	}
 	switch {
 	case len(hidden) > 0:
-		return checkResult{"openkruise-crds", checkError, fmt.Sprintf("this server's APIServices (%s) %s every kind of apps.kruise.io at those versions: %s "+
+		return result("openkruise-crds", checkError, fmt.Sprintf("this server's APIServices (%s) %s every kind of apps.kruise.io at those versions: %s "+
 			"disappear from the API (and from garbage collection and namespace deletion); do not install it beside OpenKruise's other workloads",
-			strings.Join(claimedVersions, ", "), verb, strings.Join(hidden, "; "))}
+			strings.Join(claimedVersions, ", "), verb, strings.Join(hidden, "; ")))
 	case len(replaced) > 0:
-		return checkResult{"openkruise-crds", checkWarning, fmt.Sprintf("%s: this server replaces OpenKruise's SidecarSet; export its SidecarSets, remove its webhook and CRD, then re-create them on this server (README: Deploying to a real cluster)",
-			strings.Join(replaced, "; "))}
+		return result("openkruise-crds", checkWarning, fmt.Sprintf("%s: this server replaces OpenKruise's SidecarSet; export its SidecarSets, remove its webhook and CRD, then re-create them on this server (README: Deploying to a real cluster)",
+			strings.Join(replaced, "; ")))
 	}
-	return checkResult{"openkruise-crds", checkOK, "no custom resource of apps.kruise.io at " + strings.Join(claimedVersions, " or ")}
+	return result("openkruise-crds", checkOK, "no custom resource of apps.kruise.io at "+strings.Join(claimedVersions, " or "))
 }
 
 func (f *clusterFacts) objectCount(crd, version string) string {
@@ -178,9 +319,9 @@ func checkAPIServices(f *clusterFacts) checkResult {
 		}
 	}
 	if len(problems) > 0 {
-		return checkResult{"apiservices", checkError, strings.Join(problems, "; ")}
+		return result("apiservices", checkError, strings.Join(problems, "; "))
 	}
-	return checkResult{"apiservices", checkOK, "Available: " + strings.Join(apiServiceNames, ", ") + " (the server is ready)"}
+	return result("apiservices", checkOK, "Available: "+strings.Join(apiServiceNames, ", ")+" (the server is ready)")
 }
 
 // availability is "" for an Available APIService, else why not.
@@ -201,11 +342,11 @@ func availability(as *apiregistrationv1.APIService) string {
 func checkStorage(f *clusterFacts) checkResult {
 	switch {
 	case f.SidecarSetsErr != nil:
-		return checkResult{"storage", checkError, "listing SidecarSets (a quorum read of the server's etcd) failed: " + f.SidecarSetsErr.Error()}
+		return result("storage", checkError, "listing SidecarSets (a quorum read of the server's etcd) failed: "+f.SidecarSetsErr.Error())
 	case f.NamespacedSidecarSetsErr != nil:
-		return checkResult{"storage", checkError, "listing NamespacedSidecarSets (a quorum read of the server's etcd) failed: " + f.NamespacedSidecarSetsErr.Error()}
+		return result("storage", checkError, "listing NamespacedSidecarSets (a quorum read of the server's etcd) failed: "+f.NamespacedSidecarSetsErr.Error())
 	}
-	return checkResult{"storage", checkOK, fmt.Sprintf("the server read %s from its etcd (quorum read)", f.setCount())}
+	return result("storage", checkOK, fmt.Sprintf("the server read %s from its etcd (quorum read)", f.setCount()))
 }
 
 // setCount counts the SidecarSets, and the NamespacedSidecarSets when there are any.
@@ -221,11 +362,11 @@ func (f *clusterFacts) setCount() string {
 func checkWebhooks(f *clusterFacts) checkResult {
 	switch {
 	case f.Template == nil:
-		return checkResult{"webhooks", checkError, "the injection webhook configuration (the template shipped with the deployment) is missing: no pod is injected by the webhook"}
+		return result("webhooks", checkError, "the injection webhook configuration (the template shipped with the deployment) is missing: no pod is injected by the webhook")
 	case f.Active == nil:
-		return checkResult{"webhooks", checkError, fmt.Sprintf("%s exists but the server has not written its active configuration: is its leader running?", f.Template.Name)}
+		return result("webhooks", checkError, fmt.Sprintf("%s exists but the server has not written its active configuration: is its leader running?", f.Template.Name))
 	case f.Active.Labels[apps.ManagedByLabel] != apps.ManagedByValue:
-		return checkResult{"webhooks", checkError, f.Active.Name + " is not labelled " + apps.ManagedByLabel + "=" + apps.ManagedByValue + ": it is not the server's"}
+		return result("webhooks", checkError, f.Active.Name+" is not labelled "+apps.ManagedByLabel+"="+apps.ManagedByValue+": it is not the server's")
 	}
 	msg := fmt.Sprintf("%s: %d webhooks rendered from %s", f.Active.Name, len(f.Active.Webhooks), f.Template.Name)
 	if f.Policies >= 0 {
@@ -233,15 +374,15 @@ func checkWebhooks(f *clusterFacts) checkResult {
 	} else {
 		msg += "; the cluster serves no MutatingAdmissionPolicy (every SidecarSet is injected by the webhook)"
 	}
-	return checkResult{"webhooks", checkOK, msg}
+	return result("webhooks", checkOK, msg)
 }
 
 // checkVersion: the version the server's leader recorded.
 func checkVersion(f *clusterFacts) checkResult {
 	if f.Active == nil || f.Active.Annotations[apps.ServerVersionAnnotation] == "" {
-		return checkResult{"version", checkWarning, "the server has recorded no version (annotation " + apps.ServerVersionAnnotation + "): its leader has not written the webhooks, or predates it"}
+		return result("version", checkWarning, "the server has recorded no version (annotation "+apps.ServerVersionAnnotation+"): its leader has not written the webhooks, or predates it")
 	}
-	return checkResult{"version", checkOK, "server " + f.Active.Annotations[apps.ServerVersionAnnotation]}
+	return result("version", checkOK, "server "+f.Active.Annotations[apps.ServerVersionAnnotation])
 }
 
 // injecting is one object whose Injected condition check reads.
@@ -284,11 +425,11 @@ func checkInjection(f *clusterFacts) checkResult {
 	sort.Strings(paused)
 	switch {
 	case len(failing) > 0:
-		return checkResult{"injection", checkError, strings.Join(failing, "; ")}
+		return result("injection", checkError, strings.Join(failing, "; "))
 	case len(paused) > 0:
-		return checkResult{"injection", checkWarning, fmt.Sprintf("%d of %s inject; not injecting on purpose: %s", len(sets)-len(paused), f.setCount(), strings.Join(paused, ", "))}
+		return result("injection", checkWarning, fmt.Sprintf("%d of %s inject; not injecting on purpose: %s", len(sets)-len(paused), f.setCount(), strings.Join(paused, ", ")))
 	}
-	return checkResult{"injection", checkOK, fmt.Sprintf("all %s inject new pods", f.setCount())}
+	return result("injection", checkOK, fmt.Sprintf("all %s inject new pods", f.setCount()))
 }
 
 // checkOpenKruiseFeatures: the SidecarSets and NamespacedSidecarSets that ask for OpenKruise
@@ -307,8 +448,8 @@ func checkOpenKruiseFeatures(f *clusterFacts) checkResult {
 		all = append(all, rs...)
 	}
 	if len(items) == 0 {
-		return checkResult{"openkruise-features", checkOK, fmt.Sprintf("none of %s relies on OpenKruise's %s or %s",
-			f.setCount(), migrate.FeatureLaunchPriority, migrate.FeatureJobSidecarTerminator)}
+		return result("openkruise-features", checkOK, fmt.Sprintf("none of %s relies on OpenKruise's %s or %s",
+			f.setCount(), migrate.FeatureLaunchPriority, migrate.FeatureJobSidecarTerminator))
 	}
 	var consequences []string
 	for _, feature := range []string{migrate.FeatureLaunchPriority, migrate.FeatureJobSidecarTerminator} {
@@ -316,8 +457,8 @@ func checkOpenKruiseFeatures(f *clusterFacts) checkResult {
 			consequences = append(consequences, "OpenKruise's "+feature+": "+migrate.Consequence(feature))
 		}
 	}
-	return checkResult{"openkruise-features", checkWarning, fmt.Sprintf("%d of %s rely on OpenKruise features outside the SidecarSet API, which do not work on this server: %s. %s",
-		len(items), f.setCount(), strings.Join(items, "; "), strings.Join(consequences, "; "))}
+	return result("openkruise-features", checkWarning, fmt.Sprintf("%d of %s rely on OpenKruise features outside the SidecarSet API, which do not work on this server: %s. %s",
+		len(items), f.setCount(), strings.Join(items, "; "), strings.Join(consequences, "; ")))
 }
 
 // namedSpec is the spec of a SidecarSet or NamespacedSidecarSet, named as in checkInjection.
@@ -346,7 +487,7 @@ func checkCertificates(f *clusterFacts) checkResult {
 	var where string
 	var bad []string
 	consider := func(name string, bundle []byte) {
-		certs, err := parseCertificates(bundle)
+		certs, err := cert.ParseCertsPEM(bundle)
 		if err != nil {
 			bad = append(bad, name+": "+err.Error())
 			return
@@ -374,41 +515,17 @@ func checkCertificates(f *clusterFacts) checkResult {
 	}
 	switch {
 	case len(bad) > 0:
-		return checkResult{"certificates", checkError, strings.Join(bad, "; ")}
+		return result("certificates", checkError, strings.Join(bad, "; "))
 	case soonest == nil:
-		return checkResult{"certificates", checkWarning, "no CA bundle found on the APIServices or webhooks (insecureSkipTLSVerify?)"}
+		return result("certificates", checkWarning, "no CA bundle found on the APIServices or webhooks (insecureSkipTLSVerify?)")
 	}
 	left := soonest.NotAfter.Sub(f.Now)
 	msg := fmt.Sprintf("the first to expire is %s (%s), on %s", where, soonest.Subject.CommonName, soonest.NotAfter.UTC().Format(time.RFC3339))
 	switch {
 	case left <= 0:
-		return checkResult{"certificates", checkError, "expired: " + msg}
+		return result("certificates", checkError, "expired: "+msg)
 	case left < certificateWarning:
-		return checkResult{"certificates", checkWarning, fmt.Sprintf("expires in %d days: %s", int(left.Hours()/24), msg)}
+		return result("certificates", checkWarning, fmt.Sprintf("expires in %d days: %s", int(left.Hours()/24), msg))
 	}
-	return checkResult{"certificates", checkOK, fmt.Sprintf("%d days left: %s", int(left.Hours()/24), msg)}
-}
-
-// parseCertificates reads every certificate of a PEM bundle.
-func parseCertificates(bundle []byte) ([]*x509.Certificate, error) {
-	var out []*x509.Certificate
-	for {
-		var block *pem.Block
-		block, bundle = pem.Decode(bundle)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no PEM certificate")
-	}
-	return out, nil
+	return result("certificates", checkOK, fmt.Sprintf("%d days left: %s", int(left.Hours()/24), msg))
 }

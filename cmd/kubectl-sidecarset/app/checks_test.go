@@ -14,6 +14,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,10 +53,13 @@ func crd(kind, plural string, versions ...string) apiextensionsv1.CustomResource
 // installedFacts is a healthy installation with a CA valid for a year.
 func installedFacts(t *testing.T) *clusterFacts {
 	ca := testCA(t, checkNow.AddDate(1, 0, 0))
-	f := &clusterFacts{Now: checkNow, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}, Policies: 2}
+	policies := true
+	f := &clusterFacts{Now: checkNow, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}, Policies: 2,
+		KubernetesVersion: "1.36.3", PolicyAPI: &policies, ServerService: "kruise-system/sidecarset-apiserver", StorageBytes: 100 << 20, EtcdQuota: 4 << 30,
+		Health: parseHealth([]byte("[+]ping ok\n[+]etcd ok\n[+]sidecarset-injection ok\nhealthz check passed\n"))}
 	for _, name := range apiServiceNames {
 		f.APIServices[name] = &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:   apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Name: "sidecarset-apiserver"}, CABundle: ca},
+			Spec:   apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Namespace: "kruise-system", Name: "sidecarset-apiserver"}, CABundle: ca},
 			Status: apiregistrationv1.APIServiceStatus{Conditions: []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue}}}}
 	}
 	f.Template = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"}}
@@ -200,7 +204,82 @@ func TestAssessCluster(t *testing.T) {
 			f := installedFacts(t)
 			f.APIServices["v1alpha1.apps.kruise.io"].Spec.CABundle = []byte("not PEM")
 			return f
-		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "APIService v1alpha1.apps.kruise.io: no PEM certificate"}, true},
+		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "APIService v1alpha1.apps.kruise.io: data does not contain any valid RSA or ECDSA certificates"}, true},
+		{"Kubernetes 1.29", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.KubernetesVersion = "1.29.4"
+			return f
+		}, map[string]checkStatus{"kubernetes-version": checkError}, map[string]string{"kubernetes-version": "needs 1.30 or later"}, true},
+		{"Kubernetes 1.33 without v1 policies", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			served := false
+			f.KubernetesVersion, f.PolicyAPI = "1.33.1", &served
+			return f
+		}, map[string]checkStatus{"kubernetes-version": checkOK, "policy-api": checkWarning}, map[string]string{"kubernetes-version": "webhook injection only"}, false},
+		{"pre-install beside OpenKruise", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0", OpenKruiseManager: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-controller-manager"}},
+				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration"}}
+		}, map[string]checkStatus{"openkruise-webhooks": checkWarning, "openkruise-manager": checkWarning, "server": ""}, nil, false},
+		{"OpenKruise's webhooks left behind", func(*testing.T) *clusterFacts {
+			return &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0",
+				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration", "validatingwebhookconfiguration/kruise-validating-webhook-configuration"}}
+		}, map[string]checkStatus{"openkruise-webhooks": checkError, "openkruise-manager": checkOK}, map[string]string{"openkruise-webhooks": "left behind"}, true},
+		{"an APIService routed to another server", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.APIServices["v1beta1.apps.kruise.io"].Spec.Service.Namespace = "other"
+			return f
+		}, map[string]checkStatus{"apiservice-conflicts": checkError}, map[string]string{"apiservice-conflicts": "v1beta1.apps.kruise.io routes to service other/sidecarset-apiserver"}, true},
+		{"forbidden reads are skipped", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Unread = map[string]unreadFact{"apiservices": {What: "apiservices", Err: "forbidden", Forbidden: true}, "openkruise-crds": {What: "crds", Err: "forbidden", Forbidden: true}}
+			return f
+		}, map[string]checkStatus{"apiservices": checkSkipped, "openkruise-crds": checkSkipped}, map[string]string{"apiservices": "not allowed to read apiservices"}, false},
+		{"a read that failed otherwise is an error", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Unread = map[string]unreadFact{"webhooks": {What: "mutatingwebhookconfigurations", Err: "timeout"}}
+			return f
+		}, map[string]checkStatus{"webhooks": checkError}, map[string]string{"webhooks": "could not read mutatingwebhookconfigurations: timeout"}, true},
+		{"etcd down as the server sees it", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Health = parseHealth([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[+]sidecarset-injection ok\nhealthz check failed\n"))
+			return f
+		}, map[string]checkStatus{"etcd-health": checkError, "server-health": checkOK}, map[string]string{"etcd-health": "etcd"}, true},
+		{"a failing server check", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Health = parseHealth([]byte("[+]etcd ok\n[-]sidecarset-injection failed: reason withheld\n"))
+			return f
+		}, map[string]checkStatus{"server-health": checkError, "etcd-health": checkOK}, map[string]string{"server-health": "sidecarset-injection failed"}, true},
+		{"etcd near its quota", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.StorageBytes = 3500 << 20
+			return f
+		}, map[string]checkStatus{"etcd-quota": checkWarning}, map[string]string{"etcd-quota": "85% of the 4.0GiB quota"}, false},
+		{"etcd over its quota", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.StorageBytes = 5 << 30
+			return f
+		}, map[string]checkStatus{"etcd-quota": checkError}, nil, true},
+		{"metrics not readable", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.StorageBytes = -1
+			return f
+		}, map[string]checkStatus{"etcd-quota": checkSkipped}, nil, false},
+		{"a stalled rollout, pods not injected, a webhook receiving every pod", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			cond := func(typ, reason, msg string) metav1.Condition {
+				return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: 2}
+			}
+			f.SidecarSets[0].Status.Conditions = append(f.SidecarSets[0].Status.Conditions, cond("Stalled", "PodsFailed", "shop/web-0: ImagePullBackOff"))
+			f.SidecarSets[1].Status.Conditions = append(f.SidecarSets[1].Status.Conditions, cond("PodsNotInjected", "PodsRunWithoutSidecars", "1 pod"),
+				cond("WebhookReceivesEveryPod", "NoObjectSelector", "every pod"))
+			return f
+		}, map[string]checkStatus{"sidecarset-conditions": checkError}, map[string]string{"sidecarset-conditions": "a: rollout Stalled: shop/web-0: ImagePullBackOff; b: PodsNotInjected: 1 pod; b: WebhookReceivesEveryPod: every pod"}, true},
+		{"pods not injected only", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets[1].Status.Conditions = append(f.SidecarSets[1].Status.Conditions,
+				metav1.Condition{Type: "PodsNotInjected", Status: metav1.ConditionTrue, Reason: "PodsRunWithoutSidecars", Message: "1 pod"})
+			return f
+		}, map[string]checkStatus{"sidecarset-conditions": checkWarning}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := assessCluster(tc.facts(t))
@@ -219,7 +298,7 @@ func TestAssessCluster(t *testing.T) {
 				}
 			}
 			if r.failed() != tc.failed {
-				t.Errorf("failed = %v, want %v: %+v", r.failed(), tc.failed, r.Checks)
+				t.Errorf("failed = %v, want %v; errors: %v", r.failed(), tc.failed, r.problems())
 			}
 		})
 	}

@@ -344,10 +344,12 @@ func (o *options) readOpenKruise(ctx context.Context, namespace string) ([]*unst
 	if err != nil {
 		return nil, fmt.Errorf("reading CRD %s: %w", openKruiseCRD, err)
 	}
-	services := map[string]*apiregistrationv1.APIService{}
-	if err := gatherAPIServices(ctx, c.aggregator, &clusterFacts{APIServices: services}); err != nil {
-		return nil, err
+	facts := &clusterFacts{APIServices: map[string]*apiregistrationv1.APIService{}, Unread: map[string]unreadFact{}}
+	gatherAPIServices(ctx, c, facts)
+	if u, ok := facts.Unread["apiservices"]; ok {
+		return nil, fmt.Errorf("reading %s: %s", u.What, u.Err)
 	}
+	services := facts.APIServices
 	version, err := openKruiseVersion(crd, services)
 	if err != nil {
 		return nil, err

@@ -141,7 +141,7 @@ func (o *options) printReport(v any) error {
 	if !ok {
 		m = map[string]any{"kind": "List", "items": content}
 	}
-	p, err := o.printer()
+	p, err := o.printFlags.TemplatePrinterFlags.ToPrinter(o.output)
 	if err != nil {
 		return err
 	}
@@ -173,14 +173,19 @@ func toUnstructured(obj runtime.Object) (runtime.Object, error) {
 		u.SetGroupVersionKind(gvk)
 		return u, nil
 	}
-	list := &unstructured.UnstructuredList{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, list); err != nil {
-		return nil, err
-	}
+	items, _ := content["items"].([]any)
+	delete(content, "items")
+	list := &unstructured.UnstructuredList{Object: content}
 	list.SetGroupVersionKind(gvk)
 	item := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
-	for i := range list.Items {
-		list.Items[i].SetGroupVersionKind(item)
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: an item is not an object", gvk.Kind)
+		}
+		u := unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(item)
+		list.Items = append(list.Items, u)
 	}
 	return list, nil
 }

@@ -53,3 +53,38 @@ current-context: ctx
 		})
 	}
 }
+
+// TestExitCodes: 0 success, 1 a failure, 2 check could not run (no cluster to reach).
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	unreachable := filepath.Join(dir, "kubeconfig")
+	data := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+`
+	if err := os.WriteFile(unreachable, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"version --client", []string{"version", "--client"}, exitOK},
+		{"an unknown command", []string{"frobnicate"}, exitError},
+		{"rollout status of an unreachable cluster", []string{"--kubeconfig", unreachable, "--request-timeout", "2s", "rollout", "status", "x", "--timeout", "1s"}, exitError},
+		{"check of an unreachable cluster", []string{"--kubeconfig", unreachable, "--request-timeout", "2s", "check"}, exitCouldNotRun},
+		{"check -o name", []string{"--kubeconfig", unreachable, "check", "-o", "name"}, exitCouldNotRun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut strings.Builder
+			if got := Main(tt.args, strings.NewReader(""), io.Discard, &errOut); got != tt.want {
+				t.Errorf("exit %d, want %d\n%s", got, tt.want, errOut.String())
+			}
+		})
+	}
+}
