@@ -5,6 +5,10 @@
 // no shell, nothing else. The output is reproducible: fixed modification times and owners, no
 // creation date, sorted archive entries.
 //
+// The server's images (make image, make release) are written by hack/release with
+// go-containerregistry; its cmd/image takes this program's flags. This one stays in the main
+// module for hack/local-up.sh, which builds it for the real node's test, pause and etcd images.
+//
 //	go run ./hack/image -binary _output/image/sidecarset-apiserver -arch amd64 \
 //	    -layout _output/image/oci -archive _output/image/sidecarset-apiserver.tar
 package main
