@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -56,18 +57,29 @@ spec:
 `
 
 type checkOutput struct {
+	Pre       bool `json:"pre"`
 	Installed bool `json:"installed"`
-	Checks    []struct{ Name, Status, Message string }
+	Checks    []struct{ Category, Name, Status, Message, Hint, Docs string }
 }
 
-func runCheck(t *testing.T) (checkOutput, string, error) {
+func runCheck(t *testing.T, args ...string) (checkOutput, string, error) {
 	t.Helper()
-	out, errOut, err := plugin(t, "check", "-o", "json")
+	out, errOut, err := plugin(t, append([]string{"check", "-o", "json"}, args...)...)
 	var report checkOutput
 	if jerr := json.Unmarshal([]byte(out), &report); jerr != nil {
 		t.Fatalf("check -o json: %v\n%s%s", jerr, out, errOut)
 	}
 	return report, out + errOut, err
+}
+
+// find returns the finding of check name.
+func (c checkOutput) find(name string) (category, hint, docs string) {
+	for _, r := range c.Checks {
+		if r.Name == name {
+			return r.Category, r.Hint, r.Docs
+		}
+	}
+	return "", "", ""
 }
 
 func (c checkOutput) status(name string) (string, string) {
@@ -149,4 +161,141 @@ func TestCheck(t *testing.T) {
 	}); !ok {
 		t.Errorf("waited 60s for check to exit 0 with a warning %q; last seen: %s", want, last)
 	}
+}
+
+// openKruiseWebhooks are webhook configurations named as OpenKruise's, without webhooks (they
+// intercept nothing).
+const openKruiseWebhooks = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: kruise-mutating-webhook-configuration
+webhooks: []
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: kruise-validating-webhook-configuration
+webhooks: []
+`
+
+// openKruiseManager is a Deployment named as OpenKruise's manager, scaled to zero.
+const openKruiseManager = `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kruise-controller-manager
+  namespace: kruise-system
+spec:
+  replicas: 0
+  selector: {matchLabels: {control-plane: e2e-fake-kruise-manager}}
+  template:
+    metadata: {labels: {control-plane: e2e-fake-kruise-manager}}
+    spec: {containers: [{name: manager, image: e2e.invalid/kruise-manager:v1}]}
+`
+
+// TestCheckPre: check --pre on a cluster with OpenKruise's CRDs and webhook configurations (fake
+// ones, created here) reports the kinds the server's APIServices would hide and the webhooks left
+// behind without a manager, each with a hint and a docs anchor, and exits 1; with a manager, the
+// webhooks are a warning. Serial: other tests expect check to pass.
+func TestCheckPre(t *testing.T) {
+	t.Cleanup(func() {
+		for _, manifest := range []string{openKruiseManager, openKruiseWebhooks, openKruiseCRDs} {
+			if out, err := runKubectl(t, manifest, "delete", "--ignore-not-found", "-f", "-"); err != nil {
+				t.Errorf("cleanup: %v\n%s", err, out)
+			}
+		}
+	})
+	report, out, err := runCheck(t, "--pre")
+	if exitCode(err) != 0 || !report.Pre {
+		t.Fatalf("check --pre on the clean cluster: exit %d (pre %v), want 0\n%s", exitCode(err), report.Pre, out)
+	}
+	for _, name := range []string{"kubernetes-version", "policy-api", "openkruise-crds", "openkruise-webhooks", "openkruise-manager", "apiservice-conflicts"} {
+		if status, msg := report.status(name); status != "ok" {
+			t.Errorf("check --pre %s: %s %q, want ok", name, status, msg)
+		}
+	}
+	if status, _ := report.status("apiservices"); status != "" {
+		t.Errorf("check --pre ran the post-install check apiservices: %s", status)
+	}
+
+	for _, manifest := range []string{openKruiseCRDs, openKruiseWebhooks} {
+		if out, err := runKubectl(t, manifest, "apply", "-f", "-"); err != nil {
+			t.Fatalf("OpenKruise's objects: %v\n%s", err, out)
+		}
+	}
+	if last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
+		report, out, err = runCheck(t, "--pre")
+		crds, _ := report.status("openkruise-crds")
+		hooks, _ := report.status("openkruise-webhooks")
+		return exitCode(err) == 1 && crds == "error" && hooks == "error", fmt.Sprintf("exit %d, crds %s, webhooks %s\n%s", exitCode(err), crds, hooks, out)
+	}); !ok {
+		t.Fatalf("check --pre beside OpenKruise's CRDs and webhooks: want exit 1 with both errors; last seen: %s", last)
+	}
+	status, msg := report.status("openkruise-webhooks")
+	category, hint, docs := report.find("openkruise-webhooks")
+	if !strings.Contains(msg, "kruise-mutating-webhook-configuration") || !strings.Contains(msg, "without OpenKruise's manager") ||
+		category != "openkruise" || hint == "" || !strings.HasSuffix(docs, "docs/plugin.md#openkruise") {
+		t.Errorf("openkruise-webhooks: %s %q category %q hint %q docs %q", status, msg, category, hint, docs)
+	}
+	if _, msg := report.status("openkruise-crds"); !strings.Contains(msg, "would hide every kind of apps.kruise.io") && !strings.Contains(msg, "hides every kind") {
+		t.Errorf("openkruise-crds: %q does not say the kinds are hidden", msg)
+	}
+
+	if out, err := runKubectl(t, openKruiseManager, "apply", "-f", "-"); err != nil {
+		t.Fatalf("OpenKruise's manager: %v\n%s", err, out)
+	}
+	report, out, _ = runCheck(t, "--pre")
+	if status, msg := report.status("openkruise-manager"); status != "warning" || !strings.Contains(msg, "kruise-system/kruise-controller-manager") {
+		t.Errorf("openkruise-manager with the Deployment: %s %q, want a warning naming it\n%s", status, msg, out)
+	}
+	if status, _ := report.status("openkruise-webhooks"); status != "warning" {
+		t.Errorf("openkruise-webhooks beside a manager: %s, want warning", status)
+	}
+}
+
+// TestCheckNamespaceEditor: a namespace editor (the edit ClusterRole in one namespace) runs check:
+// it reports what it could read, the cluster-wide reads it may not make as skipped, and exits 0 or
+// 1, never 2.
+func TestCheckNamespaceEditor(t *testing.T) {
+	parallelTest(t)
+	ctx := context.Background()
+	const ns, user = "e2e-check-editor", "e2e-check-editor"
+	setNamespace(t, ns, nil)
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "editor", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+
+	var report checkOutput
+	var out string
+	var err error
+	// Every second: the server caches authorization decisions for a few seconds.
+	eventuallyEvery(t, "check as a namespace editor to skip the APIServices", time.Second, 30*time.Second, func(context.Context) (bool, string) {
+		report, out, err = runCheck(t, "--as", user, "-n", ns)
+		status, _ := report.status("apiservices")
+		return status == "skipped", fmt.Sprintf("exit %d, apiservices %s\n%s", exitCode(err), status, out)
+	})
+	if code := exitCode(err); code != 0 && code != 1 {
+		t.Errorf("check as a namespace editor: exit %d, want 0 or 1\n%s", code, out)
+	}
+	if !report.Installed {
+		t.Errorf("check as a namespace editor does not see the server installed (discovery)\n%s", out)
+	}
+	skipped := 0
+	for _, c := range report.Checks {
+		if c.Status == "skipped" {
+			skipped++
+			if c.Hint == "" || !strings.Contains(c.Message, "not allowed") && !strings.Contains(c.Message, "could not read") && !strings.Contains(c.Message, "not read") {
+				t.Errorf("skipped %s: message %q hint %q", c.Name, c.Message, c.Hint)
+			}
+		}
+	}
+	if status, msg := report.status("kubernetes-version"); status != "ok" {
+		t.Errorf("kubernetes-version as a namespace editor: %s %q, want ok (discovery is open to every user)", status, msg)
+	}
+	t.Logf("check as a namespace editor: exit %d, %d skipped\n%s", exitCode(err), skipped, out)
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -80,6 +82,48 @@ func pluginAs(t *testing.T, args ...string) string {
 		return err == nil, fmt.Sprintf("%v\n%s%s", err, out, errOut)
 	})
 	return out
+}
+
+// exitCode is a plugin run's exit code: 0 without error, -1 when it did not run.
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
+}
+
+// watchReady watches SidecarSet name and sends the time its Ready condition turns True for the
+// current generation, as the test sees it.
+func watchReady(t *testing.T, name string) <-chan time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	w, err := sidecars.AppsV1alpha1().SidecarSets().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	at := make(chan time.Time, 1)
+	go func() {
+		defer cancel()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			ss, ok := ev.Object.(*v1alpha1.SidecarSet)
+			if !ok {
+				continue
+			}
+			if c := meta.FindStatusCondition(ss.Status.Conditions, v1alpha1.SidecarSetReady); c != nil && c.Status == metav1.ConditionTrue &&
+				c.ObservedGeneration == ss.Generation {
+				at <- time.Now()
+				return
+			}
+		}
+		at <- time.Now()
+	}()
+	return at
 }
 
 // writeSidecarSet writes ss as a manifest and returns its path.
@@ -171,19 +215,34 @@ func TestPluginRollout(t *testing.T) {
 		}
 	}()
 	patchImage(t, "plugin", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
-	out, errOut, err := plugin(t, "rollout", "status", "plugin", "--timeout", "4m", "--interval", "500ms")
+	// --timeout: a rollout of 5 pods in batches of 2 is not done within a second; exit 1.
+	out, errOut, err := plugin(t, "rollout", "status", "plugin", "--timeout", "1s")
+	if !strings.Contains(out, "successfully rolled out") && (exitCode(err) != 1 || !strings.Contains(errOut, "timed out waiting for the rollout")) {
+		t.Errorf("rollout status --timeout 1s: exit %d, want 1 and timed out\n%s%s", exitCode(err), out, errOut)
+	}
+	// The watch returns as soon as the server's Ready condition turns True.
+	readyAt := watchReady(t, "plugin")
+	out, errOut, err = plugin(t, "rollout", "status", "plugin", "--timeout", "4m")
+	returned := time.Now()
 	close(stop)
 	wg.Wait()
 	if err != nil || !strings.Contains(out, `SidecarSet "plugin" successfully rolled out`) {
 		t.Fatalf("rollout status: %v\n%s%s", err, out, errOut)
 	}
+	if lag := returned.Sub(<-readyAt); lag > 2*time.Second {
+		t.Errorf("rollout status returned %s after the SidecarSet became Ready, want at once (a watch)", lag)
+	}
 	t.Logf("rollout status:\n%s", out)
 	checkBatchOrder(t, preview, upgradedAt)
+	out, errOut, err = plugin(t, "rollout", "status", "plugin", "--watch=false")
+	if err != nil || !strings.Contains(out, "successfully rolled out") {
+		t.Errorf("rollout status --watch=false of a finished rollout: %v\n%s%s", err, out, errOut)
+	}
 
 	// A stalled rollout: rollout status exits non-zero within its timeout.
 	patchImage(t, "plugin", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:bad"}]}}`)
 	start := time.Now()
-	out, errOut, err = plugin(t, "rollout", "status", "plugin", "--timeout", "60s", "--interval", "500ms")
+	out, errOut, err = plugin(t, "rollout", "status", "plugin", "--timeout", "60s")
 	if err == nil || time.Since(start) > 75*time.Second {
 		t.Fatalf("rollout status of a stalled rollout: err %v after %s\n%s%s", err, time.Since(start), out, errOut)
 	}

@@ -169,6 +169,14 @@ func (f *clusterFacts) unread(name, what string, err error) {
 	f.Unread[name] = unreadFact{What: what, Err: err.Error(), Forbidden: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 }
 
+// unreadOptional records a failed read that makes the check skipped whatever the failure.
+func (f *clusterFacts) unreadOptional(name, what string, err error) {
+	f.unread(name, what, err)
+	u := f.Unread[name]
+	u.Optional = true
+	f.Unread[name] = u
+}
+
 // gatherDiscovery reads kube-apiserver's version and whether it serves v1 MutatingAdmissionPolicies
 // and this server's rollout subresource; an error here means the cluster cannot be reached.
 func gatherDiscovery(d discovery.DiscoveryInterface, f *clusterFacts) error {
@@ -340,17 +348,18 @@ func gatherHealth(ctx context.Context, c *clusterAPIs, f *clusterFacts) {
 		port = strconv.Itoa(int(*svc.Port))
 	}
 	proxy := c.kube.CoreV1().Services(svc.Namespace)
+	via := " through services/proxy " + svc.Namespace + "/" + svc.Name + ":" + port
 	body, err := proxy.ProxyGet("https", svc.Name, port, "/healthz", map[string]string{"verbose": "true"}).DoRaw(ctx)
-	if err != nil && len(body) == 0 {
-		what := "the server's /healthz through services/proxy " + svc.Namespace + "/" + svc.Name
-		f.unread("server-health", what, err)
-		f.unread("etcd-health", what, err)
+	// A failing /healthz answers 500 with its verbose lines.
+	if h := parseHealth(body); err == nil || len(h.Checks) > 0 {
+		f.Health = h
 	} else {
-		f.Health = parseHealth(body)
+		f.unreadOptional("server-health", "the server's /healthz"+via, err)
+		f.unreadOptional("etcd-health", "the server's /healthz"+via, err)
 	}
 	metrics, err := proxy.ProxyGet("https", svc.Name, port, "/metrics", nil).DoRaw(ctx)
 	if err != nil {
-		f.unread("etcd-quota", "the server's /metrics through services/proxy "+svc.Namespace+"/"+svc.Name, err)
+		f.unreadOptional("etcd-quota", "the server's /metrics"+via, err)
 		return
 	}
 	f.StorageBytes = storageBytes(metrics)

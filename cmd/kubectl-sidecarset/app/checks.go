@@ -151,6 +151,10 @@ type unreadFact struct {
 	What      string `json:"what"`
 	Err       string `json:"error"`
 	Forbidden bool   `json:"forbidden"`
+	// Optional reads (the server's /healthz and /metrics through the service proxy, which a
+	// Service without ports or a server refusing anonymous /metrics does not serve) are skipped
+	// when they fail.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // serverHealth is the server's verbose health: each named check and whether it passed.
@@ -233,8 +237,11 @@ func assessCluster(f *clusterFacts) checkReport {
 		c := &r.Checks[i]
 		if u, ok := f.Unread[c.Name]; ok {
 			c.Status, c.Message = checkError, "could not read "+u.What+": "+u.Err
-			if u.Forbidden {
+			switch {
+			case u.Forbidden:
 				c.Status, c.Message = checkSkipped, "not allowed to read "+u.What+": "+u.Err
+			case u.Optional:
+				c.Status, c.Message = checkSkipped, "could not read "+u.What+": "+u.Err
 			}
 		}
 		info := checkInfos[c.Name]
@@ -242,8 +249,12 @@ func assessCluster(f *clusterFacts) checkReport {
 		if c.Status != checkOK && c.Hint == "" {
 			c.Hint = info.hint
 		}
-		if unread := f.Unread[c.Name]; unread.Forbidden {
+		switch unread := f.Unread[c.Name]; {
+		case unread.Forbidden:
 			c.Hint = "ask for read access to " + unread.What + ", or run check as a cluster administrator"
+		case unread.Optional:
+			c.Hint = "check reads it through kube-apiserver's service proxy: it needs get on services/proxy in the server's namespace, " +
+				"a Service with the APIService's port, and for /metrics a server that authorizes the anonymous proxied request"
 		}
 	}
 	slices.SortStableFunc(r.Checks, func(a, b checkResult) int {
