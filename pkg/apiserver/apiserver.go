@@ -25,6 +25,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/discovery"
 	restclient "k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -172,7 +173,13 @@ func (c completedConfig) New() (*Server, error) {
 			return nil, err
 		}
 		sets := set.own.Apps().V1alpha1().SidecarSets().Lister()
+		disco, err := discovery.NewDiscoveryClientForConfig(c.main)
+		if err != nil {
+			return nil, err
+		}
+		set.resizes = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Lister())
 		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
+			Resizes: set.resizes,
 			SidecarSets: func(name string) *v1alpha1.SidecarSet {
 				ss, err := sets.Get(name)
 				if err != nil {

@@ -84,6 +84,7 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 			return err
 		}
 		opts.Pods = set.pods
+		opts.Resizes = set.resizes
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
 	}

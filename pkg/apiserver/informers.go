@@ -29,6 +29,9 @@ type informerSet struct {
 	pods         *controller.PodSource
 	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
 	index *injection.Index
+	// resizes is what the controller and the rollout view know of in-place resizes; nil without
+	// a main cluster.
+	resizes *controller.Resizes
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the

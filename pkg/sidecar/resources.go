@@ -1,4 +1,4 @@
-package injection
+package sidecar
 
 import (
 	"errors"
@@ -13,8 +13,12 @@ import (
 	"github.com/sidecarset/apiserver/pkg/resourceexpr"
 )
 
-// evaluate is the default ResourceEvaluator, backed by package resourceexpr.
-func evaluate(expr, variable string, value resource.Quantity) (resource.Quantity, error) {
+// ResourceEvaluator evaluates a resourcesPolicy expression with variable ("cpu" or "memory")
+// bound to value and returns a non-negative quantity.
+type ResourceEvaluator func(expr, variable string, value resource.Quantity) (resource.Quantity, error)
+
+// EvaluateResourceExpr is the default ResourceEvaluator, backed by package resourceexpr.
+func EvaluateResourceExpr(expr, variable string, value resource.Quantity) (resource.Quantity, error) {
 	e, err := resourceexpr.Parse(expr)
 	if err != nil {
 		return resource.Quantity{}, err
@@ -26,10 +30,10 @@ func evaluate(expr, variable string, value resource.Quantity) (resource.Quantity
 // expression mentions the word, cpu otherwise (constants therefore bind cpu).
 var memoryWord = regexp.MustCompile(`\bmemory\b`)
 
-// computeResources evaluates sc's resourcesPolicy against targets, the pod's own containers and
-// native sidecars that are not sidecars of any matched SidecarSet (OpenKruise §4.8). The result
-// replaces the sidecar's resources.
-func computeResources(policy *v1alpha1.ResourcesPolicy, targets []*corev1.Container, eval ResourceEvaluator) (*corev1.ResourceRequirements, error) {
+// PolicyResources evaluates a sidecar's resourcesPolicy against targets, the pod's own containers
+// and native sidecars that are not sidecars of any matched SidecarSet (OpenKruise §4.8). The
+// result replaces the sidecar's resources, at injection and at an in-place resize alike.
+func PolicyResources(policy *v1alpha1.ResourcesPolicy, targets []*corev1.Container, eval ResourceEvaluator) (*corev1.ResourceRequirements, error) {
 	regex := ptr.Deref(policy.TargetContainersNameRegex, ".*")
 	pattern, err := regexp.Compile(regex)
 	if err != nil {

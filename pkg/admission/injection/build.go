@@ -137,7 +137,7 @@ func (b *builder) render(v *view, sc *v1alpha1.SidecarContainer, init bool, inde
 	var resources *corev1.ResourceRequirements
 	if sc.ResourcesPolicy != nil {
 		var err error
-		if resources, err = computeResources(sc.ResourcesPolicy, b.resourceTargets(), b.eval); err != nil {
+		if resources, err = sidecar.PolicyResources(sc.ResourcesPolicy, b.resourceTargets(), b.eval); err != nil {
 			kind := "containers"
 			if init {
 				kind = "initContainers"

@@ -23,7 +23,7 @@ func Inject(in Input) (Result, error) {
 		return res, nil
 	}
 	if in.Options.Evaluator == nil {
-		in.Options.Evaluator = evaluate
+		in.Options.Evaluator = sidecar.EvaluateResourceExpr
 	}
 	views, present, decisions, err := selectViews(&in)
 	res.Decisions = decisions

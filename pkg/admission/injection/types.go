@@ -5,10 +5,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // Input is everything Inject needs.
@@ -54,7 +54,7 @@ type Options struct {
 // ResourceEvaluator evaluates a resourcesPolicy expression with variable ("cpu" or "memory")
 // bound to value and returns a non-negative quantity; a plain-number result is converted for the
 // resource named by variable (cores for cpu, bytes otherwise).
-type ResourceEvaluator func(expr, variable string, value resource.Quantity) (resource.Quantity, error)
+type ResourceEvaluator = sidecar.ResourceEvaluator
 
 // RevisionSource resolves the revisions named by injectionStrategy.revision. A lookup that finds
 // nothing should return an error (OpenKruise fails the pod creation then); (nil, nil) makes the

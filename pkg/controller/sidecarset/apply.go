@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ const (
 	actionMarkNotUpgradable = "mark-not-upgradable"
 	actionReset             = "reset"
 	actionUpgrade           = "upgrade"
+	actionResize            = "resize"
 	actionMarkUpgradable    = "mark-upgradable"
 	actionEvict             = "evict"
 )
@@ -69,7 +71,7 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			out.written = append(out.written, w)
 		}
 	}
-	upgraded, failed := c.upgrade(ctx, ss, plan.Upgrade)
+	upgraded, failed := c.upgrade(ctx, ss, plan.Upgrade, plan.Resize)
 	out.written = append(out.written, upgraded...)
 	out.failed = append(out.failed, failed...)
 	return out
@@ -79,13 +81,27 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 // maxUnavailable budget (hundreds of pods), and each upgrade is a few requests.
 const upgradeParallelism = 16
 
-// upgrade upgrades the pods in place, several at once, and marks them upgradable. It returns the
-// pods it wrote and those it could not.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]*corev1.Pod, []podFailure) {
+// upgrade upgrades the pods in place, several at once, and marks them upgradable: first the
+// resources of those in resize through the pod resize subresource, then images and annotations.
+// A pod whose resize failed keeps its old hash entry: the next round resizes it again. It returns
+// the pods it wrote and those it could not.
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, resize map[*rollout.Pod]bool) ([]*corev1.Pod, []podFailure) {
 	written := make([]*corev1.Pod, len(pods))
 	failures := make([]*podFailure, len(pods))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
+		if resize[pod] {
+			if _, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+				changed, err := inplace.Resize(p, ss)
+				return len(changed) > 0, err
+			}, "resize"); err != nil {
+				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) { // the node cannot fit it: stop here
+					c.resizes.Refused(ss, pod.UID, errorMessage(err))
+				}
+				failures[i] = &podFailure{pod, actionResize, err}
+				return
+			}
+		}
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
 			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
 			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
@@ -142,7 +158,9 @@ func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure
 // are never erased. It returns the written pod, or nil when mutate changed nothing or the pod is
 // gone or was replaced. The next rounds wait for the cache to show the write (expectations), also
 // when it failed in a way that may have applied it.
-func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
+//
+// subresources names the subresource written ("resize"), none for the pod itself.
+func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate func(*corev1.Pod) (bool, error), subresources ...string) (*corev1.Pod, error) {
 	pods := c.kube.CoreV1().Pods(cached.Namespace)
 	key := cached.Namespace + "/" + cached.Name
 	var written *corev1.Pod
@@ -168,7 +186,7 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 			return err
 		}
 		based = before.ResourceVersion
-		written, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		written, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, subresources...)
 		return err
 	})
 	switch {
@@ -240,4 +258,13 @@ func upgradableCondition(pod *corev1.Pod) *corev1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// errorMessage is the message of an API error, the error's text otherwise.
+func errorMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }

@@ -63,6 +63,9 @@ type Options struct {
 	// Widened, when set, says whether the named SidecarSet leaves the injection webhooks without a
 	// label selector, and why: the status records it as the WebhookReceivesEveryPod condition.
 	Widened func(name string) (apps.Widening, bool)
+	// Resizes, when set, lets rollouts resize sidecars in place (see Resizes); without it a
+	// change of resources waits for the pods to be recreated.
+	Resizes *Resizes
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -90,6 +93,7 @@ type Controller struct {
 	widened        func(string) (apps.Widening, bool)
 	excluded       map[string]bool
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
+	resizes        *Resizes
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -107,6 +111,7 @@ func New(o Options) (*Controller, error) {
 		widened:        o.Widened,
 		excluded:       map[string]bool{},
 		candidates:     o.Candidates,
+		resizes:        o.Resizes,
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
 		writer:         o.Writer,

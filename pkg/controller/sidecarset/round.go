@@ -70,11 +70,12 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if !c.expect.satisfied(c.pods, pods) {
 		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
 	}
-	plan := rollout.Plan(ss, pods)
+	opts := c.resizes.Options(ss)
+	plan := rollout.PlanWith(ss, pods, opts)
 	out := c.apply(ctx, ss, plan)
 	out.events = append(history, out.events...)
 	if len(out.written) > 0 {
-		plan = rollout.Plan(ss, replace(pods, out.written))
+		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
 	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)

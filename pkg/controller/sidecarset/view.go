@@ -24,20 +24,22 @@ type Viewer struct {
 	// SidecarSets, when set, looks up the cluster SidecarSets a pod carries (a NamespacedSidecarSet
 	// one of them shadows misses the pod for that reason).
 	SidecarSets func(name string) *v1alpha1.SidecarSet
+	// Resizes, when set, is the controller's: the view plans resizes as rounds do.
+	Resizes *Resizes
 }
 
 // View returns the rollout view of ss.
 func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
-	return v.view(internal, rollout.Plan)
+	return v.view(internal, rollout.PlanWith)
 }
 
 // Preview returns the view of a whole rollout of ss, a SidecarSet with a proposed spec: each pod
 // also has the batch that would upgrade it (rollout.Preview).
 func (v Viewer) Preview(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
-	return v.view(internal, rollout.Preview)
+	return v.view(internal, rollout.PreviewWith)
 }
 
-func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSet, []*rollout.Pod) *rollout.Result) (*apps.SidecarSetRollout, error) {
+func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSet, []*rollout.Pod, rollout.Options) *rollout.Result) (*apps.SidecarSetRollout, error) {
 	ss := &v1alpha1.SidecarSet{}
 	if err := v1alpha1.Convert_apps_SidecarSet_To_v1alpha1_SidecarSet(internal, ss, nil); err != nil {
 		return nil, err
@@ -46,7 +48,7 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	if err != nil {
 		return nil, err
 	}
-	plan := planner(ss, pods)
+	plan := planner(ss, pods, v.Resizes.Options(ss))
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)

@@ -54,6 +54,14 @@ func Of(spec *v1alpha1.SidecarSetSpec) (Hashes, error) {
 	return Hashes{WithImage: with, WithoutImage: without}, nil
 }
 
+// WithoutImagesAndResources hashes sidecar containers as Of does, with every image, resources and
+// resourcesPolicy blanked: two specs with the same value differ at most in what an in-place
+// upgrade can apply to a running pod (images through the pod spec, resources through the pod
+// resize subresource). It is this server's own: no annotation carries it.
+func WithoutImagesAndResources(containers, initContainers []v1alpha1.SidecarContainer) (string, error) {
+	return encode(withoutImagesAndResources(containers), withoutImagesAndResources(initContainers))
+}
+
 func encode(containers, initContainers []v1alpha1.SidecarContainer) (string, error) {
 	doc := map[string]interface{}{"containers": containers}
 	if hasNativeSidecar(initContainers) {
@@ -84,6 +92,14 @@ func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
 	for i := range cs {
 		cs[i].DeepCopyInto(&out[i])
 		out[i].Image = ""
+	}
+	return out
+}
+
+func withoutImagesAndResources(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+	out := withoutImages(cs)
+	for i := range out {
+		out[i].Resources, out[i].ResourcesPolicy = corev1.ResourceRequirements{}, nil
 	}
 	return out
 }

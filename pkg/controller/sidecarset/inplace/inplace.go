@@ -119,3 +119,27 @@ func UpgradableCondition(current *corev1.PodCondition, sidecarSetName string, up
 	same := current.Status == cond.Status && current.Reason == cond.Reason && current.Message == cond.Message
 	return cond, !same
 }
+
+// Resize sets the resources of the SidecarSet's sidecars in pod to what the current spec gives
+// them (their resources, or what their resourcesPolicy derives from the pod's own containers, as
+// injection renders them) and returns the changed pod container names, in pod order. The pod is
+// then written through the pod resize subresource, which takes nothing else. It fails when
+// kube-apiserver would refuse the change (sidecar.ResizeRefusal).
+func Resize(pod *corev1.Pod, ss *v1alpha1.SidecarSet) ([]string, error) {
+	apps := sidecar.OwnContainers(pod.Spec.Containers, pod.Spec.InitContainers)
+	targets, err := sidecar.ResizeTargets(ss, apps, sidecar.EvaluateResourceExpr)
+	if err != nil {
+		return nil, err
+	}
+	if why := sidecar.ResizeRefusal(pod.Spec.Containers, pod.Spec.InitContainers, targets); why != "" {
+		return nil, fmt.Errorf("cannot resize in place: %s", why)
+	}
+	changed := sidecar.ResizeChanges(pod.Spec.Containers, pod.Spec.InitContainers, targets)
+	for _, name := range changed {
+		c := sidecar.FindPodContainer(pod, name)
+		c.Resources = corev1.ResourceRequirements{}
+		t := targets[name]
+		t.DeepCopyInto(&c.Resources)
+	}
+	return changed, nil
+}

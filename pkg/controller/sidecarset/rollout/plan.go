@@ -66,6 +66,8 @@ type Result struct {
 	Pods []PodPlan
 	// Upgrade are the pods to upgrade now, in order.
 	Upgrade []*Pod
+	// Resize are the pods of Upgrade whose sidecars' resources change too (Options).
+	Resize map[*Pod]bool
 	// Reset are the pods whose idle hot-upgrade twins go back to the empty image now.
 	Reset []*Pod
 	// NotUpgradable are the pods the current spec cannot upgrade in place, to be marked so.
@@ -76,7 +78,8 @@ type Result struct {
 	Terminating int32
 	// MaxUnavailable and Partition are the resolved strategy values.
 	MaxUnavailable, Partition int32
-	// Unavailable counts the updated pods that are not available (before this round's upgrades).
+	// Unavailable counts the updated pods that are not available (before this round's upgrades),
+	// and the pods whose resize kube-apiserver refused.
 	Unavailable int32
 }
 
@@ -89,7 +92,12 @@ func (r *Result) Done() bool {
 // Plan plans a round of the rollout of ss over pods, the pods its selector and namespace rules
 // match (it keeps those ss manages).
 func Plan(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
-	res, _ := planRound(ss, pods)
+	return PlanWith(ss, pods, Options{})
+}
+
+// PlanWith plans a round as Plan does, knowing opts.
+func PlanWith(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) *Result {
+	res, _ := planRound(ss, pods, opts)
 	return res
 }
 
@@ -102,8 +110,8 @@ type round struct {
 	candidates []int
 }
 
-func planRound(ss *v1alpha1.SidecarSet, pods []*Pod) (*Result, *round) {
-	p := newPlanner(ss)
+func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *round) {
+	p := newPlanner(ss, opts)
 	managed := make([]*Pod, 0, len(pods))
 	res := &Result{}
 	for _, pod := range pods {
@@ -121,7 +129,7 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod) (*Result, *round) {
 	for i, pod := range managed {
 		facts[i] = p.facts(pod)
 		res.Counts.add(&facts[i])
-		if facts[i].updated && !facts[i].available() {
+		if (facts[i].updated && !facts[i].available()) || facts[i].refused != "" {
 			res.Unavailable++
 		}
 	}
@@ -198,6 +206,12 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 		if take {
 			plans[i].State, plans[i].Reason = v1alpha1.PodRolloutUpgrading, ReasonSelected
 			out = append(out, pods[i])
+			if facts[i].resize {
+				if res.Resize == nil {
+					res.Resize = map[*Pod]bool{}
+				}
+				res.Resize[pods[i]] = true
+			}
 		}
 	}
 	return out
@@ -243,7 +257,9 @@ func message(res *Result, reason string) string {
 	case ReasonHotUpgradeReset:
 		return "waiting for hot-upgrade sidecars of other pods to go idle"
 	case ReasonImmutableField:
-		return "a sidecar field other than image changed; the pod gets the new spec when it is recreated"
+		return "a sidecar field other than image and resources changed; the pod gets the new spec when it is recreated"
+	case ReasonResizing:
+		return "the kubelet is resizing sidecar containers to the new resources"
 	case ReasonPreviousUpgrade:
 		return "a sidecar is still restarting from an earlier upgrade"
 	case ReasonRestarting:
@@ -279,10 +295,12 @@ type planner struct {
 	selector        labels.Selector // updateStrategy.selector; nil selects every pod
 	badSelector     bool
 	blocked         string // why no pod is upgraded at all (NotUpdate, paused)
+	opts            Options
+	decoded         map[text]corev1.ResourceRequirements // resources texts, decoded once
 }
 
-func newPlanner(ss *v1alpha1.SidecarSet) *planner {
-	p := &planner{ss: ss, hash: ss.Annotations[sidecar.HashAnnotation], hashNoImg: ss.Annotations[sidecar.HashWithoutImageAnnotation]}
+func newPlanner(ss *v1alpha1.SidecarSet, opts Options) *planner {
+	p := &planner{ss: ss, opts: opts, hash: ss.Annotations[sidecar.HashAnnotation], hashNoImg: ss.Annotations[sidecar.HashWithoutImageAnnotation]}
 	for sc := range sidecar.RunningContainers(ss.Spec.Containers, ss.Spec.InitContainers) {
 		p.names = append(p.names, sidecar.PodContainerNames(sc, false)...) // init or not: a running container has the same twins
 	}
@@ -306,16 +324,22 @@ func newPlanner(ss *v1alpha1.SidecarSet) *planner {
 
 // podFacts are the predicates of one managed pod.
 type podFacts struct {
-	pod             *Pod
-	revision        string
-	updated         bool // hash entry is the current spec's
-	upgradable      bool // only images differ from the current spec
-	consistent      bool // every sidecar runs its spec image
-	readyForSidecar bool // running, ready, not terminating, idle hot twins empty
-	inFlight        bool // a ready sidecar has not yet restarted from an earlier upgrade
-	failure         string
-	failed          string // the container that fails
-	selected        bool   // by updateStrategy.selector
+	pod              *Pod
+	revision         string
+	updated          bool   // hash entry is the current spec's
+	upgradable       bool   // only images (and resources, resizable) differ from the current spec
+	notUpgradable    string // why not, when not for a field other than image and resources
+	notUpgradableMsg string
+	resize           bool   // the upgrade resizes sidecars too
+	refused          string // kube-apiserver refused its resize to the current spec: why
+	consistent       bool   // every sidecar runs its spec image
+	readyForSidecar  bool   // running, ready, not terminating, idle hot twins empty
+	inFlight         bool   // a ready sidecar has not yet restarted from an earlier upgrade
+	failure          string
+	failed           string // the container that fails
+	resizing         string // the reason of an outstanding resize, "" when none
+	resizeMsg        string // the kubelet's message on it
+	selected         bool   // by updateStrategy.selector
 }
 
 func (f *podFacts) available() bool { return f.consistent && f.readyForSidecar }
@@ -327,6 +351,11 @@ func (p *planner) facts(pod *Pod) podFacts {
 	if !f.updated { // upgradability matters for pods to upgrade only
 		noImg, ok := pod.HashWithoutImage(p.ss.Name)
 		f.upgradable = ok && noImg.Hash() == p.hashNoImg
+		if !f.upgradable {
+			f.upgradable, f.notUpgradable, f.notUpgradableMsg = p.resizable(pod, f.revision)
+			f.resize = f.upgradable
+			f.refused = p.opts.ResizeRefused[pod.UID]
+		}
 	}
 	f.consistent = pod.statusesComplete()
 	for _, n := range p.names {
@@ -340,6 +369,12 @@ func (p *planner) facts(pod *Pod) podFacts {
 	}
 	f.readyForSidecar = podRunningAndReady(pod) && p.hotIdle(pod)
 	f.failure, f.failed = waitingFailure(pod, p.names)
+	if reason, failed, msg := resizeState(pod, p.names); reason != "" {
+		f.consistent, f.resizing, f.resizeMsg = false, reason, msg
+		if failed && f.failure == "" {
+			f.failure = reason
+		}
+	}
 	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(pod.Labels))
 	return f
 }
@@ -364,9 +399,17 @@ func (p *planner) classify(f *podFacts) PodPlan {
 	}
 	if f.updated {
 		switch {
+		case f.failure != "" && f.failure == f.resizing:
+			pp.Message = resizeMessage(f)
+			return set(v1alpha1.PodRolloutFailed, f.failure)
 		case f.failure != "":
 			pp.Message = fmt.Sprintf("container %s is waiting: %s", f.failed, f.failure)
 			return set(v1alpha1.PodRolloutFailed, f.failure)
+		case f.resizing != "" && f.resizeMsg != "":
+			pp.Message = resizeMessage(f)
+			return set(v1alpha1.PodRolloutUpgrading, f.resizing)
+		case f.resizing != "":
+			return set(v1alpha1.PodRolloutUpgrading, f.resizing)
 		case !f.consistent:
 			return set(v1alpha1.PodRolloutUpgrading, ReasonRestarting)
 		case !p.hotIdle(f.pod):
@@ -377,8 +420,14 @@ func (p *planner) classify(f *podFacts) PodPlan {
 		return set(v1alpha1.PodRolloutUpdated, "")
 	}
 	switch {
+	case f.refused != "":
+		pp.Message = "kube-apiserver refused to resize the sidecars: " + f.refused + "; roll back or change the resources"
+		return set(v1alpha1.PodRolloutFailed, ReasonResizeInfeasible)
 	case !f.selected:
 		return set(v1alpha1.PodRolloutWaiting, ReasonNotSelected)
+	case !f.upgradable && f.notUpgradable != "":
+		pp.Message = f.notUpgradableMsg
+		return set(v1alpha1.PodRolloutNotUpgradable, f.notUpgradable)
 	case !f.upgradable:
 		return set(v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField)
 	case p.blocked != "":

@@ -48,6 +48,8 @@ type Pod struct {
 	Containers []Container
 	// upgradable is the SidecarSetUpgradable condition, nil when the pod has none (see Upgradable).
 	upgradable *condition
+	// resize is the kubelet's pending or in-progress resize of the pod, nil when none (see Resize).
+	resize *condition
 
 	namespace text // holds Namespace's shared copy
 	injected  text // the injected-list annotation
@@ -56,8 +58,13 @@ type Pod struct {
 // condition is what the cache keeps of a pod condition: its texts are the same in most pods
 // (the SidecarSetUpgradable condition of the pods of one SidecarSet says the same).
 type condition struct {
-	status, reason, message text
-	since                   time.Time
+	kind, status, reason, message text
+	since                         time.Time
+}
+
+func newCondition(c *corev1.PodCondition) *condition {
+	return &condition{kind: newText(string(c.Type)), status: newText(string(c.Status)), reason: newText(c.Reason),
+		message: newText(c.Message), since: c.LastTransitionTime.Time}
 }
 
 // Upgradable returns the SidecarSetUpgradable condition, nil when the pod has none.
@@ -86,7 +93,15 @@ func (t text) String() string {
 // Container is a pod container (regular or init) and its status.
 type Container struct {
 	name, image text
-	Init        bool
+	// resources is the spec's resources (resourcesText), shared by the containers that ask the same.
+	resources text
+	Init      bool
+	// Injected says the container is a sidecar (its env has IS_INJECTED=true); NativeSidecar
+	// that it is an init container with restartPolicy Always.
+	Injected, NativeSidecar bool
+	// Resized says the status reports the spec's cpu and memory (or reports no resources): no
+	// resize of the container is outstanding.
+	Resized bool
 	// HasStatus says whether the pod status reports the container; the fields below are its.
 	HasStatus    bool
 	Ready        bool
@@ -254,14 +269,15 @@ func NewPod(pod *corev1.Pod) *Pod {
 	seenReady := false
 	for i := range pod.Status.Conditions { // the first condition of a type counts
 		switch c := &pod.Status.Conditions[i]; {
+		case isResizeCondition(c) && c.Status == corev1.ConditionTrue && (p.resize == nil || c.Type == corev1.PodResizePending):
+			p.resize = newCondition(c) // pending says more than in progress: a newer resize waits
 		case c.Type == corev1.PodReady && !seenReady:
 			seenReady = true
 			if p.Ready = c.Status == corev1.ConditionTrue; p.Ready {
 				p.ReadySince = c.LastTransitionTime.Time
 			}
 		case c.Type == sidecar.UpgradableCondition && p.upgradable == nil:
-			p.upgradable = &condition{status: newText(string(c.Status)), reason: newText(c.Reason), message: newText(c.Message),
-				since: c.LastTransitionTime.Time}
+			p.upgradable = newCondition(c)
 		}
 	}
 	p.Containers = make([]Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
@@ -283,9 +299,12 @@ func phase(ph corev1.PodPhase) corev1.PodPhase {
 
 func appendContainers(out []Container, spec []corev1.Container, statuses []corev1.ContainerStatus, init bool) []Container {
 	for i := range spec {
-		c := Container{name: newText(spec[i].Name), image: newText(spec[i].Image), Init: init}
+		c := Container{name: newText(spec[i].Name), image: newText(spec[i].Image), Init: init,
+			resources: newText(resourcesText(&spec[i].Resources)), Injected: sidecar.IsInjected(&spec[i]),
+			NativeSidecar: init && sidecar.IsNativeSidecar(&spec[i]), Resized: true}
 		for j := range statuses {
 			if st := &statuses[j]; st.Name == spec[i].Name {
+				c.Resized = sidecar.ResizeSettled(&spec[i].Resources, st.Resources)
 				c.HasStatus, c.Ready, c.RestartCount = true, st.Ready, st.RestartCount
 				c.statusImage, c.imageID, c.ContainerID = newText(st.Image), newText(st.ImageID), ContainerIDOf(st.ContainerID)
 				if st.State.Waiting != nil {

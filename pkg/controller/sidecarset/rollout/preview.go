@@ -10,7 +10,12 @@ import "github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 // keeps the last ones. A rollout that cannot progress (maxUnavailable 0) numbers nothing past the
 // first round.
 func Preview(ss *v1alpha1.SidecarSet, pods []*Pod) *Result {
-	res, r := planRound(ss, pods)
+	return PreviewWith(ss, pods, Options{})
+}
+
+// PreviewWith previews as Preview does, knowing opts.
+func PreviewWith(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) *Result {
+	res, r := planRound(ss, pods, opts)
 	batch := make(map[*Pod]int32, len(r.candidates))
 	keep := len(r.candidates) - int(res.Partition)
 	unavailable := res.Unavailable

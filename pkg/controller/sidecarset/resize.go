@@ -1,0 +1,140 @@
+package sidecarset
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+)
+
+// Resizes tells the planner what it needs to resize sidecars in place: whether the cluster can
+// (the pod resize subresource), and which of a SidecarSet's revisions differ from its spec in
+// images and resources only. The controller and the rollout view share one.
+type Resizes struct {
+	support   func() (string, error)
+	revisions listers.SidecarSetRevisionLister
+
+	mu          sync.Mutex
+	known       bool
+	unsupported string
+	hashes      map[types.UID]string // by revision UID: revisions' sidecars never change
+	refused     map[string]refusals  // by SidecarSet name
+}
+
+// refusals are the pods whose resize kube-apiserver refused for one spec (hash) of a SidecarSet,
+// with its message. They are kept in memory: a new leader tries each once more.
+type refusals struct {
+	hash string
+	pods map[types.UID]string
+}
+
+// NewResizes returns the Resizes of a cluster that discovery describes.
+func NewResizes(d discovery.DiscoveryInterface, revisions listers.SidecarSetRevisionLister) *Resizes {
+	return &Resizes{support: func() (string, error) { return ResizeSupport(d) }, revisions: revisions, hashes: map[types.UID]string{}}
+}
+
+// ResizeSupport says why the cluster cannot resize pods in place, "" when it can: kube-apiserver
+// serves pods/resize from Kubernetes 1.33 (beta, on by default; GA in 1.35).
+func ResizeSupport(d discovery.DiscoveryInterface) (string, error) {
+	list, err := d.ServerResourcesForGroupVersion("v1")
+	if err != nil {
+		return "", err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "pods/resize" {
+			return "", nil
+		}
+	}
+	return "this cluster cannot resize pods in place (kube-apiserver serves no pods/resize subresource: Kubernetes 1.33 or newer with InPlacePodVerticalScaling enabled is needed)", nil
+}
+
+// Options returns what the planner knows of resizes for ss.
+func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
+	if r == nil {
+		return rollout.Options{}
+	}
+	opts := rollout.Options{ResizeUnsupported: r.unsupportedReason()}
+	current, err := hash.WithoutImagesAndResources(ss.Spec.Containers, ss.Spec.InitContainers)
+	if err != nil {
+		return opts
+	}
+	r.mu.Lock()
+	if ref, ok := r.refused[ss.Name]; ok && ref.hash == ss.Annotations[v1alpha1.SidecarSetHashAnnotation] {
+		opts.ResizeRefused = maps.Clone(ref.pods)
+	}
+	r.mu.Unlock()
+	revs, _ := r.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: ss.Name}))
+	for _, rev := range revs {
+		if h := r.hash(rev); h != "" && h == current {
+			if opts.ResizableRevisions == nil {
+				opts.ResizableRevisions = map[string]bool{}
+			}
+			opts.ResizableRevisions[rev.Name] = true
+		}
+	}
+	return opts
+}
+
+// Refused records that kube-apiserver refused to resize pod uid to the SidecarSet's current spec
+// (an infeasible resize: the node cannot fit it), so that rounds stop retrying it until the spec
+// changes.
+func (r *Resizes) Refused(ss *v1alpha1.SidecarSet, uid types.UID, message string) {
+	if r == nil {
+		return
+	}
+	hash := ss.Annotations[v1alpha1.SidecarSetHashAnnotation]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refused == nil {
+		r.refused = map[string]refusals{}
+	}
+	ref := r.refused[ss.Name]
+	if ref.hash != hash {
+		ref = refusals{hash: hash, pods: map[types.UID]string{}}
+	}
+	ref.pods[uid] = message
+	r.refused[ss.Name] = ref
+}
+
+// unsupportedReason discovers once whether the cluster resizes pods (again after a failed
+// discovery, which counts as unsupported meanwhile).
+func (r *Resizes) unsupportedReason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.known {
+		return r.unsupported
+	}
+	why, err := r.support()
+	if err != nil {
+		klog.ErrorS(err, "discovering whether the cluster resizes pods in place")
+		return fmt.Sprintf("whether this cluster can resize pods in place is not known yet (discovery failed: %v)", err)
+	}
+	r.known, r.unsupported = true, why
+	return why
+}
+
+func (r *Resizes) hash(rev *v1alpha1.SidecarSetRevision) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.hashes[rev.UID]; ok {
+		return h
+	}
+	h, err := hash.WithoutImagesAndResources(rev.Spec.Containers, rev.Spec.InitContainers)
+	if err != nil {
+		return ""
+	}
+	if len(r.hashes) > 100_000 { // revisions of deleted SidecarSets: start over
+		r.hashes = map[types.UID]string{}
+	}
+	r.hashes[rev.UID] = h
+	return h
+}
