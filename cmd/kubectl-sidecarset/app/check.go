@@ -35,7 +35,7 @@ type checkTargets struct {
 }
 
 func newCheckCommand(o *options) *cobra.Command {
-	t := checkTargets{webhooks: "sidecarset-injector", namespace: "kruise-system", service: "sidecarset-apiserver",
+	t := checkTargets{webhooks: "sidecarset-injector", namespace: "sidecarset-system", service: "sidecarset-apiserver",
 		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30}
 	cmd := &cobra.Command{
 		Use:   "check",
