@@ -2,6 +2,9 @@ package main
 
 import (
 	"archive/tar"
+	"debug/elf"
+	"debug/macho"
+	"encoding/binary"
 	"io"
 	"testing"
 
@@ -46,4 +49,42 @@ func imageFiles(t *testing.T, root v1.ImageIndex, digest string) map[string][]by
 		}
 		files[h.Name] = data
 	}
+}
+
+// fakeBinary is the smallest executable header debug/elf or debug/macho reads for platform
+// ("OS/ARCH"), followed by text: no sections, no program headers, no load commands.
+func fakeBinary(platform, text string) []byte {
+	var b []byte
+	le16 := func(v uint16) { b = binary.LittleEndian.AppendUint16(b, v) }
+	le32 := func(v uint32) { b = binary.LittleEndian.AppendUint32(b, v) }
+	le64 := func(v uint64) { b = binary.LittleEndian.AppendUint64(b, v) }
+	switch platform {
+	case "linux/amd64", "linux/arm64":
+		machine := map[string]elf.Machine{"linux/amd64": elf.EM_X86_64, "linux/arm64": elf.EM_AARCH64}[platform]
+		b = append(b, 0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT), 0, 0, 0, 0, 0, 0, 0, 0, 0)
+		le16(uint16(elf.ET_EXEC))
+		le16(uint16(machine))
+		le32(uint32(elf.EV_CURRENT))
+		le64(0)                     // entry
+		le64(0)                     // program headers' offset
+		le64(0)                     // section headers' offset
+		le32(0)                     // flags
+		le16(64)                    // header size
+		le16(56)                    // program header size
+		le16(0)                     // program headers
+		le16(64)                    // section header size
+		le16(0)                     // sections
+		le16(uint16(elf.SHN_UNDEF)) // section names' section
+	case "darwin/amd64", "darwin/arm64":
+		cpu := map[string]macho.Cpu{"darwin/amd64": macho.CpuAmd64, "darwin/arm64": macho.CpuArm64}[platform]
+		le32(macho.Magic64)
+		le32(uint32(cpu))
+		le32(0) // cpu subtype
+		le32(uint32(macho.TypeExec))
+		le32(0) // load commands
+		le32(0) // their size
+		le32(0) // flags
+		le32(0) // reserved
+	}
+	return append(b, text...)
 }

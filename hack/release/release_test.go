@@ -24,9 +24,10 @@ import (
 
 const testVersion = "v1.2.3-rc.1"
 
-// assembleFake assembles a release of small fake binaries (each names its platform) and a fake
-// chart package into a new directory, and returns the directory.
-func assembleFake(t *testing.T) string {
+// assembleFake assembles a release of small fake binaries (each an executable header of its
+// platform followed by its name) and a fake chart package into a new directory, and returns the
+// directory. edit, when not nil, changes the options first.
+func assembleFake(t *testing.T, edit func(o *Options)) string {
 	t.Helper()
 	src, dir := t.TempDir(), t.TempDir()
 	write := func(name string, data []byte) string {
@@ -45,15 +46,18 @@ func assembleFake(t *testing.T) string {
 		URL:     "https://example.com/releases/download/" + testVersion + "/",
 	}
 	for _, p := range ServerPlatforms {
-		o.Servers[p] = write("server-"+strings.ReplaceAll(p, "/", "-"), []byte("\x7fELF server for "+p))
+		o.Servers[p] = write("server-"+strings.ReplaceAll(p, "/", "-"), fakeBinary(p, "server for "+p))
 	}
 	for _, p := range PluginPlatforms {
-		o.Plugins[p] = write("plugin-"+strings.ReplaceAll(p, "/", "-"), []byte("fake plugin for "+p))
+		o.Plugins[p] = write("plugin-"+strings.ReplaceAll(p, "/", "-"), fakeBinary(p, "plugin for "+p))
 	}
 	chart := tgz(t, map[string]string{ChartName + "/Chart.yaml": "apiVersion: v2\nname: " + ChartName +
 		"\nversion: 1.2.3-rc.1\nappVersion: " + testVersion + "\n"})
 	if err := os.WriteFile(filepath.Join(dir, ChartName+"-1.2.3-rc.1.tgz"), chart, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&o)
 	}
 	if err := Assemble(o); err != nil {
 		t.Fatal(err)
@@ -97,7 +101,7 @@ func sha256Of(t *testing.T, path string) string {
 // index's platforms and annotations, each image's configuration, the checksums and the krew
 // manifest; then Verify agrees.
 func TestAssemble(t *testing.T) {
-	dir := assembleFake(t)
+	dir := assembleFake(t, nil)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +213,8 @@ func checkPlatformImage(t *testing.T, dir, digest, osName, arch string) {
 		t.Fatal(err)
 	}
 	files := imageFiles(t, root, digest)
-	if got := string(files["sidecarset-apiserver"]); got != "\x7fELF server for "+osName+"/"+arch {
-		t.Errorf("%s/%s: /sidecarset-apiserver is %q", osName, arch, got)
+	if got, want := files["sidecarset-apiserver"], fakeBinary(osName+"/"+arch, "server for "+osName+"/"+arch); !bytes.Equal(got, want) {
+		t.Errorf("%s/%s: /sidecarset-apiserver is %q, want %q", osName, arch, got, want)
 	}
 }
 
@@ -281,7 +285,7 @@ func checkKrew(t *testing.T, dir string) {
 			t.Errorf("%s/%s: uri %v sha256 %v", osName, arch, kp["uri"], kp["sha256"])
 		}
 		got := readArchive(t, filepath.Join(dir, name))
-		want := map[string]string{"kubectl-sidecarset": "-rwxr-xr-x fake plugin for " + osName + "/" + arch,
+		want := map[string]string{"kubectl-sidecarset": "-rwxr-xr-x " + string(fakeBinary(osName+"/"+arch, "plugin for "+osName+"/"+arch)),
 			"LICENSE": "-rw-r--r-- Apache License\nVersion 2.0\n"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
@@ -321,7 +325,7 @@ func readArchive(t *testing.T, path string) map[string]string {
 
 // TestAssembleReproducible: the same inputs give the same files, byte for byte.
 func TestAssembleReproducible(t *testing.T) {
-	a, b := assembleFake(t), assembleFake(t)
+	a, b := assembleFake(t, nil), assembleFake(t, nil)
 	for _, name := range []string{Checksums, ImageArchive, KrewManifest} {
 		if sha256Of(t, filepath.Join(a, name)) != sha256Of(t, filepath.Join(b, name)) {
 			t.Errorf("%s differs between two runs", name)
@@ -355,8 +359,29 @@ func TestVerifyFindsTampering(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := assembleFake(t)
+			dir := assembleFake(t, nil)
 			tamper(t, dir)
+			if report, err := Verify(dir); err == nil {
+				t.Fatalf("Verify found nothing:\n%s", report)
+			} else {
+				t.Logf("Verify: %v", err)
+			}
+		})
+	}
+}
+
+// TestVerifyFindsWrongBinaries: a binary built for another platform than the one it is packed
+// for fails Verify.
+func TestVerifyFindsWrongBinaries(t *testing.T) {
+	for name, edit := range map[string]func(o *Options){
+		"servers swapped": func(o *Options) {
+			o.Servers["linux/amd64"], o.Servers["linux/arm64"] = o.Servers["linux/arm64"], o.Servers["linux/amd64"]
+		},
+		"linux plugin for darwin":              func(o *Options) { o.Plugins["darwin/arm64"] = o.Plugins["linux/arm64"] },
+		"darwin/amd64 plugin for darwin/arm64": func(o *Options) { o.Plugins["darwin/arm64"] = o.Plugins["darwin/amd64"] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := assembleFake(t, edit)
 			if report, err := Verify(dir); err == nil {
 				t.Fatalf("Verify found nothing:\n%s", report)
 			} else {

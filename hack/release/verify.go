@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"sigs.k8s.io/yaml"
 
@@ -198,7 +200,17 @@ func verifyPlatformImage(idx v1.ImageIndex, m v1.Descriptor, want map[string]str
 	if !reflect.DeepEqual(man.Annotations, want) {
 		return fmt.Errorf("annotations %v, want the index's %v", man.Annotations, want)
 	}
-	return nil
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files, err := readTar(rc)
+	if err != nil {
+		return err
+	}
+	server := files[strings.TrimPrefix(image.BinaryPath, "/")]
+	if server == nil || server.mode&0o111 == 0 {
+		return fmt.Errorf("no executable %s in the image", image.BinaryPath)
+	}
+	return checkBinary(server.data, m.Platform.String())
 }
 
 // verifyArchive checks that the tar archive holds exactly the files of the layout dir.
@@ -271,7 +283,7 @@ func verifyKrew(dir, version string, sums map[string]string) (string, error) {
 		if kp.SHA256 != got || sums[name] != got {
 			return "", fmt.Errorf("%s: sha256 %s, %s's is %s (%s: %s)", platform, kp.SHA256, name, got, Checksums, sums[name])
 		}
-		if err := verifyPluginArchive(joinDir(dir, name)); err != nil {
+		if err := verifyPluginArchive(joinDir(dir, name), platform); err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)
 		}
 		platforms = append(platforms, platform)
@@ -283,32 +295,39 @@ func verifyKrew(dir, version string, sums map[string]string) (string, error) {
 	return fmt.Sprintf("krew manifest %s: %s, %s\n", version, strings.Join(platforms, " "), strings.TrimSuffix(p.Spec.Platforms[0].URI, "/"+PluginArchiveName(platforms[0]))), nil
 }
 
-// verifyPluginArchive checks that a plugin archive holds the executable plugin and LICENSE.
-func verifyPluginArchive(path string) error {
-	files, err := readTarGz(path)
-	if err != nil {
-		return err
-	}
-	bin, lic := files[PluginName], files["LICENSE"]
-	if bin == nil || bin.Mode&0o111 == 0 || bin.Size == 0 || lic == nil || lic.Size == 0 || len(files) != 2 {
-		return fmt.Errorf("want an executable %s and LICENSE, have %v", PluginName, keysOf(files))
-	}
-	return nil
-}
-
-// readTarGz returns the headers of a .tar.gz's regular files by name.
-func readTarGz(path string) (map[string]*tar.Header, error) {
+// verifyPluginArchive checks that a plugin archive holds the plugin, an executable for platform,
+// and LICENSE.
+func verifyPluginArchive(path, platform string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	files := map[string]*tar.Header{}
-	tr := tar.NewReader(zr)
+	files, err := readTar(zr)
+	if err != nil {
+		return err
+	}
+	bin, lic := files[PluginName], files["LICENSE"]
+	if bin == nil || bin.mode&0o111 == 0 || lic == nil || len(lic.data) == 0 || len(files) != 2 {
+		return fmt.Errorf("want an executable %s and LICENSE, have %v", PluginName, slices.Sorted(maps.Keys(files)))
+	}
+	return checkBinary(bin.data, platform)
+}
+
+// tarFile is a regular file of a tar archive.
+type tarFile struct {
+	mode int64
+	data []byte
+}
+
+// readTar returns the regular files of a tar archive by name.
+func readTar(r io.Reader) (map[string]*tarFile, error) {
+	files := map[string]*tarFile{}
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -317,19 +336,15 @@ func readTarGz(path string) (map[string]*tar.Header, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.Typeflag == tar.TypeReg {
-			files[h.Name] = h
+		if h.Typeflag != tar.TypeReg {
+			continue
 		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		files[h.Name] = &tarFile{mode: h.Mode, data: data}
 	}
-}
-
-func keysOf(m map[string]*tar.Header) []string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // verifyChart checks the one chart package of dir (NAME-VERSION.tgz): its Chart.yaml says the

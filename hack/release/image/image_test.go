@@ -219,6 +219,19 @@ func TestImageLayout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "blobs/sha256/stale")); !os.IsNotExist(err) {
 		t.Errorf("a stale blob survived: %v", err)
 	}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil && info.Mode().Perm() != 0o644 && !(d.IsDir() && info.Mode().Perm() == 0o755) {
+			t.Errorf("%s: mode %v, want 0644 (files) or 0755 (directories)", p, info.Mode())
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if img, err := p.Image(idx.Manifests[0].Digest); err != nil {
 		t.Fatal(err)
 	} else if err := validate.Image(img); err != nil {

@@ -45,7 +45,10 @@ func WriteImageLayout(dir string, img v1.Image, ref string) error {
 	if a := RefAnnotations(ref); a != nil {
 		opts = append(opts, layout.WithAnnotations(a))
 	}
-	return p.AppendImage(img, opts...)
+	if err := p.AppendImage(img, opts...); err != nil {
+		return err
+	}
+	return normalizeModes(dir)
 }
 
 // WriteIndexLayout replaces dir with an image layout whose index.json lists idx alone, with the
@@ -59,7 +62,25 @@ func WriteIndexLayout(dir string, idx v1.ImageIndex, ref string) error {
 	if a := RefAnnotations(ref); a != nil {
 		opts = append(opts, layout.WithAnnotations(a))
 	}
-	return p.AppendIndex(idx, opts...)
+	if err := p.AppendIndex(idx, opts...); err != nil {
+		return err
+	}
+	return normalizeModes(dir)
+}
+
+// normalizeModes makes a layout's files 0644 and its directories 0755, whatever the writer's
+// temporary files had (every reader of the layout may read it, as of its archive).
+func normalizeModes(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
 }
 
 func newLayout(dir string) (layout.Path, error) {
