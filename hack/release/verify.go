@@ -40,9 +40,10 @@ const ChartName = "sidecarset-apiserver"
 //     each of ServerPlatforms, each image's configuration says that platform, and the index, every
 //     manifest and every configuration's labels carry the same OCI keys (version, revision, source,
 //     licenses, created); every blob has its digest and size (go-containerregistry's validate);
+//     each image's server is an ELF executable of its architecture;
 //   - the oci-archive holds exactly the layout's files;
 //   - the krew manifest has an archive for each of PluginPlatforms, whose sha256 is the archive's,
-//     and each archive holds the plugin (executable) and LICENSE;
+//     and each archive holds the plugin, an executable of its platform (ELF or Mach-O), and LICENSE;
 //   - the chart package's version is the release's (without the v), its appVersion the release's.
 func Verify(dir string) (string, error) {
 	var report strings.Builder
