@@ -30,6 +30,11 @@ var (
 	sidecars   clientset.Interface
 )
 
+// serverNamespace is the server's own namespace in the local cluster: hack/local-up.sh's
+// --namespace, the rendered base's (artifacts/deploy), left out by the injection webhooks. Not
+// OpenKruise's kruise-system, which the tests name only as OpenKruise's.
+const serverNamespace = "sidecarset-system"
+
 func TestMain(m *testing.M) {
 	if os.Getenv("E2E") != "1" {
 		fmt.Println("skipping end-to-end tests: set E2E=1 (make e2e) to run them against a local cluster")

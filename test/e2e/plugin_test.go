@@ -433,7 +433,7 @@ spec:
 
 	// The server's own namespace is selected by no injection webhook: explain says it is excluded.
 	file := filepath.Join(t.TempDir(), "pod.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(pod, "namespace: "+upgradeNamespace, "namespace: kruise-system", 1)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(strings.Replace(pod, "namespace: "+upgradeNamespace, "namespace: "+serverNamespace, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	excluded, errOut, err := plugin(t, "explain", "-f", file)
