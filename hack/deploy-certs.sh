@@ -19,12 +19,12 @@
 #
 # Existing files are kept (a second run changes nothing); a missing certificate is issued by the
 # existing CA, so deleting the leaf certificates and running again renews them. --force replaces
-# everything, CAs included. NAMESPACE (default kruise-system) is the namespace the names are in;
+# everything, CAs included. NAMESPACE (default sidecarset-system) is the namespace the names are in;
 # ETCD_MEMBERS (default 3) the number of etcd members named (the Helm chart's etcd.replicas).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-NAMESPACE=${NAMESPACE:-kruise-system}
+NAMESPACE=${NAMESPACE:-sidecarset-system}
 ETCD_MEMBERS=${ETCD_MEMBERS:-3}
 [[ "${ETCD_MEMBERS}" =~ ^[1-9][0-9]*$ ]] || { echo "deploy-certs: ETCD_MEMBERS=${ETCD_MEMBERS} is not a number of members" >&2; exit 2; }
 CA_DAYS=${CA_DAYS:-3650}

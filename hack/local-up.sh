@@ -71,7 +71,9 @@ KUBE_PORT=${KUBE_PORT:-36443}
 SERVER_PORT=${SERVER_PORT:-38443}
 SERVER_REPLICA_PORT=${SERVER_REPLICA_PORT:-$((SERVER_PORT + 1))}
 KWOK_IMAGE_CHANGE_DELAY_MS=${KWOK_IMAGE_CHANGE_DELAY_MS:-1000}
-NAMESPACE=kruise-system
+# The server's namespace: the rendered base's (hack/render-deploy.sh), whose namespace.yaml and
+# rbac.yaml this script applies, and artifacts/local/registration.yaml's.
+NAMESPACE=sidecarset-system
 NODE="${STATE}/node"
 NODE_NAME=${NODE_NAME:-real-node-0}
 NODE_POD_CIDR=${NODE_POD_CIDR:-10.222.0.0/24}

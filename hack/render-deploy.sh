@@ -10,8 +10,10 @@
 #   hack/render-deploy.sh --verify   render into a temporary folder and fail if the files differ
 #                                    (make verify)
 #
-# The base holds everything but certificates, in namespace NAMESPACE (default kruise-system, where
-# the local cluster of hack/local-up.sh runs the server), with the Namespace itself, as the chart
+# The base holds everything but certificates, in namespace NAMESPACE (default sidecarset-system,
+# the server's own namespace, where the local cluster of hack/local-up.sh runs it too; never
+# OpenKruise's kruise-system, which OpenKruise's release owns during a migration and which `kubectl
+# delete -k` would delete with everything in it), with the Namespace itself, as the chart
 # renders it with createNamespace=true and certificates.source=existingSecrets: the Secrets come
 # from the default kustomization's secretGenerator (hack/deploy-certs.sh) or from cert-manager, and
 # the APIServices' caBundle is the placeholder CA_BUNDLE their patches replace. helm is built by
@@ -21,7 +23,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 CHART="${ROOT}/charts/sidecarset-apiserver"
 DEPLOY="${ROOT}/artifacts/deploy"
-NAMESPACE=${NAMESPACE:-kruise-system}
+NAMESPACE=${NAMESPACE:-sidecarset-system}
 RELEASE=sidecarset
 # The base's files in kustomization order: cluster-wide prerequisites first.
 ORDER=(namespace priority rbac user-roles etcd etcd-backup apiserver apiservices webhook server-guard)

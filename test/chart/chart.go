@@ -33,6 +33,10 @@ const (
 	Release = "sidecarset"
 	// Namespace is the release namespace the tests render with (helm --namespace).
 	Namespace = "sidecarset-system"
+	// DeployNamespace is the namespace of artifacts/deploy: hack/render-deploy.sh renders the base
+	// into it and hack/deploy-certs.sh names it by default (the server's own, as the local cluster
+	// of hack/local-up.sh runs it; never OpenKruise's kruise-system).
+	DeployNamespace = "sidecarset-system"
 )
 
 // CertFiles maps the chart's certificate values (certificates.source=secrets) to the files
@@ -101,7 +105,7 @@ func Kubectl(root string) (string, error) {
 	return filepath.Join(lastLine(out), "kubectl"), nil
 }
 
-// WriteCerts runs hack/deploy-certs.sh into dir, for namespace (empty: its default, kruise-system).
+// WriteCerts runs hack/deploy-certs.sh into dir, for namespace (empty: its default, DeployNamespace).
 func WriteCerts(root, dir, namespace string) error {
 	var env []string
 	if namespace != "" {

@@ -129,14 +129,14 @@ func TestHelmLint(t *testing.T) {
 // artifacts/deploy-example's namespace. None keeps the placeholder caBundle.
 func TestDeployRenderedFromChart(t *testing.T) {
 	e := setup(t)
-	deploy := []string{"--namespace", "kruise-system", "--set", "createNamespace=true"}
+	deploy := []string{"--namespace", DeployNamespace, "--set", "createNamespace=true"}
 	for _, tc := range []struct {
 		dir  string
 		args []string
 	}{
 		{"artifacts/deploy", append(append([]string{}, deploy...), CertFlags(e.certs)...)},
 		{"artifacts/deploy/overlays/cert-manager", append(append([]string{}, deploy...), "--set", "certificates.source=cert-manager")},
-		{"artifacts/deploy-example", append([]string{"--namespace", "sidecarset-system", "--set", "createNamespace=true"}, CertFlags(e.certs)...)},
+		{"artifacts/deploy-example", append([]string{"--namespace", "platform-sidecarset", "--set", "createNamespace=true"}, CertFlags(e.certs)...)},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			built := e.kustomize(t, tc.dir)

@@ -158,19 +158,36 @@ func (e errorString) Error() string { return string(e) }
 // or removes it (the secure default, requirement patch-pod-metadata-not-configured).
 func setWhitelist(t *testing.T, wanted bool) {
 	t.Helper()
-	ctx := context.Background()
-	cm := &corev1.ConfigMap{}
-	if err := readYAML(filepath.Join(conformanceDir, "common", "patch-metadata-whitelist.yaml"), cm); err != nil {
-		t.Fatal(err)
-	}
-	cms := kube.CoreV1().ConfigMaps(cm.Namespace)
-	if !wanted {
-		if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-		time.Sleep(whitelistSettle)
+	path := filepath.Join(conformanceDir, "common", "patch-metadata-whitelist.yaml")
+	if wanted {
+		applyWhitelist(t, path)
 		return
 	}
+	cm := readWhitelist(t, path)
+	if err := kube.CoreV1().ConfigMaps(cm.Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	time.Sleep(whitelistSettle)
+}
+
+// readWhitelist reads a whitelist ConfigMap written for OpenKruise, which reads it in its own
+// namespace kruise-system, and moves it to the namespace this server reads it in (its own).
+func readWhitelist(t *testing.T, path string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := readYAML(path, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Namespace = serverNamespace
+	return cm
+}
+
+// applyWhitelist creates or updates the whitelist ConfigMap of path (see readWhitelist).
+func applyWhitelist(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	cm := readWhitelist(t, path)
+	cms := kube.CoreV1().ConfigMaps(cm.Namespace)
 	cur, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

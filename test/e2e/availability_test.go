@@ -87,7 +87,7 @@ func TestKubeSystemInjection(t *testing.T) {
 			restartServer(t, mode)
 			applyManualExample(t)
 			waitInjected(t, nginxPod("kube-system", "system-"+mode), "sidecar1")
-			own := nginxPod("kruise-system", "own-"+mode)
+			own := nginxPod(serverNamespace, "own-"+mode)
 			// Once a pod in kube-system is injected, the injection objects are in effect.
 			got, err := createPodDryRun(own)
 			if err != nil {

@@ -11,12 +11,12 @@ import (
 // TestChartDryRun renders the Helm chart charts/sidecarset-apiserver as an operator would (helm
 // from hack/install-helm.sh, certificates from hack/deploy-certs.sh) and has the cluster's
 // kube-apiserver validate every object (apply --dry-run=server), as TestDeployManifests does for
-// the kustomization rendered from it. It renders into kruise-system, which the local cluster has (a
-// dry run creates no namespace). The cert-manager variant is only rendered: the local cluster has
-// no cert-manager CRDs.
+// the kustomization rendered from it. It renders into the server's namespace, which the local
+// cluster has (a dry run creates no namespace). The cert-manager variant is only rendered: the
+// local cluster has no cert-manager CRDs.
 func TestChartDryRun(t *testing.T) {
 	parallelTest(t)
-	manifest, err := chart.Render(root, filepath.Join(t.TempDir(), "certs"), "--namespace", "kruise-system")
+	manifest, err := chart.Render(root, filepath.Join(t.TempDir(), "certs"), "--namespace", serverNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,11 @@ func TestDeployManifests(t *testing.T) {
 		t.Error("the built manifest still holds the CA_BUNDLE placeholder")
 	}
 	checkEtcd(t, "artifacts/deploy", built)
+	// OpenKruise's namespace, which its release owns during a migration (and `kubectl delete -k`
+	// would delete), is nowhere in it.
+	if strings.Contains(built, "kruise-system") {
+		t.Error("the built manifest names kruise-system, OpenKruise's namespace")
+	}
 	for _, want := range []string{
 		"--etcd-servers=https://sidecarset-etcd-0.sidecarset-etcd.$(POD_NAMESPACE).svc:2379,",
 		"--etcd-certfile=", "--etcd-keyfile=", "--etcd-cafile=", "kind: NetworkPolicy", "kind: CronJob",
@@ -77,7 +82,7 @@ func TestDeployManifests(t *testing.T) {
 
 	cm := kustomize(t, filepath.Join(deploy, "overlays/cert-manager"))
 	checkEtcd(t, "overlays/cert-manager", cm)
-	for _, want := range []string{"kind: Certificate", "kind: Issuer", "cert-manager.io/inject-ca-from: kruise-system/sidecarset-apiserver-tls",
+	for _, want := range []string{"kind: Certificate", "kind: Issuer", "cert-manager.io/inject-ca-from: " + serverNamespace + "/sidecarset-apiserver-tls",
 		"secretName: sidecarset-etcd-peer", "secretName: sidecarset-etcd-server", "secretName: sidecarset-etcd-client", "secretName: sidecarset-apiserver-tls"} {
 		if !strings.Contains(cm, want) {
 			t.Errorf("the cert-manager overlay has no %q", want)
@@ -89,8 +94,8 @@ func TestDeployManifests(t *testing.T) {
 
 	ex := kustomize(t, filepath.Join(dir, "artifacts/deploy-example"))
 	checkEtcd(t, "artifacts/deploy-example", ex)
-	if strings.Contains(ex, "kruise-system") {
-		t.Error("the namespace example overlay left kruise-system somewhere")
+	if strings.Contains(ex, serverNamespace) {
+		t.Errorf("the namespace example overlay left the base's namespace %s somewhere", serverNamespace)
 	}
 	for _, want := range []string{"image: registry.example.com/sidecarset-apiserver:v0.1.0", "name: sidecarset-apiserver-auth-reader\n  namespace: kube-system"} {
 		if !strings.Contains(ex, want) {
@@ -167,7 +172,7 @@ func equalFiles(a, b map[string][]byte) bool {
 func TestDeployWhileServerCannotStart(t *testing.T) {
 	applyManualExample(t)
 	ctx := context.Background()
-	const ns = "kruise-system"
+	const ns = serverNamespace
 	dir := t.TempDir()
 	deploy := filepath.Join(dir, "deploy")
 	copyTree(t, filepath.Join(root, "artifacts/deploy"), deploy, "certs")

@@ -23,7 +23,7 @@ import (
 
 // The controller Lease of pkg/apiserver/leader.go (runElected) in hack/local-up.sh's --namespace.
 const (
-	leaseNamespace = "kruise-system"
+	leaseNamespace = serverNamespace
 	leaseName      = "sidecarset-controller"
 	leaseDuration  = 15 * time.Second
 	retryPeriod    = 2 * time.Second

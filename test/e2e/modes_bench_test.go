@@ -218,8 +218,8 @@ func measurePods(t *testing.T, mode string, client kubernetes.Interface, five, n
 	cases := []struct {
 		name string
 		pod  *corev1.Pod
-	}{{"bare", benchPod(bareLabels).withNamespace("kruise-system")}, {"five", five.withNamespace("bench")}, {"none", none.withNamespace("bench")},
-		{"injected", injected.withNamespace("kruise-system")}, {"nokey", nokey.withNamespace("bench")}}
+	}{{"bare", benchPod(bareLabels).withNamespace(serverNamespace)}, {"five", five.withNamespace("bench")}, {"none", none.withNamespace("bench")},
+		{"injected", injected.withNamespace(serverNamespace)}, {"nokey", nokey.withNamespace("bench")}}
 	lat := make([][]time.Duration, len(cases))
 	for _, c := range cases {
 		timeCreates(t, client, c.pod, 50) // warm

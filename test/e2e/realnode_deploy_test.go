@@ -59,7 +59,7 @@ func TestRealNodeDeployment(t *testing.T) {
 		t.Skip("needs root (iptables rules for the Services' cluster IPs, DNS on port 53)")
 	}
 	ctx := context.Background()
-	const ns = "kruise-system"
+	const ns = serverNamespace
 	overlay := filepath.Join(root, "test/e2e/testdata/deploy-real-node")
 	dnsIP := os.Getenv("NODE_DNS")
 	if dnsIP == "" {

@@ -24,9 +24,10 @@ import (
 	"github.com/sidecarset/apiserver/test/chart"
 )
 
-// helmNamespace is the namespace of its own the chart is installed into; kruise-system, beside it,
-// stands for OpenKruise's, owned by another Helm release.
-const helmNamespace = "sidecarset-system"
+// helmNamespace is the namespace of its own the chart is installed into, the default one, which the
+// local server uses too; kruise-system, beside it, stands for OpenKruise's, owned by another Helm
+// release.
+const helmNamespace = serverNamespace
 
 // TestRealNodeHelm installs the Helm chart, packaged by `helm package`, on the real node as a
 // platform team would: `helm install` into a namespace of its own (--create-namespace) beside a kruise-system namespace
@@ -34,9 +35,9 @@ const helmNamespace = "sidecarset-system"
 // node selector and toleration for the server, etcd and the backups given as values, and the
 // certificates of hack/deploy-certs.sh for that namespace. The local server gives way meanwhile,
 // as in TestRealNodeDeployment, whose DNS, routes and volumes it shares; the objects the local
-// cluster applied for it outside its namespace (RBAC, the webhook template, the guards, the
-// APIServices) are deleted first, since Helm adopts no object it did not create, and applied
-// again when the local server comes back.
+// cluster applied for it (its namespace, the release's, with what is in it; outside it RBAC, the
+// webhook template, the guards, the APIServices) are deleted first, since Helm adopts no object it
+// did not create, and applied again when the local server comes back.
 //
 // It checks that the APIServices become Available, the other release's namespace is untouched, a
 // pod on the real node is injected and upgraded in place; that `helm upgrade` with a changed value
@@ -81,6 +82,13 @@ func TestRealNodeHelm(t *testing.T) {
 			t.Errorf("the local server did not come back: %v", err)
 		}
 	})
+	// The local server's namespace is the release's: it goes with the local server's objects in it
+	// (ServiceAccount, RBAC, the ExternalName Service), and helm install --create-namespace creates
+	// it again.
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	waitNamespaceGone(t, ns)
 	deleteOutsideNamespace(t, helm, ns, args)
 
 	dns, err := startClusterDNS(dnsIP)

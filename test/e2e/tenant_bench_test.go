@@ -46,7 +46,7 @@ func TestTenantScale(t *testing.T) {
 	p50, cpu := timeSidecarSetCreates(t, policytest.ShapeOneKey, 20)
 
 	client := unthrottled()
-	bare := benchPod(bareLabels).withNamespace("kruise-system")
+	bare := benchPod(bareLabels).withNamespace(serverNamespace)
 	plain := benchPod(map[string]string{"bench-nokey": "x"}).withNamespace("bench")
 	var latBare, latPlain []time.Duration
 	timeCreates(t, client, bare, 50) // warm

@@ -28,13 +28,10 @@ func TestV1beta1Manifests(t *testing.T) {
 	deleteAllSidecarSets(t)
 	t.Cleanup(func() { deleteAllSidecarSets(t) })
 	setNamespace(t, "e2e-v1beta1", map[string]string{"inject": "sidecar"})
-	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(v1beta1Manifests, "whitelist-configmap.yaml")); err != nil {
-		t.Fatalf("whitelist: %v: %s", err, out)
-	}
+	// OpenKruise's whitelist in this server's namespace (applyWhitelist waits for the admission
+	// plugin's ConfigMap informer).
+	applyWhitelist(t, filepath.Join(v1beta1Manifests, "whitelist-configmap.yaml"))
 	t.Cleanup(func() { setWhitelist(t, false) })
-	// The admission plugin's ConfigMap informer: a sleep, since nothing shows when it has the
-	// whitelist.
-	time.Sleep(500 * time.Millisecond)
 	files, err := filepath.Glob(filepath.Join(v1beta1Manifests, "[0-9]*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("manifests: %v %v", files, err)

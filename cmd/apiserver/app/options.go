@@ -46,7 +46,7 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: apiserver.NewRecommendedOptions(etcdPathPrefix),
 		Settings: apiserver.Settings{
-			Namespace:            "kruise-system",
+			Namespace:            "sidecarset-system",
 			LeaderElect:          true,
 			Workers:              3,
 			KubeAPIQPS:           100,

@@ -89,7 +89,7 @@ func TestAdversarialLimits(t *testing.T) {
 			for _, ss := range sets {
 				prepare(t, ss)
 			}
-			plan, err := PlanPolicies(PlanInput{SidecarSets: sets, ExcludedNamespaces: []string{"kruise-system"}, Now: time.Now()})
+			plan, err := PlanPolicies(PlanInput{SidecarSets: sets, ExcludedNamespaces: []string{"sidecarset-system"}, Now: time.Now()})
 			if err != nil {
 				t.Fatal(err)
 			}

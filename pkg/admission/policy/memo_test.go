@@ -45,7 +45,7 @@ func TestMemo(t *testing.T) {
 				for _, name := range sortedKeys(sets) {
 					list = append(list, sets[name])
 				}
-				in := PlanInput{SidecarSets: list, Now: now, ExcludedNamespaces: []string{"kruise-system"}}
+				in := PlanInput{SidecarSets: list, Now: now, ExcludedNamespaces: []string{"sidecarset-system"}}
 				want, err := PlanPolicies(in)
 				if err != nil {
 					t.Fatal(err)

@@ -59,11 +59,11 @@ func TestExcludedNamespaces(t *testing.T) {
 	ss.Name = "log"
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "log", Image: "busybox"}}}
-	policies := compileAll(t, []*v1alpha1.SidecarSet{prepare(t, ss)}, []string{"kruise-system", "infra"})
+	policies := compileAll(t, []*v1alpha1.SidecarSet{prepare(t, ss)}, []string{"sidecarset-system", "infra"})
 	for _, tc := range []struct {
 		namespace  string
 		containers int
-	}{{"default", 2}, {"kruise-system", 1}, {"infra", 1}} {
+	}{{"default", 2}, {"sidecarset-system", 1}, {"infra", 1}} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tc.namespace, Labels: map[string]string{"app": "web"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
 		got := runAll(t, policies, identity(len(policies)), pod, namespace(tc.namespace, nil))
@@ -93,7 +93,7 @@ func TestControlPlaneNamespaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := prepare(t, selecting(t, "log", tc.selector, "log"))
-			policies := compileAll(t, []*v1alpha1.SidecarSet{ss}, []string{"kruise-system"})
+			policies := compileAll(t, []*v1alpha1.SidecarSet{ss}, []string{"sidecarset-system"})
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team", Labels: tc.podLabels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
 			got := runAll(t, policies, identity(len(policies)), pod, namespace("team", tc.nsLabels))
@@ -126,7 +126,7 @@ func TestExactSelector(t *testing.T) {
 			for i, sel := range tc.selectors {
 				sets = append(sets, selecting(t, fmt.Sprintf("s%d", i), sel, fmt.Sprintf("c%d", i)))
 			}
-			plan, err := PlanPolicies(PlanInput{SidecarSets: sets, ExcludedNamespaces: []string{"kruise-system"}})
+			plan, err := PlanPolicies(PlanInput{SidecarSets: sets, ExcludedNamespaces: []string{"sidecarset-system"}})
 			if err != nil || len(plan.Policies) != 1 {
 				t.Fatalf("%d policies, err %v", len(plan.Policies), err)
 			}

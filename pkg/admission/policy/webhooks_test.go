@@ -221,7 +221,7 @@ func TestExpandWebhooks(t *testing.T) {
 		{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}},
 		{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"c": "d"}}, Condition: "true"},
 	}
-	got := ExpandWebhooks(templates, two, []string{"kruise-system", "infra"})
+	got := ExpandWebhooks(templates, two, []string{"sidecarset-system", "infra"})
 	var names []string
 	for _, w := range got {
 		names = append(names, fmt.Sprintf("%s/%s/%d", w.Name, *w.FailurePolicy, len(w.MatchConditions)))
@@ -234,7 +234,7 @@ func TestExpandWebhooks(t *testing.T) {
 		labels   labels.Set
 		selected bool
 	}{
-		{labels.Set{corev1.LabelMetadataName: "kruise-system"}, false},
+		{labels.Set{corev1.LabelMetadataName: "sidecarset-system"}, false},
 		{labels.Set{corev1.LabelMetadataName: "infra"}, false},
 		{labels.Set{corev1.LabelMetadataName: "default"}, true},
 		{labels.Set{corev1.LabelMetadataName: "kruise", "control-plane": "controller-manager"}, false}, // as OpenKruise's webhook
@@ -252,7 +252,7 @@ func TestExpandWebhooks(t *testing.T) {
 			}
 		}
 	}
-	again := ExpandWebhooks(got, []WebhookMatch{{}}, []string{"kruise-system", "infra"})
+	again := ExpandWebhooks(got, []WebhookMatch{{}}, []string{"sidecarset-system", "infra"})
 	if n := len(again[0].NamespaceSelector.MatchExpressions); n != 2 {
 		t.Errorf("expanding again adds an exclusion again: %d requirements, want 2", n)
 	}
