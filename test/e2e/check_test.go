@@ -242,6 +242,7 @@ func TestCheckPre(t *testing.T) {
 		t.Errorf("openkruise-crds: %q does not say the kinds are hidden", msg)
 	}
 
+	ensureNamespace(t, "kruise-system") // OpenKruise's, which the local cluster does not have
 	if out, err := runKubectl(t, openKruiseManager, "apply", "-f", "-"); err != nil {
 		t.Fatalf("OpenKruise's manager: %v\n%s", err, out)
 	}
