@@ -207,10 +207,10 @@ const (
 )
 
 // statusWatch is the list and watch of the one object rollout status follows.
-func (o *options) statusWatch(t *rolloutTarget) (cache.ListerWatcher, error) {
+func (o *options) statusWatch(t *rolloutTarget) (listWatch, error) {
 	c, err := o.newClients()
 	if err != nil {
-		return nil, err
+		return listWatch{}, err
 	}
 	byName := fields.OneTermEqualSelector("metadata.name", t.name).String()
 	if !t.namespaced {
@@ -274,6 +274,11 @@ func (o *options) runStatus(ctx context.Context, arg string, watching bool, time
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+	}
+	// One list first, as kubectl rollout status gets its object: a missing object or a forbidden
+	// read is an error at once, not a reflector retrying for ever.
+	if _, err := lw.ListWithContextFunc(ctx, metav1.ListOptions{}); err != nil {
+		return err
 	}
 	var prototype runtime.Object = &v1alpha1.SidecarSet{}
 	if t.namespaced {

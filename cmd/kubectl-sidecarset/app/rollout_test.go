@@ -181,12 +181,12 @@ func TestRolloutCommands(t *testing.T) {
 	}, {
 		name:      "status namespacedsidecarsets/NAME",
 		args:      []string{"rollout", "status", "namespacedsidecarsets/log-agent"},
-		wantCalls: []string{"list namespacedsidecarsets/ shop/", "watch namespacedsidecarsets/ shop/"},
+		wantCalls: []string{"list namespacedsidecarsets/ shop/", "list namespacedsidecarsets/ shop/", "watch namespacedsidecarsets/ shop/"},
 		wantOut:   []string{"2 of 2 pods updated\nnamespacedsidecarset/log-agent successfully rolled out\n"},
 	}, {
 		name:      "status NAME",
 		args:      []string{"rollout", "status", "logging"},
-		wantCalls: []string{"list sidecarsets/ /", "watch sidecarsets/ /"},
+		wantCalls: []string{"list sidecarsets/ /", "list sidecarsets/ /", "watch sidecarsets/ /"},
 		wantOut:   []string{`SidecarSet "logging" successfully rolled out`},
 	}, {
 		name:      "history namespacedsidecarset/NAME",
