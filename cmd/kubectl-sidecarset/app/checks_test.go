@@ -55,11 +55,11 @@ func installedFacts(t *testing.T) *clusterFacts {
 	ca := testCA(t, checkNow.AddDate(1, 0, 0))
 	policies := true
 	f := &clusterFacts{Now: checkNow, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{}, Policies: 2,
-		KubernetesVersion: "1.36.3", PolicyAPI: &policies, ServerService: "kruise-system/sidecarset-apiserver", StorageBytes: 100 << 20, EtcdQuota: 4 << 30,
+		KubernetesVersion: "1.36.3", PolicyAPI: &policies, ServerService: "sidecarset-system/sidecarset-apiserver", StorageBytes: 100 << 20, EtcdQuota: 4 << 30,
 		Health: parseHealth([]byte("[+]ping ok\n[+]etcd ok\n[+]sidecarset-injection ok\nhealthz check passed\n"))}
 	for _, name := range apiServiceNames {
 		f.APIServices[name] = &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:   apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Namespace: "kruise-system", Name: "sidecarset-apiserver"}, CABundle: ca},
+			Spec:   apiregistrationv1.APIServiceSpec{Service: &apiregistrationv1.ServiceReference{Namespace: "sidecarset-system", Name: "sidecarset-apiserver"}, CABundle: ca},
 			Status: apiregistrationv1.APIServiceStatus{Conditions: []apiregistrationv1.APIServiceCondition{{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue}}}}
 	}
 	f.Template = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector"}}
