@@ -2,11 +2,13 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,5 +268,47 @@ func TestUndoTarget(t *testing.T) {
 		if diff := cmp.Diff(tt.want, name); diff != "" {
 			t.Errorf("undoTarget(to=%d) (-want +got):\n%s (err %v)", tt.to, diff, err)
 		}
+	}
+}
+
+// TestStatusWatch: rollout status returns once a watch event brings Ready True for the current
+// generation, and exits with a timeout error when none does.
+func TestStatusWatch(t *testing.T) {
+	progressing := v1alpha1.SidecarSetStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{
+		{Type: "Progressing", Status: "True", Reason: "RollingOut", Message: "1 of 2 pods updated", ObservedGeneration: 2},
+		{Type: "Ready", Status: "False", Reason: "RollingOut", ObservedGeneration: 2}}}
+	done := v1alpha1.SidecarSetStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{
+		{Type: "Progressing", Status: "False", Reason: "RolloutComplete", Message: "2 of 2 pods updated", ObservedGeneration: 2},
+		{Type: "Ready", Status: "True", Reason: "RolloutComplete", ObservedGeneration: 2}}}
+	for _, finish := range []bool{true, false} {
+		t.Run(fmt.Sprintf("finish=%v", finish), func(t *testing.T) {
+			ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "logging", Generation: 2}, Status: progressing}
+			client := fake.NewSimpleClientset(ss)
+			var out bytes.Buffer
+			o := newOptions(strings.NewReader(""), &out, &bytes.Buffer{})
+			o.newClients = func() (*clients, error) { return &clients{sidecarSet: client}, nil }
+			if finish {
+				go func() {
+					time.Sleep(200 * time.Millisecond)
+					next := ss.DeepCopy()
+					next.Status = done
+					_, _ = client.AppsV1alpha1().SidecarSets().UpdateStatus(context.Background(), next, metav1.UpdateOptions{})
+				}()
+			}
+			start := time.Now()
+			err := o.runStatus(context.Background(), "logging", true, 2*time.Second)
+			switch {
+			case finish && err != nil:
+				t.Fatalf("%v\n%s", err, out.String())
+			case finish && time.Since(start) > time.Second:
+				t.Errorf("returned after %s, want at the update", time.Since(start))
+			case finish:
+				if want := "1 of 2 pods updated\n2 of 2 pods updated\nSidecarSet \"logging\" successfully rolled out\n"; out.String() != want {
+					t.Errorf("output %q, want %q", out.String(), want)
+				}
+			case err == nil || !strings.Contains(err.Error(), "timed out waiting for the rollout"):
+				t.Errorf("error %v, want a timeout", err)
+			}
+		})
 	}
 }
