@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -248,11 +247,6 @@ func TestCheckPre(t *testing.T) {
 	}
 
 	ensureNamespace(t, "kruise-system") // OpenKruise's, which the local cluster does not have
-	// OpenKruise's namespace, kruise-system, is not the server's.
-	if _, err := kube.CoreV1().Namespaces().Get(context.Background(), "kruise-system", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		setNamespace(t, "kruise-system", nil)
-		t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), "kruise-system", metav1.DeleteOptions{}) })
-	}
 	if out, err := runKubectl(t, openKruiseManager, "apply", "-f", "-"); err != nil {
 		t.Fatalf("OpenKruise's manager: %v\n%s", err, out)
 	}
