@@ -93,14 +93,14 @@ func TestRealNodeResize(t *testing.T) {
 	resizing := func(p *corev1.Pod) bool {
 		return !reports(sidecar.ContainerStatus(p, "sidecar1"), sidecar.FindPodContainer(p, "sidecar1").Resources)
 	}
-	stop := watchConcurrent(t, "app=rn-resize", resizing)
+	stop := watchCounts(t, "app=rn-resize", resizing)
 	patchImage(t, "rn-resize", resourcesPatch(after))
 	start := time.Now()
 	waitRevisionDone(t, "rn-resize", good, n)
 	t.Logf("resize of %d pods at maxUnavailable 1 on the real kubelet: %v", n, time.Since(start).Round(100*time.Millisecond))
-	if k, at := stop(); k > 1 {
-		t.Errorf("%d pods were resized at once (%s), maxUnavailable is 1", k, at)
-	} else if k == 0 {
+	if seen := stop(); seen.max > 1 {
+		t.Errorf("%d pods were resized at once (%s), maxUnavailable is 1", seen.max, seen.maxAt)
+	} else if seen.max == 0 {
 		t.Error("no pod was seen resizing")
 	}
 	for _, p := range listRealPods(t, "rn-resize") {
@@ -163,9 +163,16 @@ func waitRevisionDone(t *testing.T, name, old string, n int32) {
 	})
 }
 
-// watchConcurrent watches the real node's pods selected by selector and records the most that
-// were in state at once; stop ends the watch and returns that number and their names.
-func watchConcurrent(t *testing.T, selector string, state func(*corev1.Pod) bool) func() (int, string) {
+// counts are the most and the fewest pods a watch saw in a state at once, with their names.
+type counts struct {
+	max, min     int
+	maxAt, minAt string
+}
+
+// watchCounts watches the real node's pods selected by selector and records how many were in
+// state at once, at most and at least, from each pod event on; stop ends the watch and returns
+// them.
+func watchCounts(t *testing.T, selector string, state func(*corev1.Pod) bool) (stop func() counts) {
 	t.Helper()
 	ctx := context.Background()
 	list, err := kube.CoreV1().Pods(realNodeNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -177,7 +184,7 @@ func watchConcurrent(t *testing.T, selector string, state func(*corev1.Pod) bool
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	worst, worstAt := 0, ""
+	seen := counts{min: len(list.Items) + 1}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -187,10 +194,14 @@ func watchConcurrent(t *testing.T, selector string, state func(*corev1.Pod) bool
 		}
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted {
+			if !ok {
 				continue
 			}
-			pods[p.Name] = p
+			if ev.Type == watch.Deleted {
+				delete(pods, p.Name)
+			} else {
+				pods[p.Name] = p
+			}
 			var names []string
 			for _, q := range pods {
 				if state(q) {
@@ -198,17 +209,20 @@ func watchConcurrent(t *testing.T, selector string, state func(*corev1.Pod) bool
 				}
 			}
 			mu.Lock()
-			if len(names) > worst {
-				worst, worstAt = len(names), strings.Join(names, ",")
+			if len(names) > seen.max {
+				seen.max, seen.maxAt = len(names), strings.Join(names, ",")
+			}
+			if len(names) < seen.min {
+				seen.min, seen.minAt = len(names), strings.Join(names, ",")
 			}
 			mu.Unlock()
 		}
 	}()
-	return func() (int, string) {
+	return func() counts {
 		w.Stop()
 		<-done
 		mu.Lock()
 		defer mu.Unlock()
-		return worst, worstAt
+		return seen
 	}
 }

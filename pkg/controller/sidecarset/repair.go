@@ -61,18 +61,40 @@ func (e *evictions) forget(name string) {
 	delete(e.bySet, name)
 }
 
-// repair evicts the pods rollout.Repairs chooses among pods (the selected ones), through the
-// Eviction API (PodDisruptionBudgets apply), each guarded by its UID. A pod a budget protects now
-// is left for a later round; the next rounds plan only once the cache shows each evicted pod
-// going, and count it against maxUnavailable until its owner replaced it.
+// repair evicts the pods rollout.Repairs chooses among pods (the selected ones) so that their
+// owners recreate them injected.
 func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, plan *rollout.Result, missed []rollout.Missed) repaired {
-	var out repaired
 	if c.kube == nil || len(missed) == 0 {
-		return out
+		return repaired{}
 	}
 	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss.Name, pods),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
-	for _, p := range rollout.Repairs(in) {
+	return c.evict(ctx, ss, rollout.Repairs(in), pods, evictionWhy{
+		reason: "EvictedNotInjected", what: "which runs without its sidecars",
+		then: fmt.Sprintf("so that its owner recreates it injected (%s=true)", rollout.RepairAnnotation)})
+}
+
+// recreate evicts the pods the plan recreates (rollout.RecreateAnnotation) so that their owners
+// recreate them with the current sidecars.
+func (c *Controller) recreate(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, plan *rollout.Result) repaired {
+	if c.kube == nil || len(plan.Recreate) == 0 || (c.injectionReady != nil && !c.injectionReady(ss)) {
+		return repaired{}
+	}
+	return c.evict(ctx, ss, plan.Recreate, pods, evictionWhy{
+		reason: "EvictedNotUpgradable", what: "whose sidecars cannot be upgraded in place",
+		then: fmt.Sprintf("so that its owner recreates it with the current sidecars (%s=true)", rollout.RecreateAnnotation)})
+}
+
+// evictionWhy says in events why a pod is evicted.
+type evictionWhy struct{ reason, what, then string }
+
+// evict evicts each of evict, one of pods (the selected ones), through the Eviction API
+// (PodDisruptionBudgets apply), guarded by its UID. A pod a budget protects now is left for a
+// later round; the next rounds plan only once the cache shows each evicted pod going, and count
+// it against maxUnavailable until its owner replaced it.
+func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, pods []*rollout.Pod, why evictionWhy) repaired {
+	var out repaired
+	for _, p := range evict {
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
 		err := c.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, eviction)
@@ -81,13 +103,12 @@ func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods [
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
-			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictedNotInjected",
-				fmt.Sprintf("SidecarSet %s evicted this pod, which runs without its sidecars, so that its owner recreates it injected (%s=true)",
-					ss.Name, rollout.RepairAnnotation)})
+			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, why.reason,
+				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)})
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
 			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictionDeferred",
-				fmt.Sprintf("SidecarSet %s will evict this pod, which runs without its sidecars, once its PodDisruptionBudget allows: %v", ss.Name, err)})
+				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows: %v", ss.Name, why.what, err)})
 		default:
 			if ambiguous(err) {
 				c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)

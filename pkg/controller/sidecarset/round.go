@@ -71,14 +71,20 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
 	}
 	opts := c.resizes.Options(ss)
+	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
 	plan := rollout.PlanWith(ss, pods, opts)
 	out := c.apply(ctx, ss, plan)
 	out.events = append(history, out.events...)
-	if len(out.written) > 0 {
+	recreated := c.recreate(ctx, ss, pods, plan)
+	out.events = append(out.events, recreated.events...)
+	out.failed = append(out.failed, recreated.failed...)
+	if len(out.written) > 0 || len(recreated.pods) > 0 {
+		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
 		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
 	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
+	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
 	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused)}

@@ -136,7 +136,7 @@ type RepairInput struct {
 // the unavailability budget leaves; not those a cluster SidecarSet shadows (they would come back
 // the same). The budget is maxUnavailable resolved against every selected
 // pod, less the updated pods not available (recreated pods coming up), the pods terminating, the
-// evictions still in flight and this round's upgrades. Nothing is evicted while injection is not
+// evictions still in flight and this round's upgrades and recreations. Nothing is evicted while injection is not
 // ready.
 func Repairs(in RepairInput) []*Pod {
 	if in.SidecarSet.Annotations[RepairAnnotation] != "true" || !in.InjectionReady || in.SidecarSet.Spec.UpdateStrategy.Paused {
@@ -144,7 +144,7 @@ func Repairs(in RepairInput) []*Pod {
 	}
 	total := in.Plan.Counts.Matched + int32(len(in.Missed))
 	room := ResolveMaxUnavailable(in.SidecarSet.Spec.UpdateStrategy.MaxUnavailable, total) -
-		in.Plan.Unavailable - in.Plan.Terminating - int32(len(in.InFlight)) - int32(len(in.Plan.Upgrade))
+		in.Plan.Unavailable - in.Plan.Terminating - int32(len(in.InFlight)) - int32(len(in.Plan.Upgrade)) - int32(len(in.Plan.Recreate))
 	var out []*Pod
 	for _, m := range sortedMissed(in.Missed) {
 		if room <= 0 {

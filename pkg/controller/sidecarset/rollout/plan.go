@@ -68,6 +68,8 @@ type Result struct {
 	Upgrade []*Pod
 	// Resize are the pods of Upgrade whose sidecars' resources change too (Options).
 	Resize map[*Pod]bool
+	// Recreate are the pods to evict now so that their owners recreate them (RecreateAnnotation).
+	Recreate []*Pod
 	// Reset are the pods whose idle hot-upgrade twins go back to the empty image now.
 	Reset []*Pod
 	// NotUpgradable are the pods the current spec cannot upgrade in place, to be marked so.
@@ -157,8 +159,10 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 	r := &round{managed: managed, facts: facts}
 	if p.blocked == "" && len(res.Reset) == 0 {
 		candidates = sortCandidates(&ss.Spec.UpdateStrategy, managed, candidates)
-		res.Upgrade = p.choose(res, managed, facts, plans, candidates)
+		var used int32
+		res.Upgrade, used = p.choose(res, managed, facts, plans, candidates)
 		r.candidates = candidates
+		res.Recreate = p.recreates(res, managed, plans, used)
 	} else if len(res.Reset) > 0 {
 		for _, i := range candidates {
 			plans[i].Reason = ReasonHotUpgradeReset
@@ -181,8 +185,9 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 
 // choose walks the candidates in order: partition keeps the last ones; a candidate that is not
 // available costs nothing; an available one is taken while fewer than maxUnavailable updated pods
-// are unavailable, and the walk stops at the first that would exceed it (OpenKruise §5.7).
-func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int) []*Pod {
+// are unavailable, and the walk stops at the first that would exceed it (OpenKruise §5.7). It also
+// returns how many pods are unavailable once these are upgraded.
+func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int) ([]*Pod, int32) {
 	keep := len(candidates) - int(res.Partition)
 	unavailable := res.Unavailable
 	var out []*Pod
@@ -214,7 +219,7 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 			}
 		}
 	}
-	return out
+	return out, unavailable
 }
 
 // orderPlans lists the pods that do not wait for an upgrade by namespace/name, then the

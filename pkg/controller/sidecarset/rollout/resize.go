@@ -44,6 +44,9 @@ type Options struct {
 	// ResizeRefused are the pods (by UID) whose resize to the current spec kube-apiserver refused,
 	// with its message: they fail, holding a place of maxUnavailable, until the spec changes.
 	ResizeRefused map[types.UID]string
+	// InFlightEvictions counts the controller's evictions whose owners have not replaced the pod
+	// yet (InFlight): each holds a place of maxUnavailable.
+	InFlightEvictions int
 }
 
 // Resize returns the kubelet's pending or in-progress resize of the pod (the PodResizePending
