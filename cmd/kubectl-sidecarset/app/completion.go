@@ -138,6 +138,26 @@ func (o *options) completeTargets(cmd *cobra.Command, args []string, toComplete 
 	return withPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
 }
 
+// completePods completes explain's argument: the pods of the command's namespace.
+func (o *options) completePods(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, err := o.newClients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	list, err := c.kube.CoreV1().Pods(c.namespace).List(cmd.Context(), metav1.ListOptions{})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return withPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
 // withPrefix keeps the names that start with prefix, sorted and without duplicates.
 func withPrefix(names []string, prefix string) []string {
 	seen := map[string]bool{}

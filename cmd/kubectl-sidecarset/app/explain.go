@@ -38,8 +38,9 @@ with --sidecarsets no cluster is used. A NamespacedSidecarSet NAME of namespace 
 		Example: `  kubectl sidecarset explain web-0 -n shop
   kubectl sidecarset explain -l app=web -n shop -o yaml
   kubectl sidecarset explain -f deployment.yaml --sidecarsets sidecarsets.yaml --excluded-namespaces kube-system`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.runExplain(cmd.Context(), f, args) },
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: o.completePods,
+		RunE:              func(cmd *cobra.Command, args []string) error { return o.runExplain(cmd.Context(), f, args) },
 	}
 	cmd.Flags().StringVarP(&f.file, "filename", "f", "", "Pod or workload manifests to explain as pods about to be created")
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "explain the pods of the namespace that this label selector selects")
