@@ -117,6 +117,7 @@ func TestRealNodeResize(t *testing.T) {
 
 	// Infeasible: more cpu than the node has.
 	resized := waitSettled(t, "rn-resize").Status.LatestRevision
+	waitUpgradeStates(t, "rn-resize", map[string]int{"Updated/": n})
 	patchImage(t, "rn-resize", resourcesPatch(cpuMem("100", "48Mi", "100", "96Mi")))
 	stalled := v1alpha1.SidecarSetStatus{MatchedPods: n, UpdatedPods: 0, ReadyPods: n, UpdatedReadyPods: 0}
 	waitStatus(t, "rn-resize", stalled)
@@ -136,6 +137,7 @@ func TestRealNodeResize(t *testing.T) {
 	if want := map[string]int{"Failed/ResizeInfeasible": 1, "Waiting/MaxUnavailable": n - 1}; fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Errorf("rollout view: states %v, want %v", states, want)
 	}
+	waitUpgradeStates(t, "rn-resize", map[string]int{"Failed/ResizeInfeasible": 1, "Waiting/MaxUnavailable": n - 1})
 	if _, err := sidecars.AppsV1alpha1().SidecarSets().Rollout(ctx, "rn-resize", &v1alpha1.SidecarSetRollout{
 		Spec: v1alpha1.SidecarSetRolloutSpec{Action: v1alpha1.RolloutActionRollback, RevisionName: resized}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("rollback to %s: %v", resized, err)
@@ -225,4 +227,18 @@ func watchCounts(t *testing.T, selector string, state func(*corev1.Pod) bool) (s
 		defer mu.Unlock()
 		return seen
 	}
+}
+
+// waitUpgradeStates waits until the pods labelled app=<name> on the real node carry, in their
+// upgrade-state annotation, SidecarSet name's states (state/reason) in the given numbers.
+func waitUpgradeStates(t *testing.T, name string, want map[string]int) {
+	t.Helper()
+	eventually(t, "the upgrade states of "+name+"'s pods", time.Minute, func(ctx context.Context) (bool, string) {
+		got := map[string]int{}
+		for _, p := range listRealPods(t, name) {
+			st := sidecar.UpgradeStates(p.Annotations[sidecar.UpgradeStateAnnotation])[name]
+			got[st.State+"/"+st.Reason]++
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("states %v, want %v", got, want)
+	})
 }

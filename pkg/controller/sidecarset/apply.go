@@ -107,6 +107,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
 				return false, err
 			}
+			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod]))
 			return true, nil
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -94,6 +95,7 @@ type Controller struct {
 	excluded       map[string]bool
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
+	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -112,6 +114,7 @@ func New(o Options) (*Controller, error) {
 		excluded:       map[string]bool{},
 		candidates:     o.Candidates,
 		resizes:        o.Resizes,
+		stateWrites:    flowcontrol.NewTokenBucketRateLimiterWithClock(stateWritesPerSecond, stateWritesBurst, o.Clock),
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
 		writer:         o.Writer,

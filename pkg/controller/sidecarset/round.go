@@ -82,6 +82,14 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
 		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
 	}
+	touched := make(map[string]bool, len(out.written)+len(out.failed)) // their states wait for a later round
+	for _, w := range out.written {
+		touched[w.Namespace+"/"+w.Name] = true
+	}
+	for _, f := range out.failed {
+		touched[f.pod.Namespace+"/"+f.pod.Name] = true
+	}
+	statesLeft := c.syncStates(ctx, ss, plan, touched)
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	evicted.pods = append(evicted.pods, recreated.pods...)
@@ -114,7 +122,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	switch {
 	case len(out.failed) > 0:
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
-	case !plan.Done() || len(evicted.pods) > 0:
+	case !plan.Done() || len(evicted.pods) > 0 || statesLeft:
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
 	return 0, nil

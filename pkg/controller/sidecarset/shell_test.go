@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,8 +189,22 @@ func count(f interface{ Actions() []k8stesting.Action }, verb, resource, subreso
 	return n
 }
 
-// podUpgrades returns how many pod spec patches were sent.
-func (h *harness) podUpgrades() int { return count(h.kube, "patch", "pods", "") }
+// podUpgrades returns how many pod spec patches were sent (upgrade-state writes alone excluded).
+func (h *harness) podUpgrades() int {
+	n := 0
+	for _, a := range h.kube.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "pods" && a.GetSubresource() == "" &&
+			strings.Contains(string(p.GetPatch()), `"spec"`) {
+			n++
+		}
+	}
+	return n
+}
+
+// stateWrites returns how many pod patches wrote the upgrade-state annotation alone.
+func (h *harness) stateWrites() int {
+	return count(h.kube, "patch", "pods", "") - h.podUpgrades()
+}
 
 // statusWrites returns how many status updates were sent.
 func (h *harness) statusWrites() int { return count(h.own, "update", "sidecarsets", "status") }

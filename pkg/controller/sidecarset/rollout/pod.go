@@ -40,6 +40,8 @@ type Pod struct {
 	Hashes, HashesWithoutImage []HashRef
 	// Working is the working hot-upgrade container annotation, decoded; nil when absent.
 	Working map[string]string
+	// states are the injected SidecarSets' entries in the upgrade-state annotation.
+	states []stateRef
 	// Records are the in-place update records of the injected SidecarSets; RecordsMalformed
 	// says the record annotation does not decode (nothing recorded in it can be trusted).
 	Records          []Record
@@ -148,6 +150,19 @@ func (r HashRef) Hash() string { return r.hash.String() }
 
 // Revision is the entry's controllerRevision.
 func (r HashRef) Revision() string { return r.revision.String() }
+
+// stateRef is one SidecarSet's entry in the upgrade-state annotation.
+type stateRef struct{ sidecarSet, revision, state, reason text }
+
+// UpgradeState returns the SidecarSet's entry in the upgrade-state annotation.
+func (p *Pod) UpgradeState(sidecarSet string) (sidecar.UpgradeState, bool) {
+	for _, s := range p.states {
+		if s.sidecarSet.String() == sidecarSet {
+			return sidecar.UpgradeState{Revision: s.revision.String(), State: s.state.String(), Reason: s.reason.String()}, true
+		}
+	}
+	return sidecar.UpgradeState{}, false
+}
 
 // Record is one container's state recorded before an in-place upgrade by a SidecarSet.
 type Record struct {
@@ -326,8 +341,15 @@ func (p *Pod) decodeAnnotations(a map[string]string) {
 		p.Working = sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v})
 	}
 	record := a[sidecar.InPlaceUpdateStateAnnotation]
+	var states map[string]sidecar.UpgradeState
+	if v := a[sidecar.UpgradeStateAnnotation]; v != "" {
+		states = sidecar.UpgradeStates(v)
+	}
 	for _, name := range sidecar.ParseInjectedList(p.InjectedList()) {
 		ss := newText(name)
+		if st, ok := states[name]; ok {
+			p.states = append(p.states, stateRef{sidecarSet: ss, revision: newText(st.Revision), state: newText(st.State), reason: newText(st.Reason)})
+		}
 		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashAnnotation], name); ok {
 			p.Hashes = append(p.Hashes, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})
 		}
