@@ -75,4 +75,3 @@ func TestPlanRecreate(t *testing.T) {
 		})
 	}
 }
-
