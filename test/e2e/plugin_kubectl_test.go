@@ -72,8 +72,14 @@ func TestPluginKubectlFlags(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}}
 	for _, create := range []func() error{
-		func() error { _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); return err },
-		func() error { _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			return err
+		},
 	} {
 		if err := create(); err != nil {
 			t.Fatal(err)
