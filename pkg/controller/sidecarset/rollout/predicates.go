@@ -3,6 +3,8 @@ package rollout
 import (
 	"strings"
 
+	"github.com/distribution/reference"
+
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -130,26 +132,23 @@ func generationCovers(pod *Pod, rec Record) bool {
 	return observed == 0 || rec.PodGeneration == 0 || observed > rec.PodGeneration
 }
 
-// SameImage reports whether a spec image and a status image name the same image, allowing for
-// the registry defaults a runtime adds (docker.io, library/, :latest).
+// SameImage reports whether a spec image and a status image name the same image, as the
+// kubelet and containerd read references (github.com/distribution/reference): registry and
+// library/ defaults, :latest, and a digest deciding over a tag. References that do not parse are
+// compared as written.
 func SameImage(spec, status string) bool {
 	return spec == status || normalizeImage(spec) == normalizeImage(status)
 }
 
 func normalizeImage(image string) string {
-	for _, prefix := range []string{"docker.io/library/", "index.docker.io/library/", "docker.io/", "index.docker.io/"} {
-		if strings.HasPrefix(image, prefix) {
-			image = image[len(prefix):]
-			break
-		}
-	}
-	if strings.Contains(image, "@") {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
 		return image
 	}
-	if i := strings.LastIndexByte(image, ':'); i < 0 || strings.Contains(image[i:], "/") {
-		image += ":latest"
+	if d, ok := named.(reference.Digested); ok {
+		return named.Name() + "@" + d.Digest().String()
 	}
-	return image
+	return reference.TagNameOnly(named).String()
 }
 
 // digestMatches reports whether a digest-pinned spec image (repo@sha256:...) has the digest of

@@ -38,6 +38,16 @@ func TestSameImage(t *testing.T) {
 		{"nginx@" + digest, "nginx:latest", false},
 		{"nginx@" + digest, "nginx@sha256:0000", false},
 		{"nginx@" + digest, "nginx", false},
+		// localhost is a registry host (with or without a port); a digest decides over a tag; a
+		// reference that does not parse is compared as written.
+		{"localhost/app:1", "localhost/app:1", true},
+		{"localhost/app", "localhost/app:latest", true},
+		{"localhost/app:1", "docker.io/localhost/app:1", false},
+		{"localhost/app:1", "localhost:5000/app:1", false},
+		{"nginx:1.25@" + digest, "docker.io/library/nginx@" + digest, true},
+		{"nginx:1.25@" + digest, "nginx:1.25", false},
+		{"Invalid/Image:1", "Invalid/Image:1", true},
+		{"Invalid/Image:1", "invalid/image:1", false},
 	} {
 		if got := SameImage(tc.spec, tc.status); got != tc.want {
 			t.Errorf("SameImage(%q, %q) = %v, want %v", tc.spec, tc.status, got, tc.want)
