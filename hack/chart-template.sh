@@ -5,7 +5,7 @@
 #   hack/chart-template.sh [HELM TEMPLATE FLAGS...] | kubectl apply --dry-run=server -f -
 #
 # CERT_DIR (default artifacts/deploy/certs, git-ignored) holds the certificates; hack/deploy-certs.sh
-# writes them there first (it keeps existing files). Flags such as --set namespace=... or
+# writes them there first (it keeps existing files). Flags such as --namespace NS or
 # --set certificates.source=cert-manager are passed on. helm is built by hack/install-helm.sh
 # the first time.
 set -euo pipefail

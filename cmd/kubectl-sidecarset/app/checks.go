@@ -295,7 +295,7 @@ func checkCRDs(f *clusterFacts) checkResult {
 			"disappear from the API (and from garbage collection and namespace deletion); do not install it beside OpenKruise's other workloads",
 			strings.Join(claimedVersions, ", "), verb, strings.Join(hidden, "; ")))
 	case len(replaced) > 0:
-		return result("openkruise-crds", checkWarning, fmt.Sprintf("%s: this server replaces OpenKruise's SidecarSet; export its SidecarSets, remove its webhook and CRD, then re-create them on this server (README: Deploying to a real cluster)",
+		return result("openkruise-crds", checkWarning, fmt.Sprintf("%s: this server replaces OpenKruise's SidecarSet; export its SidecarSets, remove its webhook and CRD, then re-create them on this server (docs/migration.md)",
 			strings.Join(replaced, "; ")))
 	}
 	return result("openkruise-crds", checkOK, "no custom resource of apps.kruise.io at "+strings.Join(claimedVersions, " or "))
