@@ -15,6 +15,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 )
 
@@ -55,13 +56,18 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		if err != nil {
 			return nil, err
 		}
-		inputs.CountNamespaced = func(ctx context.Context, ns string) (int, error) {
-			list, err := own.AppsV1alpha1().NamespacedSidecarSets(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return 0, err
-			}
-			return len(list.Items), nil
+		cached, err := countNamespaced(sets.Informer())
+		if err != nil {
+			return nil, err
 		}
+		inputs.CountNamespaced = nearCapFromStorage(cached, c.ExtraConfig.MaxNamespacedPerNamespace,
+			func(ctx context.Context, ns string, limit int64) (int, error) {
+				list, err := own.AppsV1alpha1().NamespacedSidecarSets(ns).List(ctx, metav1.ListOptions{Limit: limit})
+				if err != nil {
+					return 0, err
+				}
+				return len(list.Items), nil
+			})
 	}
 	inputs.HasSynced = allSynced(synced)
 	return []admission.PluginInitializer{
@@ -114,5 +120,47 @@ func allSynced(synced []cache.InformerSynced) func() bool {
 			}
 		}
 		return true
+	}
+}
+
+// namespacedByNamespace indexes the SidecarSet informer's NamespacedSidecarSets (named
+// <namespace>.<name>) by their namespace.
+const namespacedByNamespace = "namespaced"
+
+// countNamespaced returns a function counting a namespace's NamespacedSidecarSets in the informer
+// (an index), for the per-namespace cap: a create costs the same however many are stored. The
+// informer may lag a write by milliseconds, as creates in flight at the same moment already do.
+func countNamespaced(inf cache.SharedIndexInformer) (func(context.Context, string) (int, error), error) {
+	if _, ok := inf.GetIndexer().GetIndexers()[namespacedByNamespace]; !ok {
+		if err := inf.AddIndexers(cache.Indexers{namespacedByNamespace: func(obj interface{}) ([]string, error) {
+			if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
+				if ns, _, ok := v1alpha1.SplitNamespacedName(ss.Name); ok {
+					return []string{ns}, nil
+				}
+			}
+			return nil, nil
+		}}); err != nil {
+			return nil, err
+		}
+	}
+	indexer := inf.GetIndexer()
+	return func(_ context.Context, ns string) (int, error) {
+		objs, err := indexer.ByIndex(namespacedByNamespace, ns)
+		return len(objs), err
+	}, nil
+}
+
+// nearCapFromStorage counts with cached, and from storage (at most limit+1 objects) when cached
+// comes within a margin of the cap: the cache may not show the last creates yet, which matters
+// only near the cap, and a namespace far from it costs a create no read of storage.
+func nearCapFromStorage(cached func(context.Context, string) (int, error), limit int,
+	stored func(ctx context.Context, ns string, limit int64) (int, error)) func(context.Context, string) (int, error) {
+	margin := limit/10 + 2
+	return func(ctx context.Context, ns string) (int, error) {
+		n, err := cached(ctx, ns)
+		if err != nil || limit <= 0 || n+margin < limit {
+			return n, err
+		}
+		return stored(ctx, ns, int64(limit)+1)
 	}
 }
