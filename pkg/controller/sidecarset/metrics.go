@@ -29,6 +29,12 @@ var (
 		Buckets:        metrics.ExponentialBuckets(0.25, 2, 12),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sidecarset"})
+	podsResizing = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem:      "sidecarset",
+		Name:           "pods_resizing",
+		Help:           "Pods whose sidecars' in-place resize is outstanding, by SidecarSet and by the kubelet's progress (Resizing, ResizeDeferred, ResizeInfeasible, ResizeError).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sidecarset", "reason"})
 	podsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Subsystem:      "sidecarset",
 		Name:           "pods_waiting",
@@ -59,7 +65,7 @@ var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsNotInjected, podWriteErrors, rolloutStalled)
+		legacyregistry.MustRegister(podsUpgraded, upgradeDuration, podsWaiting, podsResizing, podsNotInjected, podWriteErrors, rolloutStalled)
 	})
 }
 
@@ -70,12 +76,13 @@ type progress struct {
 	mu      sync.Mutex
 	started map[types.UID]time.Time
 	reasons map[string]map[string]bool
+	resizes map[string]map[string]bool    // SidecarSet -> the podsResizing reasons published
 	missed  map[string]map[types.UID]bool // SidecarSet -> pods reported as not injected
 }
 
 func newProgress(c clock.PassiveClock) *progress {
 	registerMetrics()
-	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}, missed: map[string]map[types.UID]bool{}}
+	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}, resizes: map[string]map[string]bool{}, missed: map[string]map[types.UID]bool{}}
 }
 
 // upgraded records an in-place upgrade of pod by the SidecarSet.
@@ -89,12 +96,15 @@ func (p *progress) upgraded(sidecarSet string, pod *corev1.Pod) {
 // observe publishes the waiting pods of a round, whether its rollout is stalled (a pod failing to
 // run the new sidecar, as rollout.Progress reads it) and the durations of finished upgrades.
 func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
-	waiting := map[string]float64{}
+	waiting, resizing := map[string]float64{}, map[string]float64{}
 	stalled := 0.0
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range plan.Pods {
 		pp := &plan.Pods[i]
+		if resizeReasons[pp.Reason] {
+			resizing[pp.Reason]++
+		}
 		switch pp.State {
 		case v1alpha1.PodRolloutUpdated:
 			if pp.Reason != "" {
@@ -116,16 +126,28 @@ func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
 		}
 	}
 	rolloutStalled.WithLabelValues(sidecarSet).Set(stalled)
-	for reason := range p.reasons[sidecarSet] {
-		if _, ok := waiting[reason]; !ok {
-			podsWaiting.DeleteLabelValues(sidecarSet, reason)
+	p.reasons[sidecarSet] = publish(podsWaiting, sidecarSet, p.reasons[sidecarSet], waiting)
+	p.resizes[sidecarSet] = publish(podsResizing, sidecarSet, p.resizes[sidecarSet], resizing)
+}
+
+// resizeReasons are the pod reasons podsResizing counts.
+var resizeReasons = map[string]bool{rollout.ReasonResizing: true, rollout.ReasonResizeDeferred: true,
+	rollout.ReasonResizeInfeasible: true, rollout.ReasonResizeError: true}
+
+// publish sets a gauge's values by reason for a SidecarSet, deleting the reasons it published
+// before (was) that are gone, and returns the reasons published now.
+func publish(g *metrics.GaugeVec, sidecarSet string, was map[string]bool, values map[string]float64) map[string]bool {
+	for reason := range was {
+		if _, ok := values[reason]; !ok {
+			g.DeleteLabelValues(sidecarSet, reason)
 		}
 	}
-	p.reasons[sidecarSet] = map[string]bool{}
-	for reason, n := range waiting {
-		podsWaiting.WithLabelValues(sidecarSet, reason).Set(n)
-		p.reasons[sidecarSet][reason] = true
+	now := make(map[string]bool, len(values))
+	for reason, n := range values {
+		g.WithLabelValues(sidecarSet, reason).Set(n)
+		now[reason] = true
 	}
+	return now
 }
 
 // notInjected publishes the pods of a round that missed the SidecarSet's injection and returns
@@ -160,7 +182,8 @@ func (p *progress) reset() {
 		podsNotInjected.DeleteLabelValues(sidecarSet)
 	}
 	rolloutStalled.Reset()
-	p.reasons = map[string]map[string]bool{}
+	podsResizing.Reset()
+	p.reasons, p.resizes = map[string]map[string]bool{}, map[string]map[string]bool{}
 }
 
 // forget drops a deleted SidecarSet's gauges.
@@ -177,4 +200,8 @@ func (p *progress) forget(sidecarSet string) {
 		podsWaiting.DeleteLabelValues(sidecarSet, reason)
 	}
 	delete(p.reasons, sidecarSet)
+	for reason := range p.resizes[sidecarSet] {
+		podsResizing.DeleteLabelValues(sidecarSet, reason)
+	}
+	delete(p.resizes, sidecarSet)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/component-base/metrics/legacyregistry"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -118,6 +119,59 @@ func TestRolloutStalledGauge(t *testing.T) {
 			}
 			if stalled := rollout.Assess(rollout.Items(plan), false).Phase() == v1alpha1.RolloutStalled; stalled != (got == 1) {
 				t.Errorf("the gauge is %v but the rollout's phase is stalled=%v", got, stalled)
+			}
+		})
+	}
+}
+
+// resizingValues returns the sidecarset_pods_resizing series of a SidecarSet, by reason.
+func resizingValues(t *testing.T, name string) map[string]float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "sidecarset_pods_resizing" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["sidecarset"] == name {
+				out[labels["reason"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestPodsResizingGauge: sidecarset_pods_resizing counts the pods of each resize reason of a
+// round, and drops the reasons a later round no longer has.
+func TestPodsResizingGauge(t *testing.T) {
+	p := newProgress(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)))
+	pod := func(name string, state v1alpha1.PodRolloutState, reason string) rollout.PodPlan {
+		return rollout.PodPlan{Pod: &rollout.Pod{Namespace: "ns", Name: name}, State: state, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name string
+		pods []rollout.PodPlan
+		want map[string]float64
+	}{
+		{"resizing and deferred", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutUpgrading, rollout.ReasonResizing),
+			pod("b", v1alpha1.PodRolloutUpgrading, rollout.ReasonResizeDeferred), pod("c", v1alpha1.PodRolloutUpgrading, rollout.ReasonResizing),
+			pod("d", v1alpha1.PodRolloutUpgrading, rollout.ReasonRestarting)}, map[string]float64{"Resizing": 2, "ResizeDeferred": 1}},
+		{"infeasible", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutFailed, rollout.ReasonResizeInfeasible),
+			pod("b", v1alpha1.PodRolloutWaiting, rollout.ReasonMaxUnavailable)}, map[string]float64{"ResizeInfeasible": 1}},
+		{"done", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutUpdated, "")}, map[string]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p.observe("resizing", &rollout.Result{Pods: tc.pods})
+			if diff := cmp.Diff(tc.want, resizingValues(t, "resizing")); diff != "" {
+				t.Errorf("sidecarset_pods_resizing (-want +got):\n%s", diff)
 			}
 		})
 	}
