@@ -82,6 +82,10 @@ func TestRealNodeHelm(t *testing.T) {
 			t.Errorf("the local server did not come back: %v", err)
 		}
 	})
+	// The chart's objects outside the namespace go first: the APIServices among them route to the
+	// local server's Service in the namespace, and the namespace controller does not finish deleting
+	// a namespace while discovery of an API group fails.
+	deleteOutsideNamespace(t, helm, ns, args)
 	// The local server's namespace is the release's: it goes with the local server's objects in it
 	// (ServiceAccount, RBAC, the ExternalName Service), and helm install --create-namespace creates
 	// it again.
@@ -89,7 +93,6 @@ func TestRealNodeHelm(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNamespaceGone(t, ns)
-	deleteOutsideNamespace(t, helm, ns, args)
 
 	dns, err := startClusterDNS(dnsIP)
 	if err != nil {
