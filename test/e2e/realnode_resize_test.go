@@ -44,12 +44,15 @@ func reports(st *corev1.ContainerStatus, want corev1.ResourceRequirements) bool 
 	return true
 }
 
+// resourcesPatch sets the resources of sidecar1 and of the native sidecar agent.
 func resourcesPatch(r corev1.ResourceRequirements) string {
-	return fmt.Sprintf(`{"spec":{"containers":[{"name":"sidecar1","resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"cpu":%q,"memory":%q}}}]}}`,
+	res := fmt.Sprintf(`{"requests":{"cpu":%q,"memory":%q},"limits":{"cpu":%q,"memory":%q}}`,
 		r.Requests.Cpu().String(), r.Requests.Memory().String(), r.Limits.Cpu().String(), r.Limits.Memory().String())
+	return fmt.Sprintf(`{"spec":{"containers":[{"name":"sidecar1","resources":%s}],"initContainers":[{"name":"agent","resources":%s}]}}`, res, res)
 }
 
-// TestRealNodeResize: a change of a sidecar's cpu and memory reaches three running pods through
+// TestRealNodeResize: a change of the cpu and memory of a sidecar and of a native sidecar reaches
+// three running pods through
 // the pod resize subresource, one pod at a time (maxUnavailable 1), without restarting the
 // application or the sidecar (resizePolicy NotRequired); the pods' status resources show the new
 // values. Then resources no node can fit: kube-apiserver refuses the first pod's resize, the
@@ -65,12 +68,16 @@ func TestRealNodeResize(t *testing.T) {
 	sc.Resources = before
 	sc.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
 		{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired}}
+	native := realSidecar("agent", "v1", 8082)
+	native.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	native.Resources, native.ResizePolicy = before, sc.ResizePolicy
 	ss := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "rn-resize"},
 		Spec: v1alpha1.SidecarSetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rn-resize"}},
 			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{Type: v1alpha1.RollingUpdateSidecarSetStrategyType, MaxUnavailable: ptr.To(intstr.FromInt32(1))},
 			Containers:     []v1alpha1.SidecarContainer{sc},
+			InitContainers: []v1alpha1.SidecarContainer{native},
 		},
 	}
 	var pods []*corev1.Pod
@@ -82,7 +89,7 @@ func TestRealNodeResize(t *testing.T) {
 	started := map[string]map[string]string{} // pod -> container -> containerID
 	for _, p := range setupRealNode(t, ss, pods...) {
 		started[p.Name] = map[string]string{}
-		for _, c := range []string{"app", "sidecar1"} {
+		for _, c := range []string{"app", "sidecar1", "agent"} {
 			started[p.Name][c] = sidecar.ContainerStatus(p, c).ContainerID
 		}
 	}
@@ -91,7 +98,8 @@ func TestRealNodeResize(t *testing.T) {
 	// Every pod state, in order: a pod is being resized while its sidecar1 spec asks what its
 	// status does not report yet.
 	resizing := func(p *corev1.Pod) bool {
-		return !reports(sidecar.ContainerStatus(p, "sidecar1"), sidecar.FindPodContainer(p, "sidecar1").Resources)
+		return !reports(sidecar.ContainerStatus(p, "sidecar1"), sidecar.FindPodContainer(p, "sidecar1").Resources) ||
+			!reports(sidecar.ContainerStatus(p, "agent"), sidecar.FindPodContainer(p, "agent").Resources)
 	}
 	stop := watchCounts(t, "app=rn-resize", resizing)
 	patchImage(t, "rn-resize", resourcesPatch(after))
@@ -104,10 +112,12 @@ func TestRealNodeResize(t *testing.T) {
 		t.Error("no pod was seen resizing")
 	}
 	for _, p := range listRealPods(t, "rn-resize") {
-		if st := sidecar.ContainerStatus(p, "sidecar1"); !reports(st, after) {
-			t.Errorf("pod %s sidecar1 status resources %+v, want %+v", p.Name, st.Resources, after)
+		for _, c := range []string{"sidecar1", "agent"} {
+			if st := sidecar.ContainerStatus(p, c); !reports(st, after) {
+				t.Errorf("pod %s %s status resources %+v, want %+v", p.Name, c, st.Resources, after)
+			}
 		}
-		for _, c := range []string{"app", "sidecar1"} {
+		for _, c := range []string{"app", "sidecar1", "agent"} {
 			st := sidecar.ContainerStatus(p, c)
 			if st.ContainerID != started[p.Name][c] || st.RestartCount != 0 {
 				t.Errorf("pod %s container %s restarted (restartCount %d, containerID %s, was %s)", p.Name, c, st.RestartCount, st.ContainerID, started[p.Name][c])
