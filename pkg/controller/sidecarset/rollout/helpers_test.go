@@ -100,7 +100,8 @@ func runningStatus(pod *corev1.Pod, c *corev1.Container) corev1.ContainerStatus 
 		Name: c.Name, Image: c.Image, ImageID: imageIDOf(c.Image),
 		ContainerID: "containerd://" + pod.Name + "-" + c.Name + "-0",
 		Ready:       true, Started: new(true),
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}},
+		State:     corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}},
+		Resources: c.Resources.DeepCopy(), // a kubelet that resizes reports them
 	}
 }
 

@@ -102,8 +102,10 @@ type Container struct {
 	// that it is an init container with restartPolicy Always.
 	Injected, NativeSidecar bool
 	// Resized says the status reports the spec's cpu and memory (or reports no resources): no
-	// resize of the container is outstanding.
-	Resized bool
+	// resize of the container is outstanding. NoStatusResources says the status reports the
+	// container without resources: its kubelet cannot resize it (kube-apiserver refuses a resize
+	// of such a running container).
+	Resized, NoStatusResources bool
 	// HasStatus says whether the pod status reports the container; the fields below are its.
 	HasStatus    bool
 	Ready        bool
@@ -320,6 +322,7 @@ func appendContainers(out []Container, spec []corev1.Container, statuses []corev
 		for j := range statuses {
 			if st := &statuses[j]; st.Name == spec[i].Name {
 				c.Resized = sidecar.ResizeSettled(&spec[i].Resources, st.Resources)
+				c.NoStatusResources = st.Resources == nil && st.State.Running != nil
 				c.HasStatus, c.Ready, c.RestartCount = true, st.Ready, st.RestartCount
 				c.statusImage, c.imageID, c.ContainerID = newText(st.Image), newText(st.ImageID), ContainerIDOf(st.ContainerID)
 				if st.State.Waiting != nil {

@@ -97,6 +97,9 @@ func (p *planner) resizable(pod *Pod, revision string) (ok bool, reason, message
 	if p.opts.ResizeUnsupported != "" {
 		return false, ReasonResizeUnsupported, "a sidecar's resources changed and " + p.opts.ResizeUnsupported
 	}
+	if c := p.unresizable(pod); c != "" {
+		return false, ReasonResizeUnsupported, fmt.Sprintf("a sidecar's resources changed and the pod's node cannot resize it in place (its kubelet reports no resources of running container %s)", c)
+	}
 	containers, initContainers := p.podContainers(pod)
 	targets, err := sidecar.ResizeTargets(p.ss, sidecar.OwnContainers(containers, initContainers), sidecar.EvaluateResourceExpr)
 	if err != nil {
@@ -106,6 +109,17 @@ func (p *planner) resizable(pod *Pod, revision string) (ok bool, reason, message
 		return false, ReasonResizeRefused, fmt.Sprintf("the new resources cannot be applied in place: %s; the pod gets them when it is recreated", why)
 	}
 	return true, "", ""
+}
+
+// unresizable returns a running container of the pod whose status reports no resources, "" when
+// none: kube-apiserver refuses to resize a pod on a node whose kubelet does not report them.
+func (p *planner) unresizable(pod *Pod) string {
+	for i := range pod.Containers {
+		if c := &pod.Containers[i]; c.NoStatusResources && (!c.Init || c.NativeSidecar) {
+			return c.Name()
+		}
+	}
+	return ""
 }
 
 // podContainers rebuilds the pod's containers as far as a resize needs them: names, resources,

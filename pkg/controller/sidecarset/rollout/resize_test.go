@@ -48,15 +48,17 @@ func TestPlanResize(t *testing.T) {
 		wantWhy       string
 		resize        bool
 		guaranteedApp bool
+		noStatus      bool // the kubelet reports no container resources
 	}{
-		{"resources, the cluster resizes", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", resizable, v1alpha1.PodRolloutUpgrading, ReasonSelected, true, false},
-		{"image and resources", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:2", resizable, v1alpha1.PodRolloutUpgrading, ReasonSelected, true, false},
-		{"another revision", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", Options{ResizableRevisions: map[string]bool{"ss-other": true}}, v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField, false, false},
-		{"no options: as before", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", Options{}, v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField, false, false},
+		{"resources, the cluster resizes", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", resizable, v1alpha1.PodRolloutUpgrading, ReasonSelected, true, false, false},
+		{"image and resources", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:2", resizable, v1alpha1.PodRolloutUpgrading, ReasonSelected, true, false, false},
+		{"another revision", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", Options{ResizableRevisions: map[string]bool{"ss-other": true}}, v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField, false, false, false},
+		{"no options: as before", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", Options{}, v1alpha1.PodRolloutNotUpgradable, ReasonImmutableField, false, false, false},
 		{"the cluster cannot resize", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1",
-			Options{ResizableRevisions: resizable.ResizableRevisions, ResizeUnsupported: "no pods/resize"}, v1alpha1.PodRolloutNotUpgradable, ReasonResizeUnsupported, false, false},
-		{"a limit removed", resources("150m", "48Mi", "300m", ""), "sidecar:1", resizable, v1alpha1.PodRolloutNotUpgradable, ReasonResizeRefused, false, false},
-		{"QoS class changes", resources("300m", "96Mi", "300m", "96Mi"), "sidecar:1", resizable, v1alpha1.PodRolloutNotUpgradable, ReasonResizeRefused, false, true},
+			Options{ResizableRevisions: resizable.ResizableRevisions, ResizeUnsupported: "no pods/resize"}, v1alpha1.PodRolloutNotUpgradable, ReasonResizeUnsupported, false, false, false},
+		{"a limit removed", resources("150m", "48Mi", "300m", ""), "sidecar:1", resizable, v1alpha1.PodRolloutNotUpgradable, ReasonResizeRefused, false, false, false},
+		{"QoS class changes", resources("300m", "96Mi", "300m", "96Mi"), "sidecar:1", resizable, v1alpha1.PodRolloutNotUpgradable, ReasonResizeRefused, false, true, false},
+		{"the node cannot resize", resources("150m", "48Mi", "300m", "96Mi"), "sidecar:1", resizable, v1alpha1.PodRolloutNotUpgradable, ReasonResizeUnsupported, false, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +66,16 @@ func TestPlanResize(t *testing.T) {
 			if tc.guaranteedApp {
 				app = resources("1", "1Gi", "1", "1Gi")
 			}
-			pod := NewPod(newPod("p", v1, func(p *corev1.Pod) { p.Spec.Containers[0].Resources = app }))
+			pod := NewPod(newPod("p", v1, func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources = app
+				for i := range p.Status.ContainerStatuses {
+					if st := &p.Status.ContainerStatuses[i]; tc.noStatus {
+						st.Resources = nil
+					} else if st.Name == "app" {
+						st.Resources = app.DeepCopy()
+					}
+				}
+			}))
 			v2 := withVersion(v1, tc.image, "h2", "n2")
 			v2.Spec.Containers[0].Resources = tc.v2
 			res := PlanWith(v2, []*Pod{pod}, tc.opts)
@@ -112,7 +123,7 @@ func TestPlanResizeProgress(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := NewPod(newPod("p", ss, func(p *corev1.Pod) {
 				for i := range p.Status.ContainerStatuses {
-					if st := &p.Status.ContainerStatuses[i]; st.Name == "sidecar" && tc.status != nil {
+					if st := &p.Status.ContainerStatuses[i]; st.Name == "sidecar" {
 						st.Resources = tc.status.DeepCopy()
 					}
 				}
