@@ -335,11 +335,27 @@ build_server() {
   mv -f "${tmp}" "${ROOT}/_output/bin/sidecarset-apiserver"
 }
 
+# current_serving_cert NAME DIR: unless process NAME runs, removes the self-signed serving
+# certificate the server wrote in DIR for another namespace (a state folder from before NAMESPACE
+# changed), so that it writes one for the Service the APIServices name now.
+current_serving_cert() {
+  local crt="$2/apiserver.crt"
+  if [[ -f "${RUN}/$1.pid" ]] && alive "$(cat "${RUN}/$1.pid")"; then
+    return 0
+  fi
+  [[ -f "${crt}" ]] || return 0
+  if ! openssl x509 -in "${crt}" -noout -ext subjectAltName 2>/dev/null | grep -q "DNS:sidecarset-apiserver.${NAMESPACE}.svc"; then
+    log "the serving certificate in $2 names another namespace: written again for ${NAMESPACE}"
+    rm -f "${crt}" "$2/apiserver.key"
+  fi
+}
+
 # start_server_process starts this server without its etcd (start-server-alone: a server that
 # cannot load its SidecarSets).
 start_server_process() {
   server_kubeconfig
   build_server
+  current_serving_cert sidecarset-apiserver "${STATE}/server-certs"
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_PORT}" "${STATE}/server-certs")
   wait_for "the server's certificate" "${LOGS}/sidecarset-apiserver.log" test -s "${STATE}/server-certs/apiserver.crt"
@@ -350,6 +366,7 @@ start_server_process() {
 start_replica() {
   [[ -f "${RUN}/server-etcd.pid" ]] || { log "the cluster is not up: run $0 up first"; exit 1; }
   build_server
+  current_serving_cert sidecarset-apiserver-2 "${STATE}/server-2-certs"
   # shellcheck disable=SC2046 # the flags hold no spaces
   start sidecarset-apiserver-2 "${ROOT}/_output/bin/sidecarset-apiserver" $(server_flags "${SERVER_REPLICA_PORT}" "${STATE}/server-2-certs")
   wait_for "the replica's certificate" "${LOGS}/sidecarset-apiserver-2.log" test -s "${STATE}/server-2-certs/apiserver.crt"

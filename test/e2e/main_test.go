@@ -55,6 +55,9 @@ func run(m *testing.M) (int, error) {
 	}
 	out, err := localUp("up")
 	if err != nil {
+		if os.Getenv("E2E_KEEP") != "1" {
+			_, _ = localUp("down") // what did start must not outlive the run
+		}
 		return 0, err
 	}
 	if os.Getenv("E2E_KEEP") != "1" {
