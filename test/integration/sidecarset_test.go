@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -60,9 +61,17 @@ func TestCreateDefaultsAndHashes(t *testing.T) {
 		t.Errorf("hash annotation = %q", h)
 	}
 
-	got.Spec.Containers[0].Image = "centos:7"
-	got.Annotations[v1alpha1.SidecarSetHashAnnotation] = "pinned"
-	updated, err := s.Client.AppsV1alpha1().SidecarSets().Update(ctx, got, metav1.UpdateOptions{})
+	var updated *v1alpha1.SidecarSet
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error { // the controller writes the status meanwhile
+		cur, err := s.Client.AppsV1alpha1().SidecarSets().Get(ctx, got.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Containers[0].Image = "centos:7"
+		cur.Annotations[v1alpha1.SidecarSetHashAnnotation] = "pinned"
+		updated, err = s.Client.AppsV1alpha1().SidecarSets().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +79,18 @@ func TestCreateDefaultsAndHashes(t *testing.T) {
 		t.Errorf("update: generation %d hash %q", updated.Generation, updated.Annotations[v1alpha1.SidecarSetHashAnnotation])
 	}
 
-	updated.Status.MatchedPods = 3
-	updated.Spec.Containers[0].Image = "ignored:1"
-	st, err := s.Client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	// The server's controller writes the status too (latestRevision): read again on a conflict.
+	var st *v1alpha1.SidecarSet
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := s.Client.AppsV1alpha1().SidecarSets().Get(ctx, updated.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.MatchedPods = 3
+		cur.Spec.Containers[0].Image = "ignored:1"
+		st, err = s.Client.AppsV1alpha1().SidecarSets().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
