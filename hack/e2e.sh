@@ -37,7 +37,7 @@ SHARDS=(
   "catalogue-rollout ^TestRolloutConformance$"
   "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
   "serial-1 ^(TestPolicyDifferential|TestChaosRollout)$"
-  "serial-2 ^(TestNotLoadedFailsSafe|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection)$"
+  "serial-2 ^(TestNotLoadedFailsSafe|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection|TestDocs)$"
   "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestValidationConformance)$"
 )
 

@@ -28,8 +28,12 @@ const docsNamespace = "sidecarset-docs"
 // marked skip, applied with --dry-run=server (a NamespacedSidecarSet in docsNamespace). The
 // manual's example (test-sidecarset) and a pod test-pod in docsNamespace exist while they run. A
 // failure names the block's file:line.
+//
+// It is a serial-phase test: the documented `kubectl sidecarset check` reads every SidecarSet and
+// pod of the cluster and exits 1 on any error it finds, so other tests' deliberate stalls beside
+// it would fail it.
 func TestDocs(t *testing.T) {
-	parallelTest(t, fixtureManualExample)
+	deleteAllSidecarSets(t)
 	applyManualExample(t)
 
 	if out, err := runKubectl(t, "", "create", "namespace", docsNamespace); err != nil && !strings.Contains(out, "AlreadyExists") {
