@@ -472,12 +472,12 @@ JSON
 
 # node_images builds the static programs of hack/testimage (the pause image and the test image at
 # each version of TEST_IMAGE_VERSIONS, the version linked in, so each version has its own digest),
-# writes their OCI archives with hack/image and imports them into containerd's k8s.io namespace,
+# writes their OCI archives with hack/release/cmd/image and imports them into containerd's k8s.io namespace,
 # and tags v1's image alias-v1 too.
 node_images() {
   local dir="${NODE}/images" v
   mkdir -p "${dir}"
-  (cd "${ROOT}" && go build -o "${ROOT}/_output/bin/image" ./hack/image)
+  (cd "${ROOT}/hack/release" && go build -o "${ROOT}/_output/bin/image" ./cmd/image)
   build_image() { # build_image NAME REF ENTRYPOINT PKG [LDFLAGS]
     local name=$1 ref=$2 entrypoint=$3 pkg=$4 ldflags=${5:-}
     (cd "${ROOT}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags}" -o "${dir}/${name}" "${pkg}")
@@ -561,7 +561,7 @@ DEPLOY_IMAGE=${DEPLOY_IMAGE:-sidecarset.dev/sidecarset-apiserver:local}
 DEPLOY_ETCD_IMAGE=${DEPLOY_ETCD_IMAGE:-sidecarset.dev/etcd:local}
 
 # node_deploy_images builds the server's image with `make image` and an etcd image (etcd's own
-# server and etcdctl, hack/etcdimage, reached as /usr/local/bin/etcd and etcdctl) with hack/image,
+# server and etcdctl, hack/etcdimage, reached as /usr/local/bin/etcd and etcdctl) with hack/release/cmd/image,
 # and imports both into the real node's containerd.
 node_deploy_images() {
   [[ -f "${RUN}/containerd.pid" ]] || { log "the real node is not up: run $0 node-up first"; exit 1; }
@@ -569,7 +569,7 @@ node_deploy_images() {
   mkdir -p "${dir}"
   (cd "${ROOT}" && make -s image IMAGE_TAG="${DEPLOY_IMAGE}" >/dev/null)
   ctr_ images import "${ROOT}/_output/image/sidecarset-apiserver.tar" >/dev/null
-  (cd "${ROOT}" && go build -o "${ROOT}/_output/bin/image" ./hack/image)
+  (cd "${ROOT}/hack/release" && go build -o "${ROOT}/_output/bin/image" ./cmd/image)
   (cd "${ROOT}/hack/etcdimage" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dir}/etcd" .)
   "${ROOT}/_output/bin/image" -binary "${dir}/etcd" -ref "${DEPLOY_ETCD_IMAGE}" -entrypoint /etcd \
     -link /usr/local/bin/etcd -link /usr/local/bin/etcdctl -layout "${dir}/etcd.oci" -archive "${dir}/etcd.tar" >/dev/null

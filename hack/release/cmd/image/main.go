@@ -1,7 +1,7 @@
 // Command image writes one platform's OCI image of a static binary with go-containerregistry:
 // an image layout directory and its tar (oci-archive), which crane, skopeo and
-// `ctr images import` read. It takes hack/image's flags, plus the OCI labels of a release.
-// `make image` runs it for the server:
+// `ctr images import` read. `make image` runs it for the server, hack/local-up.sh for the real
+// node's test, pause and etcd images:
 //
 //	cd hack/release && go run ./cmd/image -binary ../../_output/image/sidecarset-apiserver -arch amd64 \
 //	    -ref latest -version v1.2.3 -revision COMMIT -created 2026-01-02T03:04:05Z \

@@ -11,7 +11,7 @@ import (
 	"github.com/sidecarset/apiserver/hack/release/image"
 )
 
-// TestRun: hack/image's flags (an etcd-like image with links, user and entrypoint, named for
+// TestRun: the flags hack/local-up.sh passes (an etcd-like image with links, user and entrypoint, named for
 // ctr) and the release's labels reach the layout; the archive is written beside it.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
