@@ -212,22 +212,22 @@ func (o *options) statusWatch(t *rolloutTarget) (listWatch, error) {
 	if err != nil {
 		return listWatch{}, err
 	}
-	byName := fields.OneTermEqualSelector("metadata.name", t.name).String()
 	if !t.namespaced {
-		api := c.sidecarSet.AppsV1alpha1().SidecarSets()
-		return listWatch{&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-				opts.FieldSelector = byName
-				return api.List(ctx, opts)
-			},
-			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-				opts.FieldSelector = byName
-				return api.Watch(ctx, opts)
-			},
-		}}, nil
+		return listWatchNamed[*v1alpha1.SidecarSetList](c.sidecarSet.AppsV1alpha1().SidecarSets(), t.name), nil
 	}
 	t.namespace = c.namespace
-	api := c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(t.namespace)
+	return listWatchNamed[*v1alpha1.NamespacedSidecarSetList](c.sidecarSet.AppsV1alpha1().NamespacedSidecarSets(t.namespace), t.name), nil
+}
+
+// listerWatcher is a typed client's List and Watch.
+type listerWatcher[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// listWatchNamed lists and watches the one object of api named name.
+func listWatchNamed[L runtime.Object](api listerWatcher[L], name string) listWatch {
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
 	return listWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = byName
@@ -237,7 +237,7 @@ func (o *options) statusWatch(t *rolloutTarget) (listWatch, error) {
 			opts.FieldSelector = byName
 			return api.Watch(ctx, opts)
 		},
-	}}, nil
+	}}
 }
 
 // listWatch lists, then watches from the list's resourceVersion: one object needs no streaming
