@@ -177,7 +177,9 @@ func (c completedConfig) New() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.resizes = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Lister())
+		if set.resizes, err = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
+			return nil, err
+		}
 		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
 			Resizes: set.resizes,
 			SidecarSets: func(name string) *v1alpha1.SidecarSet {

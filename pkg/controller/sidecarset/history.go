@@ -24,7 +24,13 @@ func (c *Controller) revisionsNamed(name string) []*v1alpha1.SidecarSetRevision 
 		revs, _ := c.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: name}))
 		return revs
 	}
-	objs, _ := c.revisionIndex.ByIndex(revisionsBySidecarSet, name)
+	return revisionsIndexed(c.revisionIndex, name)
+}
+
+// revisionsIndexed returns the revisions of the SidecarSet name from an indexer that has the
+// revisionsBySidecarSet index.
+func revisionsIndexed(index cache.Indexer, name string) []*v1alpha1.SidecarSetRevision {
+	objs, _ := index.ByIndex(revisionsBySidecarSet, name)
 	out := make([]*v1alpha1.SidecarSetRevision, 0, len(objs))
 	for _, obj := range objs {
 		if r, ok := obj.(*v1alpha1.SidecarSetRevision); ok {

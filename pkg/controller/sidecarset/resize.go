@@ -5,15 +5,14 @@ import (
 	"maps"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
-	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
 
 // Resizes tells the planner what it needs to resize sidecars in place: whether the cluster can
@@ -21,7 +20,7 @@ import (
 // images and resources only. The controller and the rollout view share one.
 type Resizes struct {
 	support   func() (string, error)
-	revisions listers.SidecarSetRevisionLister
+	revisions func(sidecarSet string) []*v1alpha1.SidecarSetRevision
 
 	mu          sync.Mutex
 	known       bool
@@ -37,9 +36,18 @@ type refusals struct {
 	pods map[types.UID]string
 }
 
-// NewResizes returns the Resizes of a cluster that discovery describes.
-func NewResizes(d discovery.DiscoveryInterface, revisions listers.SidecarSetRevisionLister) *Resizes {
-	return &Resizes{support: func() (string, error) { return ResizeSupport(d) }, revisions: revisions, hashes: map[types.UID]string{}}
+// NewResizes returns the Resizes of a cluster that discovery describes, reading each SidecarSet's
+// revisions from the revision informer's index (added when missing, as the controller does).
+func NewResizes(d discovery.DiscoveryInterface, revisions cache.SharedIndexInformer) (*Resizes, error) {
+	index, err := indexRevisions(revisions)
+	if err != nil {
+		return nil, err
+	}
+	return &Resizes{
+		support:   func() (string, error) { return ResizeSupport(d) },
+		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return revisionsIndexed(index, name) },
+		hashes:    map[types.UID]string{},
+	}, nil
 }
 
 // ResizeSupport says why the cluster cannot resize pods in place, "" when it can: kube-apiserver
@@ -72,8 +80,7 @@ func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
 		opts.ResizeRefused = maps.Clone(ref.pods)
 	}
 	r.mu.Unlock()
-	revs, _ := r.revisions.List(labels.SelectorFromSet(labels.Set{v1alpha1.SidecarSetNameLabel: ss.Name}))
-	for _, rev := range revs {
+	for _, rev := range r.revisions(ss.Name) {
 		if h := r.hash(rev); h != "" && h == current {
 			if opts.ResizableRevisions == nil {
 				opts.ResizableRevisions = map[string]bool{}
