@@ -32,25 +32,32 @@ const maxExpressionSize = 80_000
 // maxPieceSize bounds the expressions that hold per-member parts with comprehensions or empty
 // lists (the mutations and the variables s0, s1, ...): CEL's type checker copies its map of type
 // variables, which grows with every comprehension and empty list, at each list element it checks,
-// so its time grows with the square of such an expression's size. Pieces keep the time
-// kube-apiserver spends compiling a policy linear in its size. But each piece is a mutation, and
-// kube-apiserver encodes the pod to JSON, patches it and decodes it again for every mutation of a
-// policy that applies, even one that patches nothing: with 8,000-character pieces a pod 5
-// SidecarSets of a 17-member group select cost 9.4 ms more to create than a bare one, with
-// 32,000 (one piece for such a group) 2.6 ms, while the largest policy of the differential's
-// corpus compiles in 0.77 s instead of 0.49 s (BenchmarkPolicyCompile).
+// so its time grows with the square of such an expression's size. The inserts of containers and
+// init containers, most of a member's CEL, are variables of their own (insertVariables) for that
+// reason: with them inline, the largest one-key group's mutation took 0.33 s of the 0.46 s its
+// policy took to compile, with them as variables 0.01 s. Pieces keep the rest linear too. But
+// each piece is a mutation, and kube-apiserver encodes the pod to JSON, patches it and decodes it
+// again for every mutation of a policy that applies, even one that patches nothing: with
+// 8,000-character pieces a pod 5 SidecarSets of a 17-member group select cost 9.4 ms more to
+// create than a bare one, with 32,000 (one piece for such a group) 2.6 ms.
 const maxPieceSize = 32_000
+
+// maxSelectsPiece bounds the variables s0, s1, ... (whether each member selects the pod): they
+// are variables, which kube-apiserver evaluates once however many there are, so they can be
+// small, and their type-checking time stays in proportion to the members (a one-key group's single
+// s0 of 4,000 characters took 41 ms of the 111 ms its variables took to compile).
+const maxSelectsPiece = 1_000
 
 // span is the members lo..hi-1 of one piece.
 type span struct{ lo, hi int }
 
-// pieces splits parts of the given sizes, in order, into spans of at most maxPieceSize
-// characters (a part larger than that is a span of its own).
-func pieces(sizes []int) []span {
+// pieces splits parts of the given sizes, in order, into spans of at most max characters (a part
+// larger than that is a span of its own).
+func pieces(sizes []int, max int) []span {
 	var out []span
 	start, total := 0, 0
 	for k, n := range sizes {
-		if k > start && total+n > maxPieceSize {
+		if k > start && total+n > max {
 			out = append(out, span{start, k})
 			start, total = k, 0
 		}
@@ -101,7 +108,7 @@ func groupVariables(members []*member, excluded []string) []admissionregistratio
 		applies[k] = m.appliesCEL()
 		sizes[k] = len(applies[k])
 	}
-	for j, p := range pieces(sizes) {
+	for j, p := range pieces(sizes, maxSelectsPiece) {
 		add(fmt.Sprintf("s%d", j), "[%s]", strings.Join(applies[p.lo:p.hi], ",\n"))
 		for k := p.lo; k < p.hi; k++ {
 			inNamespace[k] = fmt.Sprintf("variables.s%d[%d]", j, k-p.lo)
@@ -185,7 +192,7 @@ func chunks(members []*member) []chunk {
 		sizes[k] = m.size()
 	}
 	var out []chunk
-	for i, p := range pieces(sizes) {
+	for i, p := range pieces(sizes, maxPieceSize) {
 		out = append(out, chunk{members: members[p.lo:p.hi], lo: p.lo, c: fmt.Sprint(i)})
 	}
 	return out
@@ -232,7 +239,7 @@ func (ch *chunk) variables() []admissionregistrationv1.Variable {
 		add(h.name, "'{' + (variables.%s.filter(s, !%s.exists(k, s.startsWith(k))) + %s).sort().join(',') + '}'",
 			h.old, ch.v(h.name+"Keys"), ch.v(h.name+"New"))
 	}
-	return vs
+	return append(vs, ch.insertVariables()...)
 }
 
 // pick is the CEL list of value(m) for the members that apply (and inject containers, when
@@ -323,15 +330,29 @@ func (ch *chunk) addFlags(es []keyedEntry, names string) string {
 }
 
 // expression is the chunk's JSONPatch expression: one list of operations per part, flattened, in
-// an order that inserts each item at its final index.
+// an order that inserts each item at its final index. The inserts are the chunk's variables
+// (insertVariables), turned into JSONPatch here.
 func (ch *chunk) expression() string {
 	var parts []string
-	parts = append(parts, ch.containerOps()...)
-	parts = append(parts, ch.initContainerOps()...)
+	containers, inits := ch.insertNames()
+	parts = append(parts, patchesOf(containers)...)
+	if create := ch.initListOp(); create != "" {
+		parts = append(parts, create)
+	}
+	parts = append(parts, patchesOf(inits)...)
 	parts = append(parts, ch.appendOps("/spec/volumes", "object.spec.?volumes", "volAdd", ch.keyed(func(m *member) []entry { return m.volumes }))...)
 	parts = append(parts, ch.appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets", "secretAdd", ch.keyed(func(m *member) []entry { return m.secrets }))...)
 	parts = append(parts, ch.annotationOps())
 	return "[\n" + strings.Join(parts, ",\n") + "\n].flatten()"
+}
+
+// patchesOf is the JSONPatch add operations of the insert variables named, in order (none for no
+// variable).
+func patchesOf(vars []string) []string {
+	if len(vars) == 0 {
+		return nil
+	}
+	return []string{"[" + strings.Join(vars, ", ") + "].flatten().map(p, JSONPatch{op: 'add', path: p.path, value: p.value})"}
 }
 
 // prefix is the CEL of the sum of the first n elements of chunk list variable name.
@@ -342,10 +363,42 @@ func (ch *chunk) prefix(name string, n int) string {
 	return fmt.Sprintf("%s.slice(0, %d).sum()", ch.v(name), n)
 }
 
-// containerOps inserts, member by member, the Before sidecars behind the Before sidecars of
+// Inserts are variables, one per member part or init container: CEL's type checker spends time
+// in the square of an expression's comprehensions and literals (see maxPieceSize), and
+// kube-apiserver compiles each variable on its own, so a chunk's mutation costs it time in
+// proportion to its members, and evaluating it costs the same (a variable is evaluated once, when
+// the mutation reads it).
+
+// insertVariables are the chunk's inserts: the container inserts, then the init container ones.
+func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
+	containers, inits := ch.containerInserts(), ch.initContainerInserts()
+	vs := make([]admissionregistrationv1.Variable, 0, len(containers)+len(inits))
+	for i, e := range append(containers, inits...) {
+		vs = append(vs, admissionregistrationv1.Variable{Name: ch.insertName(i), Expression: e})
+	}
+	return vs
+}
+
+// insertName names the chunk's i-th insert variable.
+func (ch *chunk) insertName(i int) string { return fmt.Sprintf("ins%s_%d", ch.c, i) }
+
+// insertNames are the CEL references of the container inserts and of the init container inserts.
+func (ch *chunk) insertNames() (containers, inits []string) {
+	nc, ni := len(ch.containerInserts()), len(ch.initContainerInserts())
+	for i := 0; i < nc+ni; i++ {
+		if ref := "variables." + ch.insertName(i); i < nc {
+			containers = append(containers, ref)
+		} else {
+			inits = append(inits, ref)
+		}
+	}
+	return containers, inits
+}
+
+// containerInserts inserts, member by member, the Before sidecars behind the Before sidecars of
 // SidecarSets sorting earlier, then the After ones in front of the After sidecars of SidecarSets
 // sorting later; each index counts what the chunk's earlier members inserted in front of it.
-func (ch *chunk) containerOps() []string {
+func (ch *chunk) containerInserts() []string {
 	var before, after []string
 	for k, m := range ch.members {
 		if m.nBefore > 0 {
@@ -362,21 +415,28 @@ func (ch *chunk) containerOps() []string {
 	return append(before, after...)
 }
 
-// insert adds es at consecutive indexes from at when member k applies.
+// insert is the list of es, as path and value, at consecutive indexes from at when member k
+// applies (empty otherwise).
 func (ch *chunk) insert(k int, path string, es []entry, at string) string {
-	return fmt.Sprintf("%s ? %s.transformList(c, x, JSONPatch{op: 'add', path: %s + string(%s + c), value: x}) : []",
+	return fmt.Sprintf("%s ? %s.transformList(c, x, {'path': dyn(%s + string(%s + c)), 'value': dyn(x)}) : []",
 		ch.applies(k), listOf(es), quote(path), at)
 }
 
-// initContainerOps creates the list when the pod has none, then inserts the Before init
-// containers into the run in front of the pod's own and the After ones into the run behind them,
-// each at its name's place.
-func (ch *chunk) initContainerOps() []string {
+// initListOp creates the init container list when the pod has none and an init container is
+// inserted ("" when the chunk has no init container).
+func (ch *chunk) initListOp() string {
 	before, after := ch.initItems()
 	if len(before)+len(after) == 0 {
-		return nil
+		return ""
 	}
-	out := []string{fmt.Sprintf("size(variables.inits) == 0 && %s.sum() + %s.sum() > 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []", ch.v("ib"), ch.v("ia"))}
+	return fmt.Sprintf("size(variables.inits) == 0 && %s.sum() + %s.sum() > 0 ? [JSONPatch{op: 'add', path: '/spec/initContainers', value: []}] : []", ch.v("ib"), ch.v("ia"))
+}
+
+// initContainerInserts inserts the Before init containers into the run in front of the pod's own
+// and the After ones into the run behind them, each at its name's place.
+func (ch *chunk) initContainerInserts() []string {
+	before, after := ch.initItems()
+	var out []string
 	for i, it := range before {
 		bi := ch.members[it.k].beforeInit.has("variables.initNames[i]")
 		at := firstOr(fmt.Sprintf("lists.range(size(variables.initNames)).filter(i, !(variables.initInjected[i] && %s && variables.initNames[i] < %s))", bi, quote(it.name)), "size(variables.initNames)",
