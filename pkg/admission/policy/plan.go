@@ -470,12 +470,32 @@ func declaredNames(policySets []*v1alpha1.SidecarSet, members map[string]*member
 func declaredTerms(names, initNames []string) []string {
 	var terms []string
 	if len(names) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, c.name in %s && !(%s))", stringList(names), isInjected("c")))
+		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, %s && !(%s))", anyOfCEL("c.name", names), isInjected("c")))
 	}
 	if len(initNames) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, c.name in %s && !(%s))", stringList(initNames), isInjected("c")))
+		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, %s && !(%s))", anyOfCEL("c.name", initNames), isInjected("c")))
 	}
 	return terms
+}
+
+// shortList is the longest list a webhook match condition holds as a CEL list (see anyOfCEL).
+const shortList = 8
+
+// anyOfCEL is the webhook match condition term true when the string expression x is one of
+// values (label values or container names). A longer list than shortList is one string literal of
+// the values between commas, searched for x between commas: kube-apiserver parses and type-checks
+// a list literal element by element each time it admits the webhook configuration and again when
+// it loads it, and the configuration is written again whenever a SidecarSet changes path (which
+// made the lists of the one-key shape's 1,000 NamespacedSidecarSets most of what kube-apiserver
+// spent on a bulk apply), a string literal at once. Valid label values and container names hold
+// no comma; a pod's value that does (kube-apiserver's validation refuses the pod after admission)
+// may match the string, which a match condition allows: it may be true for more pods than the
+// SidecarSets select, never for fewer.
+func anyOfCEL(x string, values []string) string {
+	if len(values) <= shortList {
+		return fmt.Sprintf("%s in %s", x, stringList(values))
+	}
+	return fmt.Sprintf("%s.contains(',' + %s + ',')", quote(","+strings.Join(values, ",")+","), x)
 }
 
 func addAll(set map[string]bool, items []string) {

@@ -105,7 +105,7 @@ func (r *requirement) cel(key string) string {
 	if r.exists {
 		return fmt.Sprintf("(%s in %s)", quote(key), l)
 	}
-	return fmt.Sprintf("(%[1]s in %[2]s && %[2]s[%[1]s] in %[3]s)", quote(key), l, stringList(sortedKeys(r.values)))
+	return fmt.Sprintf("(%s in %s && %s)", quote(key), l, anyOfCEL(l+"["+quote(key)+"]", sortedKeys(r.values)))
 }
 
 // keyNeeds is, for one label key, what the webhooks must receive of the pods that have it.
