@@ -44,6 +44,7 @@ type record struct {
 	Rate8          float64 `json:"rate8"`
 	BareRate8      float64 `json:"bareRate8"`
 	RSSMiB         float64 `json:"rssMiB"`
+	ResumeSeconds  float64 `json:"resumeSeconds"`
 	RSSPerPodKiB   float64 `json:"rssPerPodKiB"`
 	RolloutSeconds float64 `json:"rolloutSeconds"`
 	IdealSeconds   float64 `json:"idealSeconds"`
@@ -116,15 +117,15 @@ func read(path string) ([]record, error) {
 
 func markdown(recs []record) string {
 	var b strings.Builder
-	b.WriteString("| SidecarSets | shape | kind | mode | apply s | settled s | delete s | policies serve | create p50 ms | kube-apiserver CPU ms/create | added p50 ms | added p99 ms | 8 clients /s (bare) | RSS MiB |\n")
-	b.WriteString("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| SidecarSets | shape | kind | mode | apply s | settled s | delete s | policies serve | create p50 ms | kube-apiserver CPU ms/create | added p50 ms | added p99 ms | 8 clients /s (bare) | RSS MiB | new leader resumes s |\n")
+	b.WriteString("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range recs {
 		if r.Series != "sets" {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.0f | %.2f | %.2f | %.0f (%.0f) | %.0f |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.0f | %.2f | %.2f | %.0f (%.0f) | %.0f | %.1f |\n",
 			r.Size, r.Shape, r.Kind, r.Mode, r.ApplySeconds, r.SettleSeconds, r.DeleteSeconds, 100*r.PolicyShare,
-			r.CreateP50Ms, r.CPUPerWriteMs, r.AddedP50Ms, r.AddedP99Ms, r.Rate8, r.BareRate8, r.RSSMiB)
+			r.CreateP50Ms, r.CPUPerWriteMs, r.AddedP50Ms, r.AddedP99Ms, r.Rate8, r.BareRate8, r.RSSMiB, r.ResumeSeconds)
 	}
 	b.WriteString("\n| pods | RSS MiB | RSS per pod KiB | rollout s | physical pace s | ratio |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range recs {
@@ -150,6 +151,7 @@ var panels = []panel{
 	{"SidecarSet create p50 (ms)", "sets", func(r record) float64 { return r.CreateP50Ms }},
 	{"kube-apiserver CPU per create (ms)", "sets", func(r record) float64 { return r.CPUPerWriteMs }},
 	{"leader RSS (MiB)", "sets", func(r record) float64 { return r.RSSMiB }},
+	{"new leader resumes (s)", "sets", func(r record) float64 { return r.ResumeSeconds }},
 	{"rollout / physical pace, by pods", "pods", func(r record) float64 { return r.RolloutSeconds / r.IdealSeconds }},
 	{"RSS per pod (KiB), by pods", "pods", func(r record) float64 { return r.RSSPerPodKiB }},
 }

@@ -33,7 +33,7 @@ import (
 //     kubectl apply of that many SidecarSets and the time until all have settled, the share
 //     policies serve, 20 more creates (p50, kube-apiserver CPU per create), pod creates
 //     (E2E_CURVE_CREATES per case: added p50/p99 of a pod 5 SidecarSets select, 8-client rate),
-//     the leader's RSS, and kubectl delete --all;
+//     the leader's RSS, a new leader's time to resume (timeResume), and kubectl delete --all;
 //   - for each count of E2E_CURVE_PODS (1000,10000): kwok pods one SidecarSet selects, the
 //     leader's RSS per pod, and the rollout of a new image at maxUnavailable 10% with a 1 s
 //     restart against its physical pace.
@@ -82,6 +82,7 @@ type curveRecord struct {
 	Rate8          float64 `json:"rate8,omitempty"`
 	BareRate8      float64 `json:"bareRate8,omitempty"`
 	RSSMiB         float64 `json:"rssMiB,omitempty"`
+	ResumeSeconds  float64 `json:"resumeSeconds,omitempty"`
 	RSSPerPodKiB   float64 `json:"rssPerPodKiB,omitempty"`
 	RolloutSeconds float64 `json:"rolloutSeconds,omitempty"`
 	IdealSeconds   float64 `json:"idealSeconds,omitempty"`
@@ -176,8 +177,34 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	rec.AddedP50Ms, rec.AddedP99Ms = ms(f.fiveP50-f.bareP50), ms(f.fiveP99-f.bareP99)
 	rec.Rate8, rec.BareRate8 = f.fiveRate, f.bareRate
 	rec.RSSMiB = float64(serverRSS(t)) / (1 << 20)
+	rec.ResumeSeconds = timeResume(t, kind, mode, list[0].Name).Seconds()
 	rec.DeleteSeconds = deleteAllOfKind(t, kind).Seconds()
 	return rec
+}
+
+// timeResume restarts the server and returns how long until it has acted on a change of the
+// SidecarSet name (of kind; a namespaced one lives in curveNamespace(0)) made as soon as the
+// restarted server serves: a new leader's time to resume as a user sees it, from the old
+// process's stop through the new one's start, the Lease, its caches of everything stored and its
+// first round, to the change's status.observedGeneration.
+func timeResume(t *testing.T, kind, mode, name string) time.Duration {
+	t.Helper()
+	args := []string{"sidecarset", name}
+	if kind != "cluster" {
+		args = []string{"namespacedsidecarset", name, "-n", curveNamespace(0)}
+	}
+	start := time.Now()
+	restartServer(t, mode)
+	kubectlOrFail(t, append([]string{"patch"}, append(args, "--type=merge", "-p", `{"spec":{"updateStrategy":{"maxUnavailable":2}}}`)...)...)
+	eventuallyEvery(t, kind+" SidecarSet "+name+" observed by the new leader", 200*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, string) {
+		out, err := runKubectl(t, "", append([]string{"get"}, append(args, "-o", "jsonpath={.metadata.generation} {.status.observedGeneration}")...)...)
+		if err != nil {
+			return false, fmt.Sprintf("%v: %s", err, out)
+		}
+		f := strings.Fields(out)
+		return len(f) == 2 && f[0] == f[1], "generation and observedGeneration: " + out
+	})
+	return time.Since(start)
 }
 
 // deleteAllOfKind runs kubectl delete --all on the kind and returns how long until none is left.
