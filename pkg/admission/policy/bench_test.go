@@ -61,7 +61,7 @@ func BenchmarkPlanPolicies1000(b *testing.B) {
 // 1,000 stored SidecarSets into a pod ("five"), and the same policy on a pod none of its members
 // selects ("none": its match conditions turn it away).
 func BenchmarkGroupPolicy(b *testing.B) {
-	sets := policytest.BenchSidecarSets(policytest.ShapeKeys, 1000)
+	sets := policytest.BenchSidecarSets(policytest.ShapeOneKey, 1000)
 	for _, ss := range sets {
 		prepare(b, ss)
 	}

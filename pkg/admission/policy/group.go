@@ -34,12 +34,12 @@ const maxExpressionSize = 80_000
 // variables, which grows with every comprehension and empty list, at each list element it checks,
 // so its time grows with the square of such an expression's size. The inserts of containers and
 // init containers, most of a member's CEL, are variables of their own (insertVariables) for that
-// reason: with them inline, the largest one-key group's mutation took 0.33 s of the 0.46 s its
-// policy took to compile, with them as variables 0.01 s. Pieces keep the rest linear too. But
-// each piece is a mutation, and kube-apiserver encodes the pod to JSON, patches it and decodes it
-// again for every mutation of a policy that applies, even one that patches nothing: with
-// 8,000-character pieces a pod 5 SidecarSets of a 17-member group select cost 9.4 ms more to
-// create than a bare one, with 32,000 (one piece for such a group) 2.6 ms.
+// reason: inline, they made the mutation of the largest one-key group most of the time its policy
+// took to compile. Pieces keep the rest linear too. But each piece is a mutation, and
+// kube-apiserver encodes the pod to JSON, patches it and decodes it again for every mutation of a
+// policy that applies, even one that patches nothing: with 8,000-character pieces a pod 5
+// SidecarSets of a 17-member group select cost 9.4 ms more to create than a bare one, with
+// 32,000 (one piece for such a group) 2.6 ms.
 const maxPieceSize = 32_000
 
 // maxSelectsPiece bounds the variables s0, s1, ... (whether each member selects the pod): they
@@ -343,7 +343,9 @@ func (ch *chunk) expression() string {
 	parts = append(parts, ch.appendOps("/spec/volumes", "object.spec.?volumes", "volAdd", ch.keyed(func(m *member) []entry { return m.volumes }))...)
 	parts = append(parts, ch.appendOps("/spec/imagePullSecrets", "object.spec.?imagePullSecrets", "secretAdd", ch.keyed(func(m *member) []entry { return m.secrets }))...)
 	parts = append(parts, ch.annotationOps())
-	return "[\n" + strings.Join(parts, ",\n") + "\n].flatten()"
+	// A pod none of the chunk's members applies to (most pods with the group's key) skips every
+	// insert variable.
+	return fmt.Sprintf("!%s ? [] : [\n%s\n].flatten()", ch.v("any"), strings.Join(parts, ",\n"))
 }
 
 // patchesOf is the JSONPatch add operations of the insert variables named, in order (none for no
@@ -369,23 +371,56 @@ func (ch *chunk) prefix(name string, n int) string {
 // proportion to its members, and evaluating it costs the same (a variable is evaluated once, when
 // the mutation reads it).
 
-// insertVariables are the chunk's inserts: the container inserts, then the init container ones.
+// insertVariables are the chunk's inserts: the container inserts, then the init container ones,
+// consecutive inserts of each kind sharing a variable up to maxInsertPiece characters (each
+// variable costs kube-apiserver a little to evaluate, each character of one expression a little
+// more to compile).
 func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
-	containers, inits := ch.containerInserts(), ch.initContainerInserts()
-	vs := make([]admissionregistrationv1.Variable, 0, len(containers)+len(inits))
-	for i, e := range append(containers, inits...) {
-		vs = append(vs, admissionregistrationv1.Variable{Name: ch.insertName(i), Expression: e})
+	var vs []admissionregistrationv1.Variable
+	for _, p := range ch.insertPieces() {
+		vs = append(vs, admissionregistrationv1.Variable{Name: ch.insertName(len(vs)), Expression: p})
 	}
 	return vs
+}
+
+// maxInsertPiece bounds an insert variable (see insertVariables).
+const maxInsertPiece = 2_000
+
+// insertPieces are the expressions of the insert variables.
+func (ch *chunk) insertPieces() []string {
+	out, _ := ch.insertPiecesCounted()
+	return out
+}
+
+// insertPiecesCounted are the expressions of the insert variables, and how many of them (the
+// first) hold container inserts; the others hold init container ones.
+func (ch *chunk) insertPiecesCounted() (exprs []string, containers int) {
+	join := func(inserts []string) []string {
+		if len(inserts) == 0 {
+			return nil
+		}
+		sizes := make([]int, len(inserts))
+		for i, e := range inserts {
+			sizes[i] = len(e)
+		}
+		var out []string
+		for _, p := range pieces(sizes, maxInsertPiece) {
+			out = append(out, "("+strings.Join(inserts[p.lo:p.hi], ") + (")+")")
+		}
+		return out
+	}
+	c := join(ch.containerInserts())
+	return append(c, join(ch.initContainerInserts())...), len(c)
 }
 
 // insertName names the chunk's i-th insert variable.
 func (ch *chunk) insertName(i int) string { return fmt.Sprintf("ins%s_%d", ch.c, i) }
 
-// insertNames are the CEL references of the container inserts and of the init container inserts.
+// insertNames are the CEL references of the container insert variables and of the init container
+// ones.
 func (ch *chunk) insertNames() (containers, inits []string) {
-	nc, ni := len(ch.containerInserts()), len(ch.initContainerInserts())
-	for i := 0; i < nc+ni; i++ {
+	all, nc := ch.insertPiecesCounted()
+	for i := range all {
 		if ref := "variables." + ch.insertName(i); i < nc {
 			containers = append(containers, ref)
 		} else {
