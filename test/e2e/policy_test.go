@@ -189,8 +189,16 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		expr := p.Spec.Mutations[0].JSONPatch.Expression
-		return strings.Contains(expr, `"centos:7"`), "expression " + expr
+		// The sidecars' literals are in the policy's variables (its inserts) or its mutations.
+		var exprs []string
+		for _, v := range p.Spec.Variables {
+			exprs = append(exprs, v.Expression)
+		}
+		for _, m := range p.Spec.Mutations {
+			exprs = append(exprs, m.JSONPatch.Expression)
+		}
+		expr := strings.Join(exprs, "\n")
+		return strings.Contains(expr, `"centos:7"`), "expressions " + expr
 	})
 	pod.Name += "-after"
 	waitInjectedImage(t, pod, "sidecar1", "centos:7")
