@@ -345,17 +345,22 @@ func compareAnswers(cases []policytest.Case, want, got []*corev1.Pod) []string {
 	return diffs
 }
 
-var updateTimestamp = regexp.MustCompile(`"updateTimestamp":"[^"]*"`)
+var (
+	updateTimestamp    = regexp.MustCompile(`"updateTimestamp":"[^"]*"`)
+	controllerRevision = regexp.MustCompile(`,"controllerRevision":"[^"]*"`)
+)
 
 // comparablePod drops what differs between two admissions of the same pod by design: server-set
-// identity, the hash entries' timestamps, and the order of name-keyed volumes and pull secrets.
+// identity, the hash entries' timestamps and revision names (an entry names its SidecarSet's
+// revision only once the controller has recorded it, which a pod admitted right after the
+// SidecarSet's creation may precede), and the order of name-keyed volumes and pull secrets.
 func comparablePod(pod *corev1.Pod) *corev1.Pod {
 	pod = pod.DeepCopy()
 	pod.ObjectMeta = metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, Annotations: pod.Annotations}
 	pod.Status = corev1.PodStatus{}
 	for _, k := range []string{sidecar.HashAnnotation, sidecar.HashWithoutImageAnnotation} {
 		if v, ok := pod.Annotations[k]; ok {
-			pod.Annotations[k] = updateTimestamp.ReplaceAllString(v, `"updateTimestamp":""`)
+			pod.Annotations[k] = controllerRevision.ReplaceAllString(updateTimestamp.ReplaceAllString(v, `"updateTimestamp":""`), "")
 		}
 	}
 	sort.SliceStable(pod.Spec.Volumes, func(i, j int) bool { return pod.Spec.Volumes[i].Name < pod.Spec.Volumes[j].Name })
