@@ -365,11 +365,10 @@ func (ch *chunk) prefix(name string, n int) string {
 	return fmt.Sprintf("%s.slice(0, %d).sum()", ch.v(name), n)
 }
 
-// Inserts are variables, one per member part or init container: CEL's type checker spends time
-// in the square of an expression's comprehensions and literals (see maxPieceSize), and
+// Inserts are variables of a few member parts or init containers each: CEL's type checker spends
+// time in the square of an expression's comprehensions and literals (see maxPieceSize), and
 // kube-apiserver compiles each variable on its own, so a chunk's mutation costs it time in
-// proportion to its members, and evaluating it costs the same (a variable is evaluated once, when
-// the mutation reads it).
+// proportion to its members (a variable is evaluated once, when the mutation reads it).
 
 // insertVariables are the chunk's inserts: the container inserts, then the init container ones,
 // consecutive inserts of each kind sharing a variable up to maxInsertPiece characters (each
@@ -377,7 +376,8 @@ func (ch *chunk) prefix(name string, n int) string {
 // more to compile).
 func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
 	var vs []admissionregistrationv1.Variable
-	for _, p := range ch.insertPieces() {
+	exprs, _ := ch.insertPiecesCounted()
+	for _, p := range exprs {
 		vs = append(vs, admissionregistrationv1.Variable{Name: ch.insertName(len(vs)), Expression: p})
 	}
 	return vs
@@ -385,12 +385,6 @@ func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
 
 // maxInsertPiece bounds an insert variable (see insertVariables).
 const maxInsertPiece = 2_000
-
-// insertPieces are the expressions of the insert variables.
-func (ch *chunk) insertPieces() []string {
-	out, _ := ch.insertPiecesCounted()
-	return out
-}
 
 // insertPiecesCounted are the expressions of the insert variables, and how many of them (the
 // first) hold container inserts; the others hold init container ones.
