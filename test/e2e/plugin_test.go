@@ -234,10 +234,15 @@ func TestPluginRollout(t *testing.T) {
 	}
 	t.Logf("rollout status:\n%s", out)
 	checkBatchOrder(t, preview, upgradedAt)
-	out, errOut, err = plugin(t, "rollout", "status", "plugin", "--watch=false")
-	if err != nil || !strings.Contains(out, "successfully rolled out") {
-		t.Errorf("rollout status --watch=false of a finished rollout: %v\n%s%s", err, out, errOut)
-	}
+	// Other tests' SidecarSets may move this one's injection between policies meanwhile: Ready is
+	// False until the move settles, and rollout status says why.
+	eventually(t, "rollout status --watch=false of a finished rollout", 30*time.Second, func(context.Context) (bool, string) {
+		out, errOut, err := plugin(t, "rollout", "status", "plugin", "--watch=false")
+		if err == nil && !strings.Contains(out, "successfully rolled out") && !strings.Contains(out, "not in place yet") {
+			t.Errorf("rollout status --watch=false of a finished rollout that is not done says no reason:\n%s%s", out, errOut)
+		}
+		return err == nil && strings.Contains(out, "successfully rolled out"), fmt.Sprintf("%v\n%s%s", err, out, errOut)
+	})
 
 	// A stalled rollout: rollout status exits non-zero within its timeout.
 	patchImage(t, "plugin", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:bad"}]}}`)

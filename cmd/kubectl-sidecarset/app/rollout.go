@@ -195,15 +195,20 @@ func assess(t rolloutTarget, obj observed) progress {
 		pr.done = true
 	case prog.Status == metav1.ConditionFalse && prog.Reason == reasonPaused:
 		pr.stalled = "the rollout is paused (kubectl sidecarset rollout resume " + t.args() + ")"
+	case ready != nil && ready.Reason == reasonInjectionNotReady && ready.Message != "":
+		// The pods may all be updated while new pods may still miss the current sidecars (its
+		// injection moved between policies or to the webhook, a neighbour's change included).
+		pr.line += "; " + ready.Message
 	}
 	return pr
 }
 
-// The Stalled condition and the Paused reason of Progressing, as the server's controller writes
-// them (kstatus' conventions).
+// The Stalled condition, the Paused reason of Progressing and the InjectionNotReady reason of
+// Ready, as the server's controller writes them (kstatus' conventions).
 const (
-	rolloutStalled = "Stalled"
-	reasonPaused   = "Paused"
+	rolloutStalled          = "Stalled"
+	reasonPaused            = "Paused"
+	reasonInjectionNotReady = "InjectionNotReady"
 )
 
 // statusWatch is the list and watch of the one object rollout status follows.
