@@ -96,6 +96,7 @@ type Controller struct {
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
+	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -124,6 +125,7 @@ func New(o Options) (*Controller, error) {
 		expect:         newExpectations(o.Clock),
 		metrics:        newProgress(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
+		upgrading:      newPacer(stateQuiet, o.Clock),
 		evictions:      &evictions{bySet: map[string][]rollout.Eviction{}, clock: o.Clock},
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,

@@ -48,6 +48,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
+		c.upgrading.forget(name)
 		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
@@ -89,7 +90,13 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	for _, f := range out.failed {
 		touched[f.pod.Namespace+"/"+f.pod.Name] = true
 	}
-	statesLeft := c.syncStates(ctx, ss, plan, touched)
+	if len(out.written) > 0 {
+		c.upgrading.started(name)
+	}
+	statesLeft, statesAfter := true, c.upgrading.delay(name)
+	if statesAfter == 0 {
+		statesLeft = c.syncStates(ctx, ss, plan, touched)
+	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	evicted.pods = append(evicted.pods, recreated.pods...)
@@ -122,6 +129,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	switch {
 	case len(out.failed) > 0:
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
+	case statesAfter > 0:
+		return statesAfter, nil // the states the upgrades left to write
 	case !plan.Done() || len(evicted.pods) > 0 || statesLeft:
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}

@@ -34,8 +34,8 @@ func TestRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after != 5*podsPeriod {
-		t.Errorf("the round asks to look again after %v, want %v (one pod left)", after, 5*podsPeriod)
+	if after != 3*time.Second {
+		t.Errorf("the round asks to look again after %v, want 3s (one pod left, and its upgrade state once the rollout is quiet)", after)
 	}
 	latest, err := revision.Name(ss.Name, revision.Snapshot(ss), 0)
 	if err != nil {

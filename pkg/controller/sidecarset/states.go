@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -14,14 +15,23 @@ import (
 // This file keeps each managed pod's entry in the upgrade-state annotation
 // (sidecar.UpgradeStateAnnotation) equal to its state in the plan: an in-place upgrade writes it
 // with the images; the other changes (waiting and why, updated, failed, not upgradable) are
-// written by syncStates within a controller-wide rate, after the round's own writes, so that a
-// rollout of thousands of pods is not slowed by them.
+// written by syncStates within a controller-wide rate, after the round's own writes, and only
+// once the SidecarSet's rollout has upgraded no pod for stateQuiet, so that a rollout of
+// thousands of pods is not slowed by them.
 
 // stateWritesPerSecond and stateWritesBurst bound the writes of upgrade states alone.
 const (
 	stateWritesPerSecond = 20
 	stateWritesBurst     = 40
 )
+
+// stateQuiet is how long a SidecarSet's rounds upgrade no pod before the states its rollout
+// changed are written (it is done, paused, stalled, or waiting on slow pods). While it upgrades
+// pods, each state write (a pod read and patch) would take kube-apiserver's time from the
+// upgrades, and most would be overwritten within seconds: a pod waiting for its turn is upgraded
+// next; one upgrading is updated a restart later. The pods being upgraded carry their state at
+// once, written with their new sidecars.
+const stateQuiet = 3 * time.Second
 
 // podState is the upgrade-state entry the plan gives a pod.
 func podState(pp *rollout.PodPlan) sidecar.UpgradeState {
