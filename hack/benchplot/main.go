@@ -48,6 +48,7 @@ type record struct {
 	RSSPerPodKiB   float64 `json:"rssPerPodKiB"`
 	RolloutSeconds float64 `json:"rolloutSeconds"`
 	IdealSeconds   float64 `json:"idealSeconds"`
+	MaxUnavailable int     `json:"maxUnavailable"`
 }
 
 func (r record) line() string { return r.Shape + "/" + r.Kind + "/" + r.Mode }
@@ -127,13 +128,17 @@ func markdown(recs []record) string {
 			r.Size, r.Shape, r.Kind, r.Mode, r.ApplySeconds, r.SettleSeconds, r.DeleteSeconds, 100*r.PolicyShare,
 			r.CreateP50Ms, r.CPUPerWriteMs, r.AddedP50Ms, r.AddedP99Ms, r.Rate8, r.BareRate8, r.RSSMiB, r.ResumeSeconds)
 	}
-	b.WriteString("\n| pods | RSS MiB | RSS per pod KiB | rollout s | physical pace s | ratio |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("\n| pods | RSS MiB | RSS per pod KiB | rollout s | physical pace s | ratio | most unavailable (budget) |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range recs {
 		if r.Series != "pods" {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.1f | %.0f | %.2f |\n", r.Size, r.RSSMiB, r.RSSPerPodKiB, r.RolloutSeconds, r.IdealSeconds,
-			r.RolloutSeconds/r.IdealSeconds)
+		most := "-" // not sampled by that run
+		if r.MaxUnavailable > 0 {
+			most = fmt.Sprintf("%d (%d)", r.MaxUnavailable, r.Size/10)
+		}
+		fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.1f | %.0f | %.2f | %s |\n", r.Size, r.RSSMiB, r.RSSPerPodKiB, r.RolloutSeconds, r.IdealSeconds,
+			r.RolloutSeconds/r.IdealSeconds, most)
 	}
 	return b.String()
 }

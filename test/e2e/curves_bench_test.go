@@ -16,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // TestScaleCurves (make bench-curves) measures how the server's costs grow with the number of
@@ -36,7 +38,8 @@ import (
 //     the leader's RSS, a new leader's time to resume (timeResume), and kubectl delete --all;
 //   - for each count of E2E_CURVE_PODS (1000,10000): kwok pods one SidecarSet selects, the
 //     leader's RSS per pod, and the rollout of a new image at maxUnavailable 10% with a 1 s
-//     restart against its physical pace.
+//     restart against its physical pace, and the most pods unavailable at once meanwhile (a pod
+//     watch; more than the budget fails the test).
 //
 // Opt in with E2E_CURVES=1. The whole default run takes hours on 2 cores; narrow it with the
 // variables above ("none" skips a list).
@@ -85,6 +88,7 @@ type curveRecord struct {
 	ResumeSeconds  float64 `json:"resumeSeconds,omitempty"`
 	RSSPerPodKiB   float64 `json:"rssPerPodKiB,omitempty"`
 	RolloutSeconds float64 `json:"rolloutSeconds,omitempty"`
+	MaxUnavailable int     `json:"maxUnavailable,omitempty"` // pods unavailable at once during the rollout, at most
 	IdealSeconds   float64 `json:"idealSeconds,omitempty"`
 }
 
@@ -404,14 +408,64 @@ func curvePods(t *testing.T, n int) curveRecord {
 	loaded := serverMemory(t, "curve-loaded")
 	rec.RSSMiB = float64(loaded.settledRSS) / (1 << 20)
 	rec.RSSPerPodKiB = float64(loaded.settledRSS-idle.settledRSS) / float64(n) / 1024
+	unavailable := watchUnavailable(t, scaleNamespace, "sidecar1", "busybox:1.37")
 	start := time.Now()
 	patchImage(t, "curve", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
 	waitStatusFor(t, "curve", n, 30*time.Minute)
 	rec.RolloutSeconds = time.Since(start).Seconds()
+	rec.MaxUnavailable = unavailable()
+	if budget := n / 10; rec.MaxUnavailable > budget {
+		t.Errorf("rollout of %d pods: %d unavailable at once, more than maxUnavailable 10%% (%d)", n, rec.MaxUnavailable, budget)
+	}
 	rec.IdealSeconds = (time.Duration((n+n/10-1)/(n/10)) * delay).Seconds()
 	deleteAllSidecarSets(t)
 	cleanNamespace(t, scaleNamespace)
 	return rec
+}
+
+// watchUnavailable watches the pods of namespace from now on and returns a function that stops
+// the watch and returns the most pods seen unavailable at once during a rollout of container's
+// image to image: a pod whose spec has the new image is unavailable until its status reports that
+// image and the pod is Ready (pods not yet upgraded are all ready here). Every event is a sample.
+func watchUnavailable(t *testing.T, namespace, container, image string) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	list, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go func() {
+		down, most := map[string]bool{}, 0
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			c := sidecar.FindPodContainer(pod, container)
+			upgrading := c != nil && c.Image == image
+			restarted := false
+			if st := sidecar.ContainerStatus(pod, container); st != nil {
+				restarted = st.Image == image
+			}
+			if upgrading && !(restarted && podIsReady(pod)) && ev.Type != watch.Deleted {
+				down[pod.Name] = true
+			} else {
+				delete(down, pod.Name)
+			}
+			most = max(most, len(down))
+		}
+		done <- most
+	}()
+	return func() int {
+		cancel()
+		w.Stop()
+		return <-done
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
