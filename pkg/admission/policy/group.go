@@ -183,6 +183,10 @@ type chunk struct {
 	members []*member
 	lo      int
 	c       string
+	// inserts are the expressions of its insert variables, the first nContainerInserts of them
+	// container inserts, the others init container ones (insertPieces, computed once).
+	inserts           []string
+	nContainerInserts int
 }
 
 // chunks splits the members into mutations of at most maxPieceSize (estimated).
@@ -193,7 +197,9 @@ func chunks(members []*member) []chunk {
 	}
 	var out []chunk
 	for i, p := range pieces(sizes, maxPieceSize) {
-		out = append(out, chunk{members: members[p.lo:p.hi], lo: p.lo, c: fmt.Sprint(i)})
+		ch := chunk{members: members[p.lo:p.hi], lo: p.lo, c: fmt.Sprint(i)}
+		ch.inserts, ch.nContainerInserts = ch.insertPieces()
+		out = append(out, ch)
 	}
 	return out
 }
@@ -375,10 +381,9 @@ func (ch *chunk) prefix(name string, n int) string {
 // variable costs kube-apiserver a little to evaluate, each character of one expression a little
 // more to compile).
 func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
-	var vs []admissionregistrationv1.Variable
-	exprs, _ := ch.insertPiecesCounted()
-	for _, p := range exprs {
-		vs = append(vs, admissionregistrationv1.Variable{Name: ch.insertName(len(vs)), Expression: p})
+	vs := make([]admissionregistrationv1.Variable, len(ch.inserts))
+	for i, e := range ch.inserts {
+		vs[i] = admissionregistrationv1.Variable{Name: ch.insertName(i), Expression: e}
 	}
 	return vs
 }
@@ -386,9 +391,9 @@ func (ch *chunk) insertVariables() []admissionregistrationv1.Variable {
 // maxInsertPiece bounds an insert variable (see insertVariables).
 const maxInsertPiece = 2_000
 
-// insertPiecesCounted are the expressions of the insert variables, and how many of them (the
-// first) hold container inserts; the others hold init container ones.
-func (ch *chunk) insertPiecesCounted() (exprs []string, containers int) {
+// insertPieces are the expressions of the insert variables, and how many of them (the first)
+// hold container inserts; the others hold init container ones.
+func (ch *chunk) insertPieces() (exprs []string, containers int) {
 	join := func(inserts []string) []string {
 		if len(inserts) == 0 {
 			return nil
@@ -413,9 +418,8 @@ func (ch *chunk) insertName(i int) string { return fmt.Sprintf("ins%s_%d", ch.c,
 // insertNames are the CEL references of the container insert variables and of the init container
 // ones.
 func (ch *chunk) insertNames() (containers, inits []string) {
-	all, nc := ch.insertPiecesCounted()
-	for i := range all {
-		if ref := "variables." + ch.insertName(i); i < nc {
+	for i := range ch.inserts {
+		if ref := "variables." + ch.insertName(i); i < ch.nContainerInserts {
 			containers = append(containers, ref)
 		} else {
 			inits = append(inits, ref)

@@ -14,7 +14,8 @@ const podSyncInterval = 100 * time.Millisecond
 // synced for interval syncs it at once; during a burst of pod events (thousands of pods created or
 // turning ready) it is synced every interval instead of once per event, which bounds the planning
 // work and the status writes (each one an event every watcher of SidecarSets receives and the
-// watch cache keeps).
+// watch cache keeps). The controller's upgrading pacer records, the same way, when each
+// SidecarSet last upgraded pods (see stateQuiet).
 type pacer struct {
 	mu       sync.Mutex
 	interval time.Duration

@@ -93,10 +93,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 {
 		c.upgrading.started(name)
 	}
-	statesLeft, statesAfter := true, c.upgrading.delay(name)
-	if statesAfter == 0 {
-		statesLeft = c.syncStates(ctx, ss, plan, touched)
-	}
+	statesAfter := c.upgrading.delay(name) // while the rollout upgrades pods, states wait
+	statesLeft := statesAfter == 0 && c.syncStates(ctx, ss, plan, touched)
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	evicted.pods = append(evicted.pods, recreated.pods...)
