@@ -34,13 +34,16 @@ const maxExpressionSize = 80_000
 // variables, which grows with every comprehension and empty list, at each list element it checks,
 // so its time grows with the square of such an expression's size. The inserts of containers and
 // init containers, most of a member's CEL, are variables of their own (insertVariables) for that
-// reason: inline, they made the mutation of the largest one-key group most of the time its policy
-// took to compile. Pieces keep the rest linear too. But each piece is a mutation, and
-// kube-apiserver encodes the pod to JSON, patches it and decodes it again for every mutation of a
-// policy that applies, even one that patches nothing: with 8,000-character pieces a pod 5
-// SidecarSets of a 17-member group select cost 9.4 ms more to create than a bare one, with
-// 32,000 (one piece for such a group) 2.6 ms.
-const maxPieceSize = 32_000
+// reason, and a chunk's per-member values are constant lists its variables index (see
+// chunk.variables), which the checker takes in linear time. But each piece is a mutation, and
+// kube-apiserver converts the pod for CEL, encodes it to JSON, patches it and decodes it again for
+// every mutation of a policy that applies, even one that patches nothing: with 8,000-character
+// pieces a pod 5 SidecarSets of a 17-member group select cost 9.4 ms more to create than a bare
+// one, with 32,000 2.6 ms. With 64,000, a group of one-container members (22 in the benchmarks'
+// one-key shape, the most maxPolicySize holds) is one mutation; its evaluation allocates a third
+// less for a pod 5 members select, half for one none selects, and kube-apiserver compiles it in
+// about the same time (BenchmarkGroupPolicy, BenchmarkPolicyCompile).
+const maxPieceSize = 64_000
 
 // maxSelectsPiece bounds the variables s0, s1, ... (whether each member selects the pod): they
 // are variables, which kube-apiserver evaluates once however many there are, so they can be
@@ -210,24 +213,26 @@ func (ch *chunk) v(name string) string { return "variables." + name + ch.c }
 // applies is the CEL of member k (index in the chunk) applying.
 func (ch *chunk) applies(k int) string { return fmt.Sprintf("variables.m[%d]", ch.lo+k) }
 
-// variables are the chunk's own named expressions: per member, the number of containers it
-// inserts before and after the apps (0 when it does not apply), per init container item likewise,
-// per volume and secret whether it is added, and the annotation values.
+// appliesAt is the CEL of the member at index k (a CEL int expression) applying.
+func (ch *chunk) appliesAt(k string) string {
+	if ch.lo == 0 {
+		return fmt.Sprintf("variables.m[%s]", k)
+	}
+	return fmt.Sprintf("variables.m[%d + %s]", ch.lo, k)
+}
+
+// variables are the chunk's own named expressions: the indexes (in the chunk) of the members that
+// apply, per init container item whether its member applies, per volume and secret whether it is
+// added, and the annotation values. Whatever is per member reads the applying members' indexes,
+// a few for any pod, out of constant lists that kube-apiserver builds once per policy, so a
+// create costs in proportion to the members that apply rather than to the chunk's.
 func (ch *chunk) variables() []admissionregistrationv1.Variable {
 	var vs []admissionregistrationv1.Variable
 	add := func(name, format string, args ...any) {
 		vs = append(vs, admissionregistrationv1.Variable{Name: name + ch.c, Expression: fmt.Sprintf(format, args...)})
 	}
-	counts := func(n func(*member) int) string {
-		terms := make([]string, len(ch.members))
-		for k, m := range ch.members {
-			terms[k] = fmt.Sprintf("%s ? %d : 0", ch.applies(k), n(m))
-		}
-		return "[" + strings.Join(terms, ", ") + "]"
-	}
-	add("any", "variables.m.slice(%d, %d).exists(b, b)", ch.lo, ch.lo+len(ch.members))
-	add("bc", "%s", counts(func(m *member) int { return m.nBefore }))
-	add("ac", "%s", counts(func(m *member) int { return len(m.containers) - m.nBefore }))
+	add("on", "lists.range(%d).filter(k, %s)", len(ch.members), ch.appliesAt("k"))
+	add("any", "size(%s) > 0", ch.v("on"))
 	before, after := ch.initItems()
 	add("ib", "%s", ch.itemFlags(before))
 	add("ia", "%s", ch.itemFlags(after))
@@ -249,18 +254,46 @@ func (ch *chunk) variables() []admissionregistrationv1.Variable {
 }
 
 // pick is the CEL list of value(m) for the members that apply (and inject containers, when
-// hashed: only those have hash annotation entries).
+// hashed: only those have hash annotation entries), in member order.
 func (ch *chunk) pick(hashed bool, value func(*member) string) string {
-	terms := make([]string, 0, len(ch.members))
+	values, some, all := make([]string, len(ch.members)), false, true
 	for k, m := range ch.members {
-		if v := value(m); !hashed || m.hashEntry != "" {
-			terms = append(terms, fmt.Sprintf("(%s ? [%s] : [])", ch.applies(k), quote(v)))
+		values[k] = "''"
+		if !hashed || m.hashEntry != "" {
+			values[k], some = quote(value(m)), true
+		} else {
+			all = false
 		}
 	}
-	if len(terms) == 0 {
+	if !some {
 		return "[]"
 	}
-	return "[" + strings.Join(terms, ", ") + "].flatten()"
+	out := fmt.Sprintf("%s.map(k, [%s][k])", ch.v("on"), strings.Join(values, ", "))
+	if !all {
+		out += ".filter(s, s != '')"
+	}
+	return out
+}
+
+// containersBefore is the CEL of the number of containers the applying members before member k
+// insert (count(m): before or after the apps), or of all of them for k = len(ch.members).
+func (ch *chunk) containersBefore(k int, count func(*member) int) string {
+	counts, same := make([]string, len(ch.members)), true
+	for j, m := range ch.members {
+		counts[j] = fmt.Sprint(count(m))
+		same = same && count(m) == count(ch.members[0])
+	}
+	on := ch.v("on")
+	if k < len(ch.members) {
+		on = fmt.Sprintf("%s.filter(j, j < %d)", on, k)
+	}
+	switch {
+	case k == 0 || same && counts[0] == "0":
+		return "0"
+	case same:
+		return fmt.Sprintf("size(%s) * %s", on, counts[0])
+	}
+	return fmt.Sprintf("%s.map(j, [%s][j]).sum()", on, strings.Join(counts, ", "))
 }
 
 // initItem is one init container of a member.
@@ -437,12 +470,12 @@ func (ch *chunk) containerInserts() []string {
 		if m.nBefore > 0 {
 			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, !(variables.injected[i] && %s))", m.earlierBefore.has("variables.names[i]")), "size(variables.names)",
 				"variables.anyInjected", "0")
-			before = append(before, ch.insert(k, "/spec/containers/", m.containers[:m.nBefore], at+" + "+ch.prefix("bc", k)))
+			before = append(before, ch.insert(k, "/spec/containers/", m.containers[:m.nBefore], at+" + "+ch.containersBefore(k, func(m *member) int { return m.nBefore })))
 		}
 		if len(m.containers) > m.nBefore {
 			at := firstOr(fmt.Sprintf("lists.range(size(variables.names)).filter(i, i > variables.lastApp && variables.injected[i] && %s)", m.laterAfter.has("variables.names[i]")), "size(variables.names)",
 				"variables.anyInjected", "size(variables.names)")
-			after = append(after, ch.insert(k, "/spec/containers/", m.containers[m.nBefore:], at+" + "+ch.v("bc")+".sum() + "+ch.prefix("ac", k)))
+			after = append(after, ch.insert(k, "/spec/containers/", m.containers[m.nBefore:], at+" + "+ch.containersBefore(len(ch.members), func(m *member) int { return m.nBefore })+" + "+ch.containersBefore(k, func(m *member) int { return len(m.containers) - m.nBefore })))
 		}
 	}
 	return append(before, after...)
@@ -529,7 +562,7 @@ const maxPolicySize = 100_000
 
 // maxSelectsSize bounds the selects match condition, which joins every member in one expression
 // (match conditions see no variables): its type-checking time grows with the square of its size.
-const maxSelectsSize = maxPieceSize
+const maxSelectsSize = 32_000
 
 // group is one group policy being planned.
 type group struct {
@@ -614,4 +647,4 @@ func (g *group) objects(excluded []string) (*admissionregistrationv1.MutatingAdm
 
 // maxMemberSize bounds one SidecarSet's CEL (estimated): its mutation is one expression, whose
 // type-checking time grows with the square of its size.
-const maxMemberSize = 3 * maxPieceSize
+const maxMemberSize = 96_000
