@@ -29,21 +29,22 @@ import (
 // maxExpressionSize keeps each expression below CEL's expression size limit (100,000 code points).
 const maxExpressionSize = 80_000
 
-// maxPieceSize bounds the expressions that hold per-member parts with comprehensions or empty
-// lists (the mutations and the variables s0, s1, ...): CEL's type checker copies its map of type
-// variables, which grows with every comprehension and empty list, at each list element it checks,
-// so its time grows with the square of such an expression's size. The inserts of containers and
-// init containers, most of a member's CEL, are variables of their own (insertVariables) for that
-// reason, and a chunk's per-member values are constant lists its variables index (see
-// chunk.variables), which the checker takes in linear time. But each piece is a mutation, and
-// kube-apiserver converts the pod for CEL, encodes it to JSON, patches it and decodes it again for
-// every mutation of a policy that applies, even one that patches nothing: with 8,000-character
-// pieces a pod 5 SidecarSets of a 17-member group select cost 9.4 ms more to create than a bare
-// one, with 32,000 2.6 ms. With 64,000, a group of one-container members (22 in the benchmarks'
-// one-key shape, the most maxPolicySize holds) is one mutation; its evaluation allocates a third
-// less for a pod 5 members select, half for one none selects, and kube-apiserver compiles it in
-// about the same time (BenchmarkGroupPolicy, BenchmarkPolicyCompile).
-const maxPieceSize = 64_000
+// maxPieceSize bounds the expressions that hold per-member parts with comprehensions, empty
+// lists or literals (the mutations and the variables s0, s1, ...): CEL's type checker copies its
+// map of type variables, which grows with every comprehension and empty list, at each list
+// element it checks, so its time grows with the square of such an expression's size. The inserts
+// of containers and init containers, most of a member's CEL, are variables of their own
+// (insertVariables) for that reason, and a chunk's per-member values are constant lists its
+// variables index (see chunk.variables), which the checker takes in linear time; what is left in
+// a mutation is its members' volumes and secrets (see chunks). Each mutation costs every pod the
+// policy applies to: kube-apiserver converts the pod for CEL, encodes it to JSON, patches it and
+// decodes it again for every mutation of a policy that applies, even one that patches nothing.
+// With 8,000-character mutations a pod 5 SidecarSets of a 17-member group select cost 9.4 ms more
+// to create than a bare one, with 32,000 2.6 ms; a 22-member group of the benchmarks' one-key
+// shape in one mutation instead of two takes kube-apiserver's evaluator 1.0 ms instead of 1.26 for
+// such a pod, and 0.20 instead of 0.32 for a pod of its key none of them selects
+// (BenchmarkGroupPolicy).
+const maxPieceSize = 32_000
 
 // maxSelectsPiece bounds the variables s0, s1, ... (whether each member selects the pod): they
 // are variables, which kube-apiserver evaluates once however many there are, so they can be
@@ -192,19 +193,44 @@ type chunk struct {
 	nContainerInserts int
 }
 
-// chunks splits the members into mutations of at most maxPieceSize (estimated).
+// chunks splits the members into mutations: the mutation's own operations (the volumes and
+// secrets of its members, each with a comprehension-free but literal-holding operation) within
+// maxPieceSize, and the constant lists of its hash annotation entries within maxHashList. The
+// inserts are variables of their own and the other per-member values constant lists, so the
+// members' count alone does not split a group (a group of one-container members is one mutation).
 func chunks(members []*member) []chunk {
-	sizes := make([]int, len(members))
-	for k, m := range members {
-		sizes[k] = m.size()
-	}
 	var out []chunk
-	for i, p := range pieces(sizes, maxPieceSize) {
-		ch := chunk{members: members[p.lo:p.hi], lo: p.lo, c: fmt.Sprint(i)}
+	add := func(lo, hi int) {
+		ch := chunk{members: members[lo:hi], lo: lo, c: fmt.Sprint(len(out))}
 		ch.inserts, ch.nContainerInserts = ch.insertPieces()
 		out = append(out, ch)
 	}
+	start, ops, hashes := 0, 0, 0
+	for k, m := range members {
+		o, h := m.mutationSize(), len(quote(m.hashEntry))+len(quote(m.hashEntryWithoutImage))
+		if k > start && (ops+o > maxPieceSize || hashes+h > maxHashList) {
+			add(start, k)
+			start, ops, hashes = k, 0, 0
+		}
+		ops, hashes = ops+o, hashes+h
+	}
+	add(start, len(members))
 	return out
+}
+
+// maxHashList bounds the hash annotation entries of a chunk's members (both annotations), each
+// annotation's a constant list in one variable: within CEL's expression size limit.
+const maxHashList = maxExpressionSize
+
+// mutationSize estimates what the member adds to its chunk's mutation expression.
+func (m *member) mutationSize() int {
+	n := 100
+	for _, es := range [][]entry{m.volumes, m.secrets} {
+		for _, e := range es {
+			n += len(e.literal) + 200
+		}
+	}
+	return n
 }
 
 // v names a chunk variable.

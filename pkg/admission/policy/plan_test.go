@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -166,5 +167,35 @@ spec:
 				t.Errorf("recheck after %v, want %v", p.RecheckAfter, tc.recheck)
 			}
 		})
+	}
+}
+
+// TestGroupOfOneContainerMembersIsOneMutation: kube-apiserver converts, encodes, patches and
+// decodes the pod once per mutation of a policy that applies, so a full group policy of
+// one-container SidecarSets (the manual's shape, one label key) is one mutation.
+func TestGroupOfOneContainerMembersIsOneMutation(t *testing.T) {
+	var sets []*v1alpha1.SidecarSet
+	for i := 0; i < 300; i++ {
+		ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%03d", i)}}
+		ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i%20)}}
+		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: fmt.Sprintf("log-%d", i), Image: "busybox:1.36",
+			Env: []corev1.EnvVar{{Name: "ROLE", Value: "log"}}}}}
+		sets = append(sets, prepare(t, ss))
+	}
+	plan, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := 0
+	for _, p := range plan.Policies {
+		if n := len(Members(p)); n >= 20 {
+			full++
+			if got := len(p.Spec.Mutations); got != 1 {
+				t.Errorf("policy %s of %d members has %d mutations, want 1", p.Name, n, got)
+			}
+		}
+	}
+	if full == 0 {
+		t.Fatalf("no policy of 20 members or more among %d", len(plan.Policies))
 	}
 }
