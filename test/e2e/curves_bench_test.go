@@ -169,7 +169,7 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	rec.SettleSeconds = time.Since(start).Seconds()
 	rec.PolicyShare = policyShare(t, kind)
 	if kind == "cluster" {
-		p50, cpu := timeSidecarSetCreates(t, shape, 20)
+		p50, cpu := timeSidecarSetCreates(t, shape, size, 20)
 		rec.CreateP50Ms, rec.CPUPerWriteMs = ms(p50), ms(cpu)
 	} else {
 		p50, cpu := timeNamespacedCreates(t, 20)

@@ -43,7 +43,7 @@ func TestTenantScale(t *testing.T) {
 	settled := time.Since(start)
 	time.Sleep(10 * time.Second) // the resident set once the runtime had time to return memory
 	rss := serverRSS(t)
-	p50, cpu := timeSidecarSetCreates(t, policytest.ShapeOneKey, 20)
+	p50, cpu := timeSidecarSetCreates(t, policytest.ShapeOneKey, envInt("E2E_BENCH_SETS", 1000), 20)
 
 	client := unthrottled()
 	bare := benchPod(bareLabels).withNamespace(serverNamespace)
