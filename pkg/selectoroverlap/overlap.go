@@ -22,7 +22,23 @@ import (
 
 // Overlap reports whether a and b may select a common object (see the package comment).
 func Overlap(a, b *metav1.LabelSelector) bool {
-	return !disjoint(a, b) && !disjoint(b, a)
+	return Prepare(a).Overlap(b)
+}
+
+// Prepared is a selector with the values it collects computed once, to be checked against many
+// others (a SidecarSet write against every stored SidecarSet).
+type Prepared struct {
+	sel  *metav1.LabelSelector
+	keys map[string]*allowed
+}
+
+// Prepare returns a, prepared.
+func Prepare(a *metav1.LabelSelector) Prepared { return Prepared{sel: a, keys: collect(a)} }
+
+// Overlap is Overlap(p's selector, b). b is checked against p's collected values first, which
+// allocates nothing and settles most pairs (different values of one key).
+func (p Prepared) Overlap(b *metav1.LabelSelector) bool {
+	return !contradicts(p.keys, b) && !disjoint(b, p.sel)
 }
 
 // allowed is the set of values a key may take; any means every value.
@@ -66,7 +82,14 @@ func disjoint(a, b *metav1.LabelSelector) bool {
 	if b == nil {
 		return false
 	}
-	keys := collect(a)
+	return contradicts(collect(a), b)
+}
+
+// contradicts reports whether a requirement of b contradicts the values collected in keys.
+func contradicts(keys map[string]*allowed, b *metav1.LabelSelector) bool {
+	if b == nil {
+		return false
+	}
 	for k, v := range b.MatchLabels {
 		if s, ok := keys[k]; ok && !s.has(v) {
 			return true

@@ -380,7 +380,6 @@ func (p *Plugin) others(name string) ([]*apps.SidecarSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	all, err := p.internal.convert(list)
 	if err != nil {
 		return nil, err
@@ -398,36 +397,54 @@ func (p *Plugin) others(name string) ([]*apps.SidecarSet, error) {
 // read.
 type internalCache struct {
 	mu   sync.Mutex
-	byID map[types.UID]internalEntry
+	byID map[types.UID]*internalEntry
+	// pass counts the calls of convert: an entry not seen in the latest one is forgotten.
+	pass uint64
 }
 
 type internalEntry struct {
 	resourceVersion string
 	ss              *apps.SidecarSet
+	seen            uint64
 }
 
 // convert returns the internal forms of list, in its order, converting only what changed since
-// the last call, and forgets the SidecarSets no longer listed.
+// the last call, and forgets the SidecarSets no longer listed. It allocates nothing per stored
+// SidecarSet that did not change (every SidecarSet write calls it).
 func (c *internalCache) convert(list []*v1alpha1.SidecarSet) ([]*apps.SidecarSet, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.byID == nil {
+		c.byID = map[types.UID]*internalEntry{}
+	}
+	c.pass++
 	out := make([]*apps.SidecarSet, 0, len(list))
-	next := make(map[types.UID]internalEntry, len(list))
+	kept := 0
 	for _, w := range list {
-		e, ok := c.byID[w.UID]
-		if !ok || e.resourceVersion != w.ResourceVersion || w.UID == "" {
+		e := c.byID[w.UID]
+		if e == nil || e.resourceVersion != w.ResourceVersion || w.UID == "" {
 			ss, err := toInternal(w)
 			if err != nil {
 				return nil, err
 			}
-			e = internalEntry{resourceVersion: w.ResourceVersion, ss: ss}
+			e = &internalEntry{resourceVersion: w.ResourceVersion, ss: ss}
+			if w.UID != "" {
+				c.byID[w.UID] = e
+			}
 		}
-		if w.UID != "" {
-			next[w.UID] = e
+		if e.seen != c.pass && w.UID != "" {
+			e.seen = c.pass
+			kept++
 		}
 		out = append(out, e.ss)
 	}
-	c.byID = next
+	if kept < len(c.byID) {
+		for uid, e := range c.byID {
+			if e.seen != c.pass {
+				delete(c.byID, uid)
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -2,6 +2,7 @@ package crossvalidation
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -21,7 +23,7 @@ import (
 
 // newPlugin returns the plugin on listers holding sets (the informer's objects: SidecarSets and
 // NamespacedSidecarSets in engine form) and revisions.
-func newPlugin(t *testing.T, sets []*v1alpha1.SidecarSet, revisions []*v1alpha1.SidecarSetRevision) *Plugin {
+func newPlugin(t testing.TB, sets []*v1alpha1.SidecarSet, revisions []*v1alpha1.SidecarSetRevision) *Plugin {
 	t.Helper()
 	setIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, ss := range sets {
@@ -328,6 +330,33 @@ func TestNamespacedUpdateWithKnownConflict(t *testing.T) {
 			a := admission.NewAttributesRecord(tc.new, tc.old, apps.Kind("NamespacedSidecarSet").WithVersion(""), "team-a", "logs",
 				apps.Resource("namespacedsidecarsets").WithVersion(""), "", admission.Update, &metav1.UpdateOptions{}, false, nil)
 			checkRefusal(t, p.Validate(context.Background(), a, nil), tc.want)
+		})
+	}
+}
+
+// BenchmarkCreate checks the create of one more SidecarSet against 1,000 and 10,000 stored ones,
+// each selecting its own value of one key (the manual's shape).
+func BenchmarkCreate(b *testing.B) {
+	set := func(i int) *apps.SidecarSet {
+		s := spec("", fmt.Sprintf("log-%d", i))
+		s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)}}
+		return &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%05d", i)}, Spec: s}
+	}
+	for _, n := range []int{1000, 10000} {
+		sets := make([]*v1alpha1.SidecarSet, n)
+		for i := range sets {
+			sets[i] = wire(set(i))
+			sets[i].UID, sets[i].ResourceVersion = types.UID(sets[i].Name), "1"
+		}
+		p := newPlugin(b, sets, nil)
+		write := set(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := p.Validate(context.Background(), attributes(write), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -2,6 +2,8 @@ package validation
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -25,18 +27,25 @@ import (
 //   - a volume whose name another declares with a different definition;
 //   - an annotation patched by both with non-Retain policies, when either uses Overwrite.
 //
-// Each conflict is reported once, naming the first conflicting SidecarSet in the order of others.
+// Each conflict is reported once, naming the first conflicting SidecarSet by name.
 func ValidateConflicts(ss *apps.SidecarSet, others []*apps.SidecarSet) field.ErrorList {
 	baseName, _ := IsCanary(ss)
 	var overlapping []*apps.SidecarSet
+	pods := selectoroverlap.Prepare(ss.Spec.Selector)
+	var namespaces *selectoroverlap.Prepared
+	if sel := apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector); sel != nil {
+		p := selectoroverlap.Prepare(sel)
+		namespaces = &p
+	}
 	for _, o := range others {
 		if o == nil || o.Name == ss.Name || (baseName != "" && o.Name == baseName) {
 			continue
 		}
-		if namespacesOverlap(ss, o) && selectoroverlap.Overlap(ss.Spec.Selector, o.Spec.Selector) {
+		if pods.Overlap(o.Spec.Selector) && namespacesOverlap(namespaces, o) {
 			overlapping = append(overlapping, o)
 		}
 	}
+	slices.SortStableFunc(overlapping, func(a, b *apps.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
 	return conflictsWith(ss, overlapping)
 }
 
@@ -59,11 +68,13 @@ func conflictsWith(ss *apps.SidecarSet, overlapping []*apps.SidecarSet) field.Er
 }
 
 // namespacesOverlap is false only when both SidecarSets restrict namespaces and the restrictions
-// do not overlap.
-func namespacesOverlap(a, b *apps.SidecarSet) bool {
-	sa := apps.NamespaceSelector(a.Spec.Namespace, a.Spec.NamespaceSelector)
+// do not overlap: a's restriction is given prepared, nil for none.
+func namespacesOverlap(a *selectoroverlap.Prepared, b *apps.SidecarSet) bool {
+	if a == nil {
+		return true
+	}
 	sb := apps.NamespaceSelector(b.Spec.Namespace, b.Spec.NamespaceSelector)
-	return sa == nil || sb == nil || selectoroverlap.Overlap(sa, sb)
+	return sb == nil || a.Overlap(sb)
 }
 
 func containerConflicts(mine []apps.SidecarContainer, others []*apps.SidecarSet,
