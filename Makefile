@@ -109,7 +109,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/admission/plugin/crossvalidation/ ./pkg/apis/apps/validation/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
 
 # For each selector shape (the manual's one key, a key per SidecarSet, mixed; E2E_BENCH_SHAPES narrows
 # them) and each mode: kubectl apply of 1,000 SidecarSets, SidecarSet create latency and
