@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"strconv"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -56,6 +57,7 @@ type nearEntry struct {
 
 type memberEntry struct {
 	key    string
+	stamp  time.Time // the member's hash entries carry it
 	result Result
 	member *member
 }
@@ -154,14 +156,14 @@ func (mm *Memo) lists(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 }
 
 // memberKey identifies a compilation: a digest of the SidecarSet, its neighbours and the inputs
-// of the plan that reach a member; "" when one of them is not memoizable.
+// of the plan that reach a member but the stamp; "" when one of them is not memoizable.
 func (mm *Memo) memberKey(in *Input, base bool) string {
 	v := mm.versionOf(in.SidecarSet).digest
 	if v == "" {
 		return ""
 	}
 	h := sha256.New()
-	h.Write([]byte(v + "\x01" + in.Stamp.UTC().String() + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName)))
+	h.Write([]byte(v + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName)))
 	for _, o := range in.Neighbours {
 		ov := mm.versionOf(o).digest
 		if ov == "" {
@@ -172,10 +174,19 @@ func (mm *Memo) memberKey(in *Input, base bool) string {
 	return string(h.Sum(nil))
 }
 
-// compile is compileMember, memoized.
+// compile is compileMember, memoized. The stamp reaches only the member's hash entries, which are
+// rendered again when it changes: a SidecarSet no policy records yet (one the webhook serves) is
+// stamped with the time of each plan, and compiling it whole every time made every plan compile
+// every such SidecarSet (most of them at 10,000).
 func (mm *Memo) compile(in Input, base bool) (Result, *member, error) {
 	key := mm.memberKey(&in, base)
 	if e, ok := mm.members[in.SidecarSet.Name]; ok && key != "" && e.key == key {
+		if e.member != nil && !e.stamp.Equal(in.Stamp) {
+			m := *e.member
+			m.hashEntries(in.SidecarSet, &in)
+			e.member, e.stamp = &m, in.Stamp
+			mm.members[in.SidecarSet.Name] = e
+		}
 		return e.result, e.member, nil
 	}
 	r, m, err := compileMember(in)
@@ -185,7 +196,7 @@ func (mm *Memo) compile(in Input, base bool) (Result, *member, error) {
 	if mm.members == nil {
 		mm.members = map[string]memberEntry{}
 	}
-	mm.members[in.SidecarSet.Name] = memberEntry{key: key, result: r, member: m}
+	mm.members[in.SidecarSet.Name] = memberEntry{key: key, stamp: in.Stamp, result: r, member: m}
 	return r, m, nil
 }
 

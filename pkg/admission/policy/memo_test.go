@@ -2,8 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +63,14 @@ func TestMemo(t *testing.T) {
 			}
 			check("first plan")
 			check("again")
+			before := maps.Clone(memo.members)
+			now = now.Add(time.Second) // a SidecarSet no policy records is stamped with the plan's time
+			check("a second later")
+			for name, e := range memo.members {
+				if b, ok := before[name]; ok && b.member != nil && compiledAgain(b.member, e.member) {
+					t.Errorf("a second later: %s was compiled again (only its hash entries changed)", name)
+				}
+			}
 			add := policytest.BenchSidecarSets(shape, 200)[150]
 			add.Name, add.Generation = "added", 1
 			sets["added"] = stored(add)
@@ -71,6 +81,8 @@ func TestMemo(t *testing.T) {
 			changed.Spec.Containers[0].PodInjectPolicy = v1alpha1.BeforeAppContainerType
 			sets[changed.Name] = stored(changed)
 			check("spec change")
+			now = now.Add(time.Minute)
+			check("a minute later")
 			widened := sets["bench-0003"].DeepCopy()
 			widened.Generation++
 			widened.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "bench", Operator: metav1.LabelSelectorOpExists}}}
@@ -93,4 +105,10 @@ func TestMemo(t *testing.T) {
 			check("re-created")
 		})
 	}
+}
+
+// compiledAgain reports whether after is a new compilation rather than before with its hash
+// entries rendered again: a compilation renders its selector anew.
+func compiledAgain(before, after *member) bool {
+	return unsafe.StringData(before.sel) != unsafe.StringData(after.sel)
 }
