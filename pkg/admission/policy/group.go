@@ -304,20 +304,20 @@ func (ch *chunk) pick(hashed bool, value func(*member) string) string {
 // containersBefore is the CEL of the number of containers the applying members before member k
 // insert (count(m): before or after the apps), or of all of them for k = len(ch.members).
 func (ch *chunk) containersBefore(k int, count func(*member) int) string {
-	counts, same := make([]string, len(ch.members)), true
+	counts, first, same := make([]string, len(ch.members)), count(ch.members[0]), true
 	for j, m := range ch.members {
-		counts[j] = fmt.Sprint(count(m))
-		same = same && count(m) == count(ch.members[0])
+		c := count(m)
+		counts[j], same = fmt.Sprint(c), same && c == first
 	}
 	on := ch.v("on")
 	if k < len(ch.members) {
 		on = fmt.Sprintf("%s.filter(j, j < %d)", on, k)
 	}
 	switch {
-	case k == 0 || same && counts[0] == "0":
+	case k == 0 || same && first == 0:
 		return "0"
 	case same:
-		return fmt.Sprintf("size(%s) * %s", on, counts[0])
+		return fmt.Sprintf("size(%s) * %d", on, first)
 	}
 	return fmt.Sprintf("%s.map(j, [%s][j]).sum()", on, strings.Join(counts, ", "))
 }
