@@ -62,11 +62,13 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		}
 		inputs.CountNamespaced = nearCapFromStorage(cached, c.ExtraConfig.MaxNamespacedPerNamespace,
 			func(ctx context.Context, ns string, limit int64) (int, error) {
-				list, err := own.AppsV1alpha1().NamespacedSidecarSets(ns).List(ctx, metav1.ListOptions{Limit: limit})
-				if err != nil {
-					return 0, err
-				}
-				return len(list.Items), nil
+				return storedCount(ctx, func(ctx context.Context, opts metav1.ListOptions) (metav1.ListInterface, int, error) {
+					list, err := own.AppsV1alpha1().NamespacedSidecarSets(ns).List(ctx, opts)
+					if err != nil {
+						return nil, 0, err
+					}
+					return list, len(list.Items), nil
+				}, limit)
 			})
 	}
 	inputs.HasSynced = allSynced(synced)
@@ -121,6 +123,23 @@ func allSynced(synced []cache.InformerSynced) func() bool {
 		}
 		return true
 	}
+}
+
+// storedCount counts the objects list returns, reading one: storage counts the rest of a page
+// (metadata.remainingItemCount, exact for a list without selectors), so a create near the cap
+// does not decode the namespace's objects. When the count is not given, it reads up to limit.
+func storedCount(ctx context.Context, list func(context.Context, metav1.ListOptions) (metav1.ListInterface, int, error), limit int64) (int, error) {
+	meta, n, err := list(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case err != nil:
+		return 0, err
+	case meta.GetContinue() == "":
+		return n, nil
+	case meta.GetRemainingItemCount() != nil:
+		return n + int(*meta.GetRemainingItemCount()), nil
+	}
+	_, n, err = list(ctx, metav1.ListOptions{Limit: limit})
+	return n, err
 }
 
 // namespacedByNamespace indexes the SidecarSet informer's NamespacedSidecarSets (named

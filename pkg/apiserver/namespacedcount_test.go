@@ -2,7 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestNearCapFromStorage: a create far from the per-namespace cap counts from the cache alone;
@@ -31,6 +34,41 @@ func TestNearCapFromStorage(t *testing.T) {
 			}
 			if stored := limitAsked != 0; stored != tc.wantStored || (stored && (n != 1000 || limitAsked != int64(tc.limit)+1)) {
 				t.Errorf("count %d, storage read with limit %d; want storage read %v with limit %d", n, limitAsked, tc.wantStored, tc.limit+1)
+			}
+		})
+	}
+}
+
+// TestStoredCount: the count reads one object and takes the rest from the page's
+// remainingItemCount; only a page without one is read again, up to the limit.
+func TestStoredCount(t *testing.T) {
+	remaining := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name      string
+		first     metav1.ListMeta
+		firstLen  int
+		want      int
+		wantReads []int64
+	}{
+		{"empty namespace", metav1.ListMeta{}, 0, 0, []int64{1}},
+		{"one object", metav1.ListMeta{}, 1, 1, []int64{1}},
+		{"the rest counted by storage", metav1.ListMeta{Continue: "c", RemainingItemCount: remaining(199)}, 1, 200, []int64{1}},
+		{"no count given: read up to the limit", metav1.ListMeta{Continue: "c"}, 1, 42, []int64{1, 201}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads []int64
+			n, err := storedCount(context.Background(), func(_ context.Context, opts metav1.ListOptions) (metav1.ListInterface, int, error) {
+				reads = append(reads, opts.Limit)
+				if len(reads) == 1 {
+					return &tc.first, tc.firstLen, nil
+				}
+				return &metav1.ListMeta{}, 42, nil
+			}, 201)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.want || !slices.Equal(reads, tc.wantReads) {
+				t.Errorf("count %d with reads of %v, want %d with reads of %v", n, reads, tc.want, tc.wantReads)
 			}
 		})
 	}

@@ -411,8 +411,10 @@ func curvePods(t *testing.T, n int) curveRecord {
 	unavailable := watchUnavailable(t, scaleNamespace, "sidecar1", "busybox:1.37")
 	start := time.Now()
 	patchImage(t, "curve", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	profiled := profileKubeAPIServer(t, fmt.Sprintf("rollout-%d", n))
 	waitStatusFor(t, "curve", n, 30*time.Minute)
 	rec.RolloutSeconds = time.Since(start).Seconds()
+	profiled()
 	rec.MaxUnavailable = unavailable()
 	if budget := n / 10; rec.MaxUnavailable > budget {
 		t.Errorf("rollout of %d pods: %d unavailable at once, more than maxUnavailable 10%% (%d)", n, rec.MaxUnavailable, budget)
