@@ -285,6 +285,20 @@ func Members(p *admissionregistrationv1.MutatingAdmissionPolicy) map[string]bool
 	return out
 }
 
+// Adds reports whether after injects every SidecarSet before injects as before does (the same
+// revision, compiled at the same time to the same form): writing after over before only adds
+// SidecarSets, which the webhook injects until kube-apiserver has loaded after. A policy not yet
+// written (before nil) only adds too.
+func Adds(before, after *admissionregistrationv1.MutatingAdmissionPolicy) bool {
+	now := records(after)
+	for name, r := range records(before) {
+		if got, ok := now[name]; !ok || got != r {
+			return false
+		}
+	}
+	return true
+}
+
 // incumbents are the SidecarSets the owned policies inject (records by SidecarSet name).
 func incumbents(prev map[string]record) map[string]bool {
 	out := make(map[string]bool, len(prev))

@@ -107,6 +107,8 @@ type Controller struct {
 
 	memo policy.Memo // what the last plan compiled, for the next (Reconcile runs one at a time)
 	pace pacer       // spaces out the reconciles events ask for (pace.go)
+	// budget spaces out the policy writes that only add SidecarSets (pace.go)
+	budget writeBudget
 
 	onChange func(names ...string) // see OnChange
 }
@@ -125,6 +127,7 @@ func New(opts Options) (*Controller, error) {
 		webhooks: opts.Webhooks.Lister(),
 	}
 	c.pace.clock = opts.Clock
+	c.budget.clock = opts.Clock
 	enqueue := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.addAfter(c.pace.delay()) },
 		UpdateFunc: func(any, any) { c.addAfter(c.pace.delay()) },
@@ -415,6 +418,7 @@ const (
 func (c *Controller) write(ctx context.Context, writes []plan.Write) (map[string]bool, error) {
 	failed, notDone := map[string]bool{}, map[string]bool{}
 	var errs []error
+	var deferred time.Time // when the first policy update that waits may go
 	for len(writes) > 0 {
 		n := 1
 		for n < len(writes) && writes[n].Kind == writes[0].Kind && (writes[n].If == nil || !inBatch(writes[:n], writes[n].If.Key)) {
@@ -431,7 +435,11 @@ func (c *Controller) write(ctx context.Context, writes []plan.Write) (map[string
 		for i := 0; i < workers; i++ {
 			wg.Go(func() {
 				for j := range next {
+					start := c.opts.Clock.Now()
 					results[j] = c.do(ctx, batch[j])
+					if w := batch[j]; w.Kind == plan.Policy && results[j].err == nil {
+						c.budget.spent(w.Name, start, w.Op == plan.Delete)
+					}
 				}
 			})
 		}
@@ -439,6 +447,13 @@ func (c *Controller) write(ctx context.Context, writes []plan.Write) (map[string
 			if !w.If.Holds(notDone) {
 				results[j].skipped = true
 				continue
+			}
+			if w.Adds {
+				if d := c.budget.wait(w.Name); d > 0 {
+					results[j].skipped, deferred = true, soonest(deferred, c.opts.Clock.Now().Add(d))
+					failed[w.Key()] = true // its SidecarSets are held until it is written
+					continue
+				}
 			}
 			next <- j
 		}
@@ -452,7 +467,18 @@ func (c *Controller) write(ctx context.Context, writes []plan.Write) (map[string
 			notDone[w.Key()] = results[j].skipped || results[j].err != nil
 		}
 	}
+	if !deferred.IsZero() {
+		c.addAfter(deferred.Sub(c.opts.Clock.Now()))
+	}
 	return failed, errors.Join(errs...)
+}
+
+// soonest returns the earlier of a and b, the one set when the other is zero.
+func soonest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func inBatch(batch []plan.Write, key string) bool {

@@ -12,13 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	appsfake "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
@@ -536,5 +540,64 @@ func TestOnChange(t *testing.T) {
 	want := [][]string{{"a", "b"}, {"b"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("reported %v, want %v", got, want)
+	}
+}
+
+// TestPolicyWritesThatOnlyAddWait: after a policy write that kube-apiserver took 300 ms to admit,
+// a write that only adds a SidecarSet to a policy waits writeFactor times that (the webhook
+// injects the SidecarSet meanwhile, and it is not applied yet), while a write that changes what a
+// policy injects goes at once.
+func TestPolicyWritesThatOnlyAddWait(t *testing.T) {
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, webhookConfig())
+	const admission = 300 * time.Millisecond
+	admitting := func(clienttesting.Action) (bool, runtime.Object, error) {
+		f.clock.Step(admission) // kube-apiserver compiles the policy
+		return false, nil, nil
+	}
+	f.kube.PrependReactor("create", "mutatingadmissionpolicies", admitting)
+	f.kube.PrependReactor("update", "mutatingadmissionpolicies", admitting)
+	members := func() string {
+		p := f.policies(t)["sidecarsets-app-v0"]
+		if p == nil {
+			return "none"
+		}
+		return strings.Join(sets.List(sets.KeySet(policy.Members(p))), ",")
+	}
+	f.reconcile(t) // a's policy is created at once (nothing written before)
+	if got := members(); got != "a" {
+		t.Fatalf("members after the first write: %s, want a", got)
+	}
+
+	f.clock.Step(time.Second)
+	b := sidecarSet("b", "busybox:1")
+	b.Generation = 1
+	if _, err := f.apps.AppsV1alpha1().SidecarSets().Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if got := members(); got != "a" {
+		t.Errorf("members 1 s after a write of 300 ms: %s, want a (adding b waits 2.4 s)", got)
+	}
+	if w := f.webhooks(t); w != "app in (a,b) | " {
+		t.Errorf("the webhook does not inject b while its policy waits: %q", w)
+	}
+	if f.ctrl.Ready(b) {
+		t.Error("b is ready before a policy injects it")
+	}
+
+	f.clock.Step(1500 * time.Millisecond) // 2.5 s after the write ended
+	f.reconcile(t)
+	if got := members(); got != "a,b" {
+		t.Errorf("members 2.5 s after a write of 300 ms: %s, want a,b", got)
+	}
+
+	a := sidecarSet("a", "busybox:2") // a new revision of a: the policy changes what it injects
+	if _, err := f.apps.AppsV1alpha1().SidecarSets().Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := f.policies(t)["sidecarsets-app-v0"].Annotations[apps.SidecarSetsAnnotation]
+	f.reconcile(t)
+	if after := f.policies(t)["sidecarsets-app-v0"].Annotations[apps.SidecarSetsAnnotation]; after == before || !contains(after, "h-busybox:2") {
+		t.Errorf("a's new revision waited for the budget: records %s", after)
 	}
 }

@@ -51,3 +51,45 @@ func (p *pacer) run(fn func() error) error {
 	p.mu.Unlock()
 	return err
 }
+
+// Policy rewrites: kube-apiserver compiles and cost-checks a policy when it admits it, and again
+// when it loads it, for a large group policy a good part of a second of its CPU each time. During
+// a bulk apply each reconcile would rewrite the growing group policies, keeping kube-apiserver
+// busy compiling them. So after a write of a policy that took d, an update of that policy that
+// only adds SidecarSets (plan.Write.Adds) waits until writeFactor times d has passed (at most
+// maxWriteWait): about 2d of every (1+writeFactor)d of kube-apiserver's CPU for each policy. The
+// webhook injects the SidecarSets it adds meanwhile; creates, deletes and updates that change or
+// remove what a policy injects go at once.
+const (
+	writeFactor  = 8
+	maxWriteWait = 10 * time.Second
+)
+
+// writeBudget records, by policy name, until when its updates that only add SidecarSets wait.
+type writeBudget struct {
+	mu    sync.Mutex
+	clock clock.PassiveClock
+	until map[string]time.Time
+}
+
+// wait returns how long such an update of the named policy waits now.
+func (b *writeBudget) wait(name string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(0, b.until[name].Sub(b.clock.Now()))
+}
+
+// spent records a write of the named policy that ran from start until now (a delete forgets it).
+func (b *writeBudget) spent(name string, start time.Time, deleted bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if deleted {
+		delete(b.until, name)
+		return
+	}
+	if b.until == nil {
+		b.until = map[string]time.Time{}
+	}
+	end := b.clock.Now()
+	b.until[name] = end.Add(min(writeFactor*end.Sub(start), maxWriteWait))
+}

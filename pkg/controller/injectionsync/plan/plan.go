@@ -99,6 +99,10 @@ type Write struct {
 	Holds []string
 	// Reason says why the write is planned.
 	Reason string
+	// Adds tells a policy update that only adds SidecarSets (policy.Adds): the policy as it is
+	// injects its members as planned, and the webhook injects the new ones until it is written, so
+	// the update may wait.
+	Adds bool
 }
 
 // Key names the object written (as Condition.Key does).
@@ -253,7 +257,12 @@ func Sync(in Input) (Result, error) {
 		r.WithdrawAfter = 0
 	}
 	served := servedBy(p.Results)
-	r.Writes = append(r.Writes, diff(Policy, wantPolicies, compiled, served, nil, policySpec)...)
+	for _, w := range diff(Policy, wantPolicies, compiled, served, nil, policySpec) {
+		if w.Op == Update {
+			w.Adds = policy.Adds(compiled[w.Name], w.Object.(*admissionregistrationv1.MutatingAdmissionPolicy))
+		}
+		r.Writes = append(r.Writes, w)
+	}
 	r.Writes = append(r.Writes, diff(Binding, wantBindings, bindings, served, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string {
 		if _, ok := compiled[b.Spec.PolicyName]; ok {
 			return ""
