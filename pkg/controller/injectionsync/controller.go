@@ -12,6 +12,7 @@ package injectionsync
 
 import (
 	"context"
+	"slices"
 
 	"errors"
 	"fmt"
@@ -94,6 +95,7 @@ type Controller struct {
 
 	appliedMu sync.Mutex
 	state     plan.State               // what is applied, and what settles until when
+	notReady  map[string]bool          // the SidecarSets not ready after the last pass
 	widened   map[string]apps.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
 	results   map[string]policy.Result // SidecarSet name -> the path the last plan gave it; nil between terms
 	sets      appslisters.SidecarSetLister
@@ -308,13 +310,26 @@ func (c *Controller) record(res plan.Result, failed map[string]bool) {
 }
 
 // apply keeps what the pass applied (see record) and returns the SidecarSets whose path or
-// widening changed.
+// widening changed, or that became ready (Ready: their status may now record their generation).
+// A pass runs when the next SidecarSet settles, so that it is told too.
 func (c *Controller) apply(res plan.Result, failed map[string]bool) []string {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
+	now := c.opts.Clock.Now()
 	changed := changedResults(c.results, res.Results, c.widened, res.Widened)
 	c.widened, c.results = res.Widened, res.Results
-	c.state = res.Next(c.state, failed, c.opts.Clock.Now())
+	c.state = res.Next(c.state, failed, now)
+	notReady := res.NotReady(c.state, now)
+	for name := range c.notReady {
+		if !notReady[name] && !slices.Contains(changed, name) {
+			changed = append(changed, name)
+		}
+	}
+	c.notReady = notReady
+	sort.Strings(changed)
+	if at := c.state.SettledAt(now); !at.IsZero() {
+		c.addAfter(at.Sub(now))
+	}
 	if len(res.Settling) > 0 {
 		names := make([]string, 0, len(res.Settling))
 		for name := range res.Settling {

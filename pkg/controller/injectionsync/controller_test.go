@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -585,10 +586,15 @@ func TestPolicyWritesThatOnlyAddWait(t *testing.T) {
 		t.Error("b is ready before a policy injects it")
 	}
 
+	var told []string
+	f.ctrl.OnChange(func(names ...string) { told = append(told, names...) })
 	f.clock.Step(1500 * time.Millisecond) // 2.5 s after the write ended
 	f.reconcile(t)
 	if got := members(); got != "a,b" {
 		t.Errorf("members 2.5 s after a write of 300 ms: %s, want a,b", got)
+	}
+	if !f.ctrl.Ready(b) || !slices.Contains(told, "b") {
+		t.Errorf("b ready %v once its policy is written, and the SidecarSet controller told of %v, want b among them", f.ctrl.Ready(b), told)
 	}
 
 	a := sidecarSet("a", "busybox:2") // a new revision of a: the policy changes what it injects

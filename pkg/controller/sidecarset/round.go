@@ -17,7 +17,10 @@ import (
 )
 
 // injectionPoll is how often a SidecarSet whose injection is not ready yet is looked at again.
-const injectionPoll = 100 * time.Millisecond
+// The policy controller tells when it becomes ready (Resync from its OnChange): this is a safety
+// net, which during a bulk apply would otherwise run rounds of every SidecarSet still waiting for
+// its policy.
+const injectionPoll = time.Second
 
 // sync runs a round and looks again soon while the SidecarSet's injection is not ready, or was
 // not when the round began: injection may become ready during the round, after its status was

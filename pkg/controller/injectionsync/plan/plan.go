@@ -205,6 +205,28 @@ func (r Result) Next(prev State, failed map[string]bool, writtenAt time.Time) St
 	return next
 }
 
+// NotReady returns the SidecarSets of the pass that are not ready at now in state s.
+func (r Result) NotReady(s State, now time.Time) map[string]bool {
+	out := map[string]bool{}
+	for name, g := range r.generations {
+		if !s.Ready(name, g, now) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// SettledAt returns when the next SidecarSet of s that settles after now does (zero when none).
+func (s State) SettledAt(now time.Time) time.Time {
+	var at time.Time
+	for _, until := range s.Settling {
+		if until.After(now) && (at.IsZero() || until.Before(at)) {
+			at = until
+		}
+	}
+	return at
+}
+
 // Ready reports whether the SidecarSet named name is applied at generation and settled at now.
 func (s State) Ready(name string, generation int64, now time.Time) bool {
 	g, ok := s.Applied[name]
