@@ -199,3 +199,47 @@ func TestGroupOfOneContainerMembersIsOneMutation(t *testing.T) {
 		t.Fatalf("no policy of 20 members or more among %d", len(plan.Policies))
 	}
 }
+
+// TestPlanWebhookOnly: with --injection=webhook every SidecarSet that injects pods is the
+// webhook's, for that reason alone, and nothing is compiled for policies.
+func TestPlanWebhookOnly(t *testing.T) {
+	plain := mustSidecarSet(t, `
+metadata: {name: plain}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: log, image: busybox}]
+`)
+	hot := mustSidecarSet(t, `
+metadata: {name: hot}
+spec:
+  selector: {matchExpressions: [{key: tier, operator: In, values: [front]}]}
+  containers:
+  - name: proxy
+    image: envoy
+    upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: empty}
+`)
+	paused := mustSidecarSet(t, `
+metadata: {name: paused}
+spec:
+  selector: {matchLabels: {app: web}}
+  injectionStrategy: {paused: true}
+  containers: [{name: other, image: busybox}]
+`)
+	memo := &Memo{}
+	p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, WebhookOnly: true, Memo: memo,
+		Now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"plain": apps.ReasonWebhookMode, "hot": apps.ReasonWebhookMode, "paused": apps.ReasonInjectionPaused} {
+		if got := p.Results[name].Reason; got != want {
+			t.Errorf("%s: reason %s, want %s", name, got, want)
+		}
+	}
+	if len(p.Policies) != 0 || len(memo.members) != 0 {
+		t.Errorf("webhook mode: %d policies, %d SidecarSets compiled; want none", len(p.Policies), len(memo.members))
+	}
+	if webhooksCalled(t, p.WebhookMatches, labelled(map[string]string{"app": "web"})) == 0 {
+		t.Error("webhook mode: a pod plain selects is not sent to the webhook")
+	}
+}
