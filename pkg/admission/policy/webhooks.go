@@ -108,6 +108,26 @@ func (r *requirement) cel(key string) string {
 	return fmt.Sprintf("(%s in %s && %s)", quote(key), l, anyOfCEL(l+"["+quote(key)+"]", sortedKeys(r.values)))
 }
 
+// celWithin is r as a CEL term over the labels of a pod within selects (its value is one of
+// within's): not one of the values of within r lacks, when they are fewer than r's, so that a
+// key most of whose values are the webhook's needs a short condition. ok is false when the
+// term of cel is as short.
+func (r *requirement) celWithin(within *requirement, key string) (string, bool) {
+	if r.exists || within.exists {
+		return "", false
+	}
+	rest := requirement{values: map[string]bool{}}
+	for v := range within.values {
+		if !r.values[v] {
+			rest.values[v] = true
+		}
+	}
+	if len(rest.values) == 0 || len(rest.values) >= len(r.values) {
+		return "", false
+	}
+	return "!" + rest.cel(key), true
+}
+
 // keyNeeds is, for one label key, what the webhooks must receive of the pods that have it.
 type keyNeeds struct {
 	all        requirement // pods any of the SidecarSets below may select
@@ -221,7 +241,11 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[
 	var terms []string
 	var policySets []*v1alpha1.SidecarSet
 	for _, k := range keys {
-		if needs[k].hasWebhook {
+		switch within, ok := own.webhook.celWithin(&own.all, k); {
+		case !needs[k].hasWebhook:
+		case k == keys[0] && ok: // the objectSelector holds the pod to own.all
+			terms = append(terms, within)
+		default:
 			terms = append(terms, needs[k].webhook.cel(k))
 		}
 		policySets = append(policySets, needs[k].policySets...)

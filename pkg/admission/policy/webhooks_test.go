@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +16,10 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // webhooksCalled returns how many of the webhooks of matches call the server for pod, as
@@ -258,5 +261,59 @@ func TestExpandWebhooks(t *testing.T) {
 	}
 	if len(again) != 2 || again[0].Name != "inject.example.io" || again[1].Name != "inject-system.example.io" || len(again[0].ObjectSelector.MatchLabels) != 0 {
 		t.Errorf("expanding an expanded configuration again: %+v", again)
+	}
+}
+
+// TestWebhookOfAKeyMostlyOnTheWebhook: when most values of a label key are served by the webhook
+// (10,000 one-key SidecarSets, the group policies holding the first 128 values), the webhook of
+// the key still spares the server the pods of the policy-path values: its match condition
+// names the few values the webhook does not serve rather than the many it does, which would be
+// too large a condition (the webhook would then receive every pod with the key).
+func TestWebhookOfAKeyMostlyOnTheWebhook(t *testing.T) {
+	sets := policytest.BenchSidecarSets("onekey", 10000)
+	for _, ss := range sets { // as the server stores them
+		ss.Status.LatestRevision = ss.Name + "-1"
+		ss.Annotations = map[string]string{sidecar.HashAnnotation: "h-" + ss.Name, sidecar.HashWithoutImageAnnotation: "w-" + ss.Name}
+	}
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	first, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now, Grace: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, bound, loaded := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}, map[string]bool{}, map[string]time.Time{}
+	for _, p := range first.Policies {
+		compiled[p.Name], bound[p.Name], loaded[p.Name] = p, true, now
+	}
+	later := now.Add(time.Minute) // the policies loaded, their grace period over
+	p, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: later, Grace: 10 * time.Second, Compiled: compiled, Bound: bound, Loaded: loaded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyValue, webhookValue := "", ""
+	for _, ss := range sets[5:] {
+		v := ss.Spec.Selector.MatchLabels["bench"]
+		switch p.Results[ss.Name].Path {
+		case apps.PathPolicy:
+			policyValue = v
+		case apps.PathWebhook:
+			webhookValue = v
+		}
+	}
+	if policyValue == "" || webhookValue == "" {
+		t.Fatalf("the shape has no value on one of the paths (policy %q, webhook %q)", policyValue, webhookValue)
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want int
+	}{
+		{labelled(map[string]string{"bench": "five"}), 0},
+		{labelled(map[string]string{"bench": policyValue}), 0},
+		{labelled(map[string]string{"bench": "five"}, "five-0"), 1}, // declares a policy-path sidecar: the injector replaces it
+		{labelled(map[string]string{"bench": webhookValue}), 1},
+		{labelled(map[string]string{"other": "x"}), 0},
+	} {
+		if got := webhooksCalled(t, p.WebhookMatches, tc.pod); got != tc.want {
+			t.Errorf("pod %v with containers %d: %d webhooks call the server, want %d", tc.pod.Labels, len(tc.pod.Spec.Containers), got, tc.want)
+		}
 	}
 }
