@@ -13,14 +13,16 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
-func TestPlanPolicies(t *testing.T) {
-	plain := mustSidecarSet(t, `
+// plainHotPaused returns a SidecarSet a policy serves, one the webhook serves (hot upgrade) and
+// one that injects no pod.
+func plainHotPaused(t *testing.T) (plain, hot, paused *v1alpha1.SidecarSet) {
+	plain = mustSidecarSet(t, `
 metadata: {name: plain}
 spec:
   selector: {matchLabels: {app: web}}
   containers: [{name: log, image: busybox}]
 `)
-	hot := mustSidecarSet(t, `
+	hot = mustSidecarSet(t, `
 metadata: {name: hot}
 spec:
   selector: {matchExpressions: [{key: tier, operator: In, values: [front]}]}
@@ -29,13 +31,18 @@ spec:
     image: envoy
     upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: empty}
 `)
-	paused := mustSidecarSet(t, `
+	paused = mustSidecarSet(t, `
 metadata: {name: paused}
 spec:
   selector: {matchLabels: {app: web}}
   injectionStrategy: {paused: true}
   containers: [{name: other, image: busybox}]
 `)
+	return plain, hot, paused
+}
+
+func TestPlanPolicies(t *testing.T) {
+	plain, hot, paused := plainHotPaused(t)
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	first, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, Now: now, Grace: 10 * time.Second})
 	if err != nil {
@@ -203,28 +210,7 @@ func TestGroupOfOneContainerMembersIsOneMutation(t *testing.T) {
 // TestPlanWebhookOnly: with --injection=webhook every SidecarSet that injects pods is the
 // webhook's, for that reason alone, and nothing is compiled for policies.
 func TestPlanWebhookOnly(t *testing.T) {
-	plain := mustSidecarSet(t, `
-metadata: {name: plain}
-spec:
-  selector: {matchLabels: {app: web}}
-  containers: [{name: log, image: busybox}]
-`)
-	hot := mustSidecarSet(t, `
-metadata: {name: hot}
-spec:
-  selector: {matchExpressions: [{key: tier, operator: In, values: [front]}]}
-  containers:
-  - name: proxy
-    image: envoy
-    upgradeStrategy: {upgradeType: HotUpgrade, hotUpgradeEmptyImage: empty}
-`)
-	paused := mustSidecarSet(t, `
-metadata: {name: paused}
-spec:
-  selector: {matchLabels: {app: web}}
-  injectionStrategy: {paused: true}
-  containers: [{name: other, image: busybox}]
-`)
+	plain, hot, paused := plainHotPaused(t)
 	memo := &Memo{}
 	p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, WebhookOnly: true, Memo: memo,
 		Now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)})
