@@ -84,9 +84,6 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	if memo == nil {
 		memo = &Memo{}
 	}
-	if in.WebhookOnly {
-		return webhookOnly(sets), nil
-	}
 	near, isBase := memo.neighbours(sets), bases(sets)
 	for i, ss := range sets {
 		stamp := stampFor(ss, prev[ss.Name], in.Now)
@@ -94,6 +91,11 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName}, isBase[ss.Name])
 		if err != nil {
 			return Plan{}, err
+		}
+		// Webhook mode still compiles: a SidecarSet a policy could not serve says why (a
+		// NamespacedSidecarSet that a cluster SidecarSet shadows, among others).
+		if in.WebhookOnly && r.Path == apps.PathPolicy {
+			r, m = webhookMode(), nil
 		}
 		awaiting := false
 		if m != nil && !revisionRecorded(ss) {
@@ -147,24 +149,6 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	p.WebhookMatches, p.Widened = webhookMatches(webhookSets, policySets, members)
 	memo.forget(sets, p.Policies)
 	return p, nil
-}
-
-// webhookOnly is the plan of --injection=webhook: the webhook serves every SidecarSet that
-// injects pods, and nothing is compiled (a SidecarSet's neighbours and form only matter to a
-// policy).
-func webhookOnly(sets []*v1alpha1.SidecarSet) Plan {
-	p := Plan{Results: make(map[string]Result, len(sets))}
-	var served []*v1alpha1.SidecarSet
-	for _, ss := range sets {
-		r, none := injectsNoPod(ss)
-		if !none {
-			r = webhookMode()
-			served = append(served, ss)
-		}
-		p.Results[ss.Name] = r
-	}
-	p.WebhookMatches, p.Widened = webhookMatches(served, nil, nil)
-	return p
 }
 
 // maxOverflow is the number of policies a bucket's members fill, one after the other, when one

@@ -208,22 +208,22 @@ func TestGroupOfOneContainerMembersIsOneMutation(t *testing.T) {
 }
 
 // TestPlanWebhookOnly: with --injection=webhook every SidecarSet that injects pods is the
-// webhook's, for that reason alone, and nothing is compiled for policies.
+// webhook's: reason WebhookMode for those a policy could serve, and the reason a policy could not
+// for the others (a shadowed NamespacedSidecarSet reports it in this mode too).
 func TestPlanWebhookOnly(t *testing.T) {
 	plain, hot, paused := plainHotPaused(t)
-	memo := &Memo{}
-	p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, WebhookOnly: true, Memo: memo,
+	p, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{plain, hot, paused}, WebhookOnly: true,
 		Now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"plain": apps.ReasonWebhookMode, "hot": apps.ReasonWebhookMode, "paused": apps.ReasonInjectionPaused} {
+	for name, want := range map[string]string{"plain": apps.ReasonWebhookMode, "hot": apps.ReasonHotUpgrade, "paused": apps.ReasonInjectionPaused} {
 		if got := p.Results[name].Reason; got != want {
 			t.Errorf("%s: reason %s, want %s", name, got, want)
 		}
 	}
-	if len(p.Policies) != 0 || len(memo.members) != 0 {
-		t.Errorf("webhook mode: %d policies, %d SidecarSets compiled; want none", len(p.Policies), len(memo.members))
+	if len(p.Policies) != 0 {
+		t.Errorf("webhook mode: %d policies, want none", len(p.Policies))
 	}
 	if webhooksCalled(t, p.WebhookMatches, labelled(map[string]string{"app": "web"})) == 0 {
 		t.Error("webhook mode: a pod plain selects is not sent to the webhook")
