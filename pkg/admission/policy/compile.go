@@ -83,18 +83,6 @@ func compileMember(in Input) (Result, *member, error) {
 	return Result{Path: apps.PathPolicy, Reason: apps.ReasonCompiled}, m, nil
 }
 
-// injectsNoPod returns the result of a SidecarSet that injects no pod, and true; false for
-// any other.
-func injectsNoPod(ss *v1alpha1.SidecarSet) (Result, bool) {
-	switch {
-	case ss.Spec.InjectionStrategy.Paused:
-		return Result{Path: apps.PathNone, Reason: apps.ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, true
-	case apps.SelectsNoPod(ss.Spec.Selector):
-		return Result{Path: apps.PathNone, Reason: apps.ReasonNoSelector, Message: "spec.selector selects no pod"}, true
-	}
-	return Result{}, false
-}
-
 // classify returns the result for a SidecarSet a policy does not serve, and false; or true when
 // it compiles.
 func classify(in *Input) (Result, bool) {
@@ -102,10 +90,11 @@ func classify(in *Input) (Result, bool) {
 	webhook := func(reason, format string, args ...any) (Result, bool) {
 		return Result{Path: apps.PathWebhook, Reason: reason, Message: fmt.Sprintf(format, args...)}, false
 	}
-	if r, none := injectsNoPod(ss); none {
-		return r, false
-	}
 	switch {
+	case ss.Spec.InjectionStrategy.Paused:
+		return Result{Path: apps.PathNone, Reason: apps.ReasonInjectionPaused, Message: "injectionStrategy.paused is set"}, false
+	case apps.SelectsNoPod(ss.Spec.Selector):
+		return Result{Path: apps.PathNone, Reason: apps.ReasonNoSelector, Message: "spec.selector selects no pod"}, false
 	case in.SortSidecarContainersByName:
 		return webhook(apps.ReasonSortedContainers, "the server sorts sidecar containers by name")
 	case isCanaryOrBase(ss, in.Others) || in.Bases[ss.Name]:

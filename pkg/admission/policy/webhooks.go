@@ -241,14 +241,13 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[
 	var terms []string
 	var policySets []*v1alpha1.SidecarSet
 	for _, k := range keys {
-		switch within, ok := own.webhook.celWithin(&own.all, k); {
-		case !needs[k].hasWebhook:
-		case k == keys[0] && ok: // the objectSelector holds the pod to own.all
-			terms = append(terms, within)
-		default:
+		if needs[k].hasWebhook {
 			terms = append(terms, needs[k].webhook.cel(k))
 		}
 		policySets = append(policySets, needs[k].policySets...)
+	}
+	if within, ok := own.webhook.celWithin(&own.all, keys[0]); own.hasWebhook && ok {
+		terms[0] = within // the objectSelector holds the pod to own.all
 	}
 	terms = append(terms, declaredNames(policySets, members)...)
 	if len(terms) == 0 {

@@ -12,8 +12,6 @@ package injectionsync
 
 import (
 	"context"
-	"slices"
-
 	"errors"
 	"fmt"
 	"sort"
@@ -26,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
@@ -320,13 +319,13 @@ func (c *Controller) apply(res plan.Result, failed map[string]bool) []string {
 	c.widened, c.results = res.Widened, res.Results
 	c.state = res.Next(c.state, failed, now)
 	notReady := res.NotReady(c.state, now)
+	told := sets.New(changed...)
 	for name := range c.notReady {
-		if !notReady[name] && !slices.Contains(changed, name) {
-			changed = append(changed, name)
+		if !notReady[name] {
+			told.Insert(name)
 		}
 	}
 	c.notReady = notReady
-	sort.Strings(changed)
 	if at := c.state.SettledAt(now); !at.IsZero() {
 		c.addAfter(at.Sub(now))
 	}
@@ -338,7 +337,7 @@ func (c *Controller) apply(res plan.Result, failed map[string]bool) []string {
 		sort.Strings(names)
 		klog.V(2).InfoS("previous policies replaced: their SidecarSets settle after the grace period", "sidecarsets", names, "grace", c.opts.Grace)
 	}
-	return changed
+	return sets.List(told)
 }
 
 // changedResults returns the SidecarSets whose path or widening the plan changed (all of them
