@@ -92,8 +92,14 @@ func HotUpgradeContainers(name string, annotations map[string]string) (working, 
 
 // HotUpgradeTwins is HotUpgradeContainers on the decoded working-container annotation.
 func HotUpgradeTwins(name string, working map[string]string) (workingTwin, idle string) {
+	return HotUpgradeTwinsOf(name, working[name])
+}
+
+// HotUpgradeTwinsOf is HotUpgradeTwins given the working container the annotation records for
+// sidecar name ("" when none).
+func HotUpgradeTwinsOf(name, working string) (workingTwin, idle string) {
 	n1, n2 := HotUpgradeNames(name)
-	if working[name] == n1 {
+	if working == n1 {
 		return n1, n2
 	}
 	return n2, n1

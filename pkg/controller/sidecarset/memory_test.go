@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -25,6 +26,9 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 		Name: "helper", Image: "helper:1", ImageID: "docker.io/library/helper@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+	// A Deployment's pod: its ReplicaSet is its controller.
+	template.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d8f9c7b6",
+		UID: "0b7f0c43-6c5e-4a8f-9a54-2f2d5c1e7e21", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	// As after a first rollout: every pod carries the SidecarSetUpgradable condition.
 	template.Status.Conditions = append(template.Status.Conditions, corev1.PodCondition{Type: sidecar.UpgradableCondition,
 		Status: corev1.ConditionTrue, Reason: "AllSidecarsetUpgradable", Message: `{"` + ss.Name + `":true}`,

@@ -150,7 +150,7 @@ func Repairs(in RepairInput) []*Pod {
 		if room <= 0 {
 			break
 		}
-		if m.Reason == ReasonNamespaceExcluded || m.Reason == ReasonShadowed || m.Pod.Owner == "" {
+		if m.Reason == ReasonNamespaceExcluded || m.Reason == ReasonShadowed || m.Pod.Owner() == "" {
 			continue
 		}
 		out = append(out, m.Pod)
@@ -180,8 +180,8 @@ type Eviction struct {
 
 // NewEviction records the eviction of pod, one of pods (the selected pods), at now.
 func NewEviction(pod *Pod, pods []*Pod, now time.Time) Eviction {
-	want, _ := ownerPods(pod.Owner, pods)
-	return Eviction{Owner: pod.Owner, Want: want, At: now}
+	want, _ := ownerPods(pod.Owner(), pods)
+	return Eviction{Owner: pod.Owner(), Want: want, At: now}
 }
 
 // InFlight returns the evictions not settled yet: an eviction settles once its owner has at least
@@ -202,7 +202,7 @@ func InFlight(evictions []Eviction, pods []*Pod, now time.Time, ttl time.Duratio
 // ownerPods counts the active pods of owner among pods, and how many of them are ready.
 func ownerPods(owner types.UID, pods []*Pod) (active, ready int) {
 	for _, p := range pods {
-		if p.Owner != owner || !apps.PodActive(p.Phase, p.Deleting) {
+		if p.Owner() != owner || !apps.PodActive(p.Phase, p.Deleting) {
 			continue
 		}
 		active++

@@ -387,7 +387,7 @@ func (p *planner) facts(pod *Pod) podFacts {
 // hotIdle reports whether every hot-upgrade sidecar's idle twin runs the empty image.
 func (p *planner) hotIdle(pod *Pod) bool {
 	for _, sc := range p.hot {
-		_, idle := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
+		_, idle := pod.HotUpgradeTwins(sc.Name)
 		if c := pod.Container(idle); c != nil && c.Image() != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 			return false
 		}
@@ -455,7 +455,7 @@ func (p *planner) resets(pods []*Pod) []*Pod {
 		idle := map[string]bool{}
 		due := false
 		for _, sc := range p.hot {
-			_, twin := sidecar.HotUpgradeTwins(sc.Name, pod.Working)
+			_, twin := pod.HotUpgradeTwins(sc.Name)
 			idle[twin] = true
 			if c := pod.Container(twin); c != nil && c.Image() != sc.UpgradeStrategy.HotUpgradeEmptyImage {
 				due = true

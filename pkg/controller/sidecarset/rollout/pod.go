@@ -26,8 +26,6 @@ type Pod struct {
 	// Deleting is set once the pod has a deletionTimestamp.
 	Deleting  bool
 	Scheduled bool // spec.nodeName is set
-	// Owner is the UID of the pod's controller (a workload that recreates it), "" for a bare pod.
-	Owner types.UID
 	// Ready is the Ready condition; ReadySince its last transition when True.
 	Ready      bool
 	ReadySince time.Time
@@ -38,8 +36,6 @@ type Pod struct {
 	// Hashes and HashesWithoutImage are the entries of the injected SidecarSets in the hash
 	// annotations.
 	Hashes, HashesWithoutImage []HashRef
-	// Working is the working hot-upgrade container annotation, decoded; nil when absent.
-	Working map[string]string
 	// states are the injected SidecarSets' entries in the upgrade-state annotation.
 	states []stateRef
 	// Records are the in-place update records of the injected SidecarSets; RecordsMalformed
@@ -55,7 +51,24 @@ type Pod struct {
 
 	namespace text // holds Namespace's shared copy
 	injected  text // the injected-list annotation
+	owner     text // the UID of the pod's controller, which its many pods share (see Owner)
+	// working is the working hot-upgrade container annotation, decoded: pairs of a sidecar name
+	// and its working twin, sorted by sidecar (see Working).
+	working Labels
 }
+
+// Working returns the working twin of hot-upgrade sidecar name the pod's annotation records.
+func (p *Pod) Working(name string) (string, bool) { return p.working.Lookup(name) }
+
+// HotUpgradeTwins returns the working and the idle twin of hot-upgrade sidecar name
+// (sidecar.HotUpgradeTwins).
+func (p *Pod) HotUpgradeTwins(name string) (working, idle string) {
+	w, _ := p.working.Lookup(name)
+	return sidecar.HotUpgradeTwinsOf(name, w)
+}
+
+// Owner is the UID of the pod's controller (a workload that recreates it), "" for a bare pod.
+func (p *Pod) Owner() types.UID { return types.UID(p.owner.String()) }
 
 // condition is what the cache keeps of a pod condition: its texts are the same in most pods
 // (the SidecarSetUpgradable condition of the pods of one SidecarSet says the same).
@@ -280,7 +293,7 @@ func NewPod(pod *corev1.Pod) *Pod {
 		Phase: phase(pod.Status.Phase), ObservedGeneration: pod.Status.ObservedGeneration, Labels: NewLabels(pod.Labels),
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		p.Owner = ref.UID
+		p.owner = newText(string(ref.UID))
 	}
 	p.Namespace = p.namespace.String()
 	seenReady := false
@@ -341,7 +354,7 @@ func appendContainers(out []Container, spec []corev1.Container, statuses []corev
 func (p *Pod) decodeAnnotations(a map[string]string) {
 	p.injected = newText(a[sidecar.InjectedListAnnotation])
 	if v, ok := a[sidecar.WorkingHotUpgradeContainerAnnotation]; ok {
-		p.Working = sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v})
+		p.working = NewLabels(sidecar.WorkingContainers(map[string]string{sidecar.WorkingHotUpgradeContainerAnnotation: v}))
 	}
 	record := a[sidecar.InPlaceUpdateStateAnnotation]
 	var states map[string]sidecar.UpgradeState

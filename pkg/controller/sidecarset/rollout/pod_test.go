@@ -61,7 +61,7 @@ func TestNewPod(t *testing.T) {
 		r.PodGeneration != 1 || r.ImageIDOnly || r.imageID.String() != imageIDOf("sidecar:1") {
 		t.Errorf("record %+v %v", r, ok)
 	}
-	if p.Working["proxy"] != "proxy-2" || p.InjectedList() != ss.Name || !p.Deleting || !p.Ready || !p.Scheduled ||
+	if w, _ := p.Working("proxy"); w != "proxy-2" || p.InjectedList() != ss.Name || !p.Deleting || !p.Ready || !p.Scheduled ||
 		p.Phase != corev1.PodRunning || p.Upgradable() == nil || p.Upgradable().Message != `{"ss":true}` {
 		t.Errorf("pod %+v", p)
 	}

@@ -43,7 +43,7 @@ func Managed(ss *v1alpha1.SidecarSet, pod *Pod) bool {
 			continue
 		}
 		n1, n2 := sidecar.HotUpgradeNames(sc.Name)
-		if _, ok := pod.Working[sc.Name]; !ok || pod.regular(n1) == nil || pod.regular(n2) == nil {
+		if _, ok := pod.Working(sc.Name); !ok || pod.regular(n1) == nil || pod.regular(n2) == nil {
 			return false
 		}
 	}

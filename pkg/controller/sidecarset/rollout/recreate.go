@@ -34,7 +34,7 @@ func (p *planner) recreates(res *Result, pods []*Pod, plans []PodPlan, used int3
 			if plans[i].Message == "" {
 				plans[i].Message = message(res, plans[i].Reason)
 			}
-			if pods[i].Owner == "" {
+			if pods[i].Owner() == "" {
 				plans[i].Message += "; a pod without a controller is never recreated"
 				continue
 			}
