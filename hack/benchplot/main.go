@@ -48,6 +48,7 @@ type record struct {
 	RSSPerPodKiB   float64 `json:"rssPerPodKiB"`
 	RolloutSeconds float64 `json:"rolloutSeconds"`
 	IdealSeconds   float64 `json:"idealSeconds"`
+	FloorSeconds   float64 `json:"floorSeconds"`
 	MaxUnavailable int     `json:"maxUnavailable"`
 }
 
@@ -128,7 +129,7 @@ func markdown(recs []record) string {
 			r.Size, r.Shape, r.Kind, r.Mode, r.ApplySeconds, r.SettleSeconds, r.DeleteSeconds, 100*r.PolicyShare,
 			r.CreateP50Ms, r.CPUPerWriteMs, r.AddedP50Ms, r.AddedP99Ms, r.Rate8, r.BareRate8, r.RSSMiB, r.ResumeSeconds)
 	}
-	b.WriteString("\n| pods | RSS MiB | RSS per pod KiB | rollout s | physical pace s | ratio | most unavailable (budget) |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("\n| pods | RSS MiB | RSS per pod KiB | rollout s | ideal s | ratio | floor s | ratio to floor | most unavailable (budget) |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range recs {
 		if r.Series != "pods" {
 			continue
@@ -137,8 +138,12 @@ func markdown(recs []record) string {
 		if r.MaxUnavailable > 0 {
 			most = fmt.Sprintf("%d (%d)", r.MaxUnavailable, r.Size/10)
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.1f | %.0f | %.2f | %s |\n", r.Size, r.RSSMiB, r.RSSPerPodKiB, r.RolloutSeconds, r.IdealSeconds,
-			r.RolloutSeconds/r.IdealSeconds, most)
+		floor, ratio := "-", "-" // not measured by that run
+		if r.FloorSeconds > 0 {
+			floor, ratio = fmt.Sprintf("%.1f", r.FloorSeconds), fmt.Sprintf("%.2f", r.RolloutSeconds/r.FloorSeconds)
+		}
+		fmt.Fprintf(&b, "| %d | %.0f | %.2f | %.1f | %.0f | %.2f | %s | %s | %s |\n", r.Size, r.RSSMiB, r.RSSPerPodKiB, r.RolloutSeconds, r.IdealSeconds,
+			r.RolloutSeconds/r.IdealSeconds, floor, ratio, most)
 	}
 	return b.String()
 }
@@ -157,7 +162,13 @@ var panels = []panel{
 	{"kube-apiserver CPU per create (ms)", "sets", func(r record) float64 { return r.CPUPerWriteMs }},
 	{"leader RSS (MiB)", "sets", func(r record) float64 { return r.RSSMiB }},
 	{"new leader resumes (s)", "sets", func(r record) float64 { return r.ResumeSeconds }},
-	{"rollout / physical pace, by pods", "pods", func(r record) float64 { return r.RolloutSeconds / r.IdealSeconds }},
+	{"rollout / ideal (budget x restart), by pods", "pods", func(r record) float64 { return r.RolloutSeconds / r.IdealSeconds }},
+	{"rollout / floor (the writes alone), by pods", "pods", func(r record) float64 {
+		if r.FloorSeconds == 0 {
+			return math.NaN() // not measured by that run
+		}
+		return r.RolloutSeconds / r.FloorSeconds
+	}},
 	{"RSS per pod (KiB), by pods", "pods", func(r record) float64 { return r.RSSPerPodKiB }},
 }
 

@@ -9,14 +9,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -90,6 +96,9 @@ type curveRecord struct {
 	RolloutSeconds float64 `json:"rolloutSeconds,omitempty"`
 	MaxUnavailable int     `json:"maxUnavailable,omitempty"` // pods unavailable at once during the rollout, at most
 	IdealSeconds   float64 `json:"idealSeconds,omitempty"`
+	// FloorSeconds is the same rollout driven by rolloutFloor: the writes it needs, issued as soon
+	// as the budget allows, by test code that plans nothing.
+	FloorSeconds float64 `json:"floorSeconds,omitempty"`
 }
 
 func curveOutput(t *testing.T) string {
@@ -389,8 +398,8 @@ func deleteAllNamespaced(t *testing.T) {
 }
 
 // curvePods measures one point of the pod curves: the leader's resident set per pod (after a
-// collection and a while, against the same server idle: see serverMemory), and a rollout at
-// maxUnavailable 10% with a 1 s restart.
+// collection and a while, against the same server with the SidecarSet and no pod: see
+// serverMemory), and a rollout at maxUnavailable 10% with a 1 s restart.
 func curvePods(t *testing.T, n int) curveRecord {
 	deleteAllSidecarSets(t)
 	deleteAllNamespaced(t)
@@ -398,16 +407,19 @@ func curvePods(t *testing.T, n int) curveRecord {
 	cleanNamespace(t, scaleNamespace)
 	restartServer(t, "policy")   // a fresh heap
 	time.Sleep(20 * time.Second) // the fresh server's heap settles; nothing to wait on
-	idle := serverMemory(t, "curve-idle")
 	const delay = time.Second
 	ss := simpleSidecarSet("curve", "busybox:1.36", ptr.To(intstr.FromString("10%")))
-	prepareScale(t, ss, n, map[string]string{"kwok.x-k8s.io/image-change-delay": delay.String()})
+	prepareScaleSet(t, ss)
+	idle := serverMemory(t, "curve-idle") // with the SidecarSet: what the pods add is measured
+	createScalePods(t, ss.Name, n, map[string]string{"kwok.x-k8s.io/image-change-delay": delay.String()})
 	waitStatusFor(t, "curve", n, 30*time.Minute)
+	waitScaleStates(t, ss.Name, n, 30*time.Minute) // a steady state: the controller's writes are done
 	rec := curveRecord{Series: "pods", Size: n}
 	time.Sleep(30 * time.Second) // let the collector run before measuring, as TestServerMemoryPerPod
 	loaded := serverMemory(t, "curve-loaded")
 	rec.RSSMiB = float64(loaded.settledRSS) / (1 << 20)
 	rec.RSSPerPodKiB = float64(loaded.settledRSS-idle.settledRSS) / float64(n) / 1024
+	rec.FloorSeconds = rolloutFloor(t, n, n/10).Seconds()
 	unavailable := watchUnavailable(t, scaleNamespace, "sidecar1", "busybox:1.37")
 	start := time.Now()
 	patchImage(t, "curve", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
@@ -425,6 +437,133 @@ func curvePods(t *testing.T, n int) curveRecord {
 	return rec
 }
 
+// rolloutFloor measures how fast this machine can roll out a new image over the n scale pods
+// when nothing but the writes limits it: test code keeps budget pods restarting, and upgrades
+// the next pod as soon as one reports its new image and is Ready. Each pod gets what an in-place
+// upgrade writes: a patch of a container image and an annotation, and a status patch adding a
+// condition (as the controller's SidecarSetUpgradable), then the fake kubelet's own writes. It
+// changes the pods' "helper" container, which no SidecarSet manages, and returns the wall time.
+func rolloutFloor(t *testing.T, n, budget int) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const image = "busybox:1.37"
+	list, err := kube.CoreV1().Pods(scaleNamespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != n {
+		t.Fatalf("%d scale pods, want %d", len(list.Items), n)
+	}
+	w := watchPods(ctx, t, scaleNamespace, list.ResourceVersion)
+	defer w.Stop()
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	slots := make(chan struct{}, budget)
+	done, lost := make(chan struct{}), make(chan struct{})
+	go func() { // frees a slot for each pod in flight that runs the new image and is Ready
+		finished := 0
+		defer func() {
+			if finished < n {
+				close(lost)
+			}
+		}()
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			st := sidecar.ContainerStatus(pod, "helper")
+			mu.Lock()
+			restarted := inFlight[pod.Name] && st != nil && st.Image == image && podIsReady(pod)
+			if restarted {
+				delete(inFlight, pod.Name)
+			}
+			mu.Unlock()
+			if restarted {
+				<-slots
+				if finished++; finished == n {
+					close(done)
+					return
+				}
+			}
+		}
+	}()
+	names := make(chan string)
+	errs := make(chan error, n)
+	var workers sync.WaitGroup
+	for range 16 { // as many writers as the controller's rounds use
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for name := range names {
+				errs <- upgradeForFloor(ctx, name, image)
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range list.Items {
+		select {
+		case slots <- struct{}{}:
+		case <-lost:
+			close(names)
+			t.Fatal("the watch of the floor rollout ended")
+		}
+		mu.Lock()
+		inFlight[list.Items[i].Name] = true
+		mu.Unlock()
+		names <- list.Items[i].Name
+	}
+	close(names)
+	workers.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-lost:
+		t.Fatal("the watch of the floor rollout ended")
+	case <-time.After(30 * time.Minute):
+		t.Fatalf("the floor rollout of %d pods did not finish in 30 minutes", n)
+	}
+	took := time.Since(start)
+	t.Logf("floor: %d pods rolled out by the writes alone in %v", n, took.Round(10*time.Millisecond))
+	return took
+}
+
+// upgradeForFloor writes what an in-place upgrade writes to pod name (see rolloutFloor).
+func upgradeForFloor(ctx context.Context, name, image string) error {
+	pods := kube.CoreV1().Pods(scaleNamespace)
+	now := time.Now().UTC().Format(time.RFC3339)
+	spec := fmt.Sprintf(`{"metadata":{"annotations":{"bench.sidecarset.dev/floor":%q}},"spec":{"containers":[{"name":"helper","image":%q}]}}`, now, image)
+	if _, err := pods.Patch(ctx, name, types.StrategicMergePatchType, []byte(spec), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	status := fmt.Sprintf(`{"status":{"conditions":[{"type":"BenchFloor","status":"True","lastTransitionTime":%q}]}}`, now)
+	_, err := pods.Patch(ctx, name, types.StrategicMergePatchType, []byte(status), metav1.PatchOptions{}, "status")
+	return err
+}
+
+// watchPods watches the pods of namespace from resourceVersion on, over protobuf, resuming where
+// it left off when kube-apiserver ends the watch (a watch of thousands of pods changing at once
+// may be closed, as one that falls behind).
+func watchPods(ctx context.Context, t *testing.T, namespace, resourceVersion string) watch.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(restConfig)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	pods := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(namespace)
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // watchUnavailable watches the pods of namespace from now on and returns a function that stops
 // the watch and returns the most pods seen unavailable at once during a rollout of container's
 // image to image: a pod whose spec has the new image is unavailable until its status reports that
@@ -436,10 +575,7 @@ func watchUnavailable(t *testing.T, namespace, container, image string) func() i
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kube.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watchPods(ctx, t, namespace, list.ResourceVersion)
 	done := make(chan int)
 	go func() {
 		down, most := map[string]bool{}, 0
