@@ -490,14 +490,14 @@ func rolloutFloor(t *testing.T, n, budget int) time.Duration {
 		}
 	}()
 	names := make(chan string)
-	errs := make(chan error, n)
-	var workers sync.WaitGroup
+	failed := make(chan error, n) // a pod not written never frees its slot: the first error ends the run
+	defer close(names)
 	for range 16 { // as many writers as the controller's rounds use
-		workers.Add(1)
 		go func() {
-			defer workers.Done()
 			for name := range names {
-				errs <- upgradeForFloor(ctx, name, image)
+				if err := upgradeForFloor(ctx, name, image); err != nil {
+					failed <- err
+				}
 			}
 		}()
 	}
@@ -506,26 +506,21 @@ func rolloutFloor(t *testing.T, n, budget int) time.Duration {
 		select {
 		case slots <- struct{}{}:
 		case <-lost:
-			close(names)
 			t.Fatal("the watch of the floor rollout ended")
+		case err := <-failed:
+			t.Fatal(err)
 		}
 		mu.Lock()
 		inFlight[list.Items[i].Name] = true
 		mu.Unlock()
 		names <- list.Items[i].Name
 	}
-	close(names)
-	workers.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	select {
 	case <-done:
 	case <-lost:
 		t.Fatal("the watch of the floor rollout ended")
+	case err := <-failed:
+		t.Fatal(err)
 	case <-time.After(30 * time.Minute):
 		t.Fatalf("the floor rollout of %d pods did not finish in 30 minutes", n)
 	}

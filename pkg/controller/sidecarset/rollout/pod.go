@@ -63,7 +63,7 @@ func (p *Pod) Working(name string) (string, bool) { return p.working.Lookup(name
 // HotUpgradeTwins returns the working and the idle twin of hot-upgrade sidecar name
 // (sidecar.HotUpgradeTwins).
 func (p *Pod) HotUpgradeTwins(name string) (working, idle string) {
-	w, _ := p.working.Lookup(name)
+	w, _ := p.Working(name)
 	return sidecar.HotUpgradeTwinsOf(name, w)
 }
 
