@@ -30,8 +30,12 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 	}
 	sets := set.own.Apps().V1alpha1().SidecarSets()
 	revs := set.own.Apps().V1alpha1().SidecarSetRevisions()
+	if err := sets.Informer().AddIndexers(cache.Indexers{crossvalidation.ConflictIndex: crossvalidation.IndexConflictKeys}); err != nil {
+		return nil, err
+	}
 	inputs := crossvalidation.Inputs{
 		SidecarSets:                     sets.Lister(),
+		SidecarSetIndex:                 sets.Informer().GetIndexer(),
 		Revisions:                       revs.Lister(),
 		Whitelist:                       func() (*string, error) { return nil, nil },
 		PatchPodMetadataDefaultsAllowed: c.ExtraConfig.PatchPodMetadataDefaultsAllowed,

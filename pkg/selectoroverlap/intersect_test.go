@@ -35,6 +35,16 @@ func TestIntersect(t *testing.T) {
 			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("canary", absent)}}, false, nil},
 		{"notin against absent", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", notIn, "x")}},
 			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", absent)}}, true, map[string]string{}},
+		{"in lists sharing a value neither excludes", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", in, "a", "b", "c"), req("app", notIn, "a")}},
+			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", in, "a", "c"), req("app", notIn, "b")}}, true, map[string]string{"app": "c"}},
+		{"in lists whose shared values are excluded by one or the other", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", in, "a", "b", "c"), req("app", notIn, "a")}},
+			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", in, "a", "b"), req("app", notIn, "b")}}, false, nil},
+		{"label excluded by the other", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("app", notIn, "web", "db")}}, false, nil},
+		{"a selector contradicting itself", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("x", exists), req("x", absent)}},
+			&metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, false, nil},
+		{"exists on both, notin on one", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("x", exists)}},
+			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req("x", exists), req("x", notIn, "a")}}, true, map[string]string{"x": "b"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +53,13 @@ func TestIntersect(t *testing.T) {
 			}
 			if got := Intersect(tc.b, tc.a); got != tc.want {
 				t.Fatalf("Intersect (swapped) = %v, want %v", got, tc.want)
+			}
+			ra, rb := Gather(tc.a), Gather(tc.b)
+			if got := ra.Intersects(rb); got != tc.want {
+				t.Fatalf("Gather(a).Intersects(Gather(b)) = %v, want %v", got, tc.want)
+			}
+			if got := rb.Intersects(ra); got != tc.want {
+				t.Fatalf("Gather(b).Intersects(Gather(a)) = %v, want %v", got, tc.want)
 			}
 			if !tc.want {
 				return

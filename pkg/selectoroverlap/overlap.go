@@ -151,24 +151,7 @@ func Intersect(a, b *metav1.LabelSelector) bool {
 	if a == nil || b == nil || (len(a.MatchExpressions) == 0 && len(b.MatchExpressions) == 0) {
 		return labelsAgree(a, b)
 	}
-	keys := map[string]*constraint{}
-	for _, sel := range []*metav1.LabelSelector{a, b} {
-		if sel == nil {
-			continue
-		}
-		for k, v := range sel.MatchLabels {
-			constraintOf(keys, k).require(metav1.LabelSelectorOpIn, []string{v})
-		}
-		for _, r := range sel.MatchExpressions {
-			constraintOf(keys, r.Key).require(r.Operator, r.Values)
-		}
-	}
-	for _, c := range keys {
-		if !c.satisfiable() {
-			return false
-		}
-	}
-	return true
+	return Gather(a).Intersects(Gather(b))
 }
 
 // labelsAgree is Intersect for selectors without expressions (or nil), without allocating: they
@@ -237,6 +220,82 @@ func (c *constraint) satisfiable() bool {
 	}
 	for v := range c.allowed {
 		if !c.excluded[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// Requirements is a selector's requirements gathered per key once, for Intersect against many
+// others without gathering them again for each pair.
+type Requirements struct {
+	sel      *metav1.LabelSelector
+	hasExprs bool
+	keys     map[string]*constraint
+	// satisfiable is false when the selector contradicts itself on some key.
+	satisfiable bool
+}
+
+// Gather returns the requirements of sel.
+func Gather(sel *metav1.LabelSelector) Requirements {
+	r := Requirements{sel: sel, satisfiable: true}
+	if sel == nil {
+		return r
+	}
+	r.hasExprs = len(sel.MatchExpressions) > 0
+	r.keys = map[string]*constraint{}
+	for k, v := range sel.MatchLabels {
+		constraintOf(r.keys, k).require(metav1.LabelSelectorOpIn, []string{v})
+	}
+	for _, req := range sel.MatchExpressions {
+		constraintOf(r.keys, req.Key).require(req.Operator, req.Values)
+	}
+	for _, c := range r.keys {
+		if !c.satisfiable() {
+			r.satisfiable = false
+		}
+	}
+	return r
+}
+
+// Intersects is Intersect(a's selector, b's selector).
+func (a Requirements) Intersects(b Requirements) bool {
+	if a.sel == nil || b.sel == nil || (!a.hasExprs && !b.hasExprs) {
+		return labelsAgree(a.sel, b.sel)
+	}
+	if !a.satisfiable || !b.satisfiable {
+		return false // more requirements on a contradicting key cannot lift the contradiction
+	}
+	ka, kb := a.keys, b.keys
+	if len(ka) > len(kb) {
+		ka, kb = kb, ka
+	}
+	for k, ca := range ka {
+		if cb, ok := kb[k]; ok && !bothSatisfiable(ca, cb) {
+			return false
+		}
+	}
+	return true
+}
+
+// bothSatisfiable reports whether one value (or absence) of a key meets the requirements of a and
+// b together: constraint.satisfiable of their union, without building it.
+func bothSatisfiable(a, b *constraint) bool {
+	if (a.present || b.present) && (a.absent || b.absent) {
+		return false
+	}
+	allowed, other := a.allowed, b.allowed
+	if allowed == nil {
+		allowed, other = other, nil
+	}
+	if allowed == nil {
+		return true // any value but finitely many excluded
+	}
+	if other != nil && len(other) < len(allowed) {
+		allowed, other = other, allowed
+	}
+	for v := range allowed {
+		if (other == nil || other[v]) && !a.excluded[v] && !b.excluded[v] {
 			return true
 		}
 	}

@@ -39,7 +39,8 @@ import (
 //     policytest.Shapes), kind of E2E_CURVE_KINDS (cluster,namespaced) and mode of
 //     E2E_CURVE_MODES (webhook,policy):
 //     kubectl apply of that many SidecarSets and the time until all have settled, the share
-//     policies serve, 20 more creates (p50, kube-apiserver CPU per create), pod creates
+//     policies serve, E2E_CURVE_WRITES (20) more creates (p50, kube-apiserver CPU per create;
+//     with E2E_BENCH_PROFILE, 5 s CPU profiles of kube-apiserver and the server), pod creates
 //     (E2E_CURVE_CREATES per case: added p50/p99 of a pod 5 SidecarSets select, 8-client rate),
 //     the leader's RSS, a new leader's time to resume (timeResume), and kubectl delete --all;
 //   - for each count of E2E_CURVE_PODS (1000,10000): kwok pods one SidecarSet selects, the
@@ -177,13 +178,18 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	settleKind(t, kind)
 	rec.SettleSeconds = time.Since(start).Seconds()
 	rec.PolicyShare = policyShare(t, kind)
+	point := fmt.Sprintf("creates-%d-%s-%s-%s", size, shape, kind, mode)
+	profiled, serverProfiled := profileKubeAPIServer(t, point), profileServer(t, point)
+	writes := envInt("E2E_CURVE_WRITES", 20)
 	if kind == "cluster" {
-		p50, cpu := timeSidecarSetCreates(t, shape, size, 20)
+		p50, cpu := timeSidecarSetCreates(t, shape, size, writes)
 		rec.CreateP50Ms, rec.CPUPerWriteMs = ms(p50), ms(cpu)
 	} else {
-		p50, cpu := timeNamespacedCreates(t, 20)
+		p50, cpu := timeNamespacedCreates(t, writes)
 		rec.CreateP50Ms, rec.CPUPerWriteMs = ms(p50), ms(cpu)
 	}
+	profiled()
+	serverProfiled()
 	five, none, nokey := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"}), benchPod(map[string]string{"bench-nokey": "x"})
 	injected := asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
 	f := measurePods(t, mode, unthrottled(), five, none, nokey, injected, envInt("E2E_CURVE_CREATES", 500))

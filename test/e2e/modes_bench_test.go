@@ -257,23 +257,37 @@ func report(t *testing.T, mode string, client kubernetes.Interface, five, none, 
 }
 
 // profileKubeAPIServer records 5 s of kube-apiserver's CPU profile (the returned function waits for it),
-// into $E2E_BENCH_PROFILE-<mode>.pprof when E2E_BENCH_PROFILE is set (go tool pprof reads it).
-func profileKubeAPIServer(t *testing.T, mode string) func() {
+// into $E2E_BENCH_PROFILE-<name>.pprof when E2E_BENCH_PROFILE is set (go tool pprof reads it).
+func profileKubeAPIServer(t *testing.T, name string) func() {
+	return profileCPU(t, kube.CoreV1().RESTClient(), name)
+}
+
+// profileServer records 5 s of the leading server's CPU profile, as profileKubeAPIServer does,
+// into $E2E_BENCH_PROFILE-server-<name>.pprof.
+func profileServer(t *testing.T, name string) func() {
+	direct, err := kubernetes.NewForConfig(serverConfig(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return profileCPU(t, direct.CoreV1().RESTClient(), "server-"+name)
+}
+
+func profileCPU(t *testing.T, client rest.Interface, name string) func() {
 	prefix := os.Getenv("E2E_BENCH_PROFILE")
 	if prefix == "" {
 		return func() {}
 	}
 	done := make(chan []byte)
 	go func() {
-		data, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "5").DoRaw(context.Background())
+		data, err := client.Get().AbsPath("/debug/pprof/profile").Param("seconds", "5").DoRaw(context.Background())
 		if err != nil {
-			t.Errorf("profiling kube-apiserver: %v", err)
+			t.Errorf("profiling %s: %v", name, err)
 		}
 		done <- data
 	}()
 	return func() {
 		if data := <-done; len(data) > 0 {
-			if err := os.WriteFile(prefix+"-"+mode+".pprof", data, 0o644); err != nil {
+			if err := os.WriteFile(prefix+"-"+name+".pprof", data, 0o644); err != nil {
 				t.Error(err)
 			}
 		}

@@ -51,8 +51,9 @@ func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
 type nearEntry struct {
 	version string
 	ss      *v1alpha1.SidecarSet
-	names   map[string]bool
-	list    []*v1alpha1.SidecarSet // names' SidecarSets sorted by name; nil when names changed since
+	// list is the neighbours sorted by name; a change replaces it, never changes it in place (the
+	// lists of a plan are read after the next call).
+	list []*v1alpha1.SidecarSet
 }
 
 type memberEntry struct {
@@ -84,12 +85,12 @@ func version(ss *v1alpha1.SidecarSet) string {
 // testing again only the pairs with a SidecarSet that changed since the last call.
 func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	current := make(map[string]string, len(sets))
-	var changed []*v1alpha1.SidecarSet
-	for _, ss := range sets {
+	var changed []int
+	for i, ss := range sets {
 		v := mm.versionOf(ss).version
 		current[ss.Name] = v
 		if e, ok := mm.near[ss.Name]; !ok || v == "" || e.version != v {
-			changed = append(changed, ss)
+			changed = append(changed, i)
 		}
 	}
 	if mm.near == nil || len(changed) > len(sets)/4 {
@@ -97,62 +98,51 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 	}
 	for name, e := range mm.near {
 		if v, ok := current[name]; !ok || v == "" || v != e.version {
-			for n := range e.names {
-				if o, ok := mm.near[n]; ok {
-					delete(o.names, name)
-					o.list = nil
-					mm.near[n] = o
+			for _, n := range e.list {
+				if o, ok := mm.near[n.Name]; ok {
+					o.list = withoutNeighbour(o.list, name)
+					mm.near[n.Name] = o
 				}
 			}
 			delete(mm.near, name)
 		}
 	}
-	for _, ss := range changed {
-		e := nearEntry{version: current[ss.Name], ss: ss, names: map[string]bool{}}
-		for _, o := range sets {
-			if o.Name != ss.Name && mayShare(ss, o) {
-				e.names[o.Name] = true
+	if len(changed) > 0 {
+		x := newShareIndex(sets)
+		for _, i := range changed {
+			ss := sets[i]
+			e := nearEntry{version: current[ss.Name], ss: ss, list: []*v1alpha1.SidecarSet{}}
+			for _, j := range x.candidates(ss) {
+				o := sets[j]
+				if j == i || !x.mayShare(i, j) {
+					continue
+				}
 				if oe, ok := mm.near[o.Name]; ok {
-					oe.names[ss.Name] = true
-					oe.list = nil
+					e.list = append(e.list, oe.ss)
+					oe.list = withNeighbour(oe.list, ss)
 					mm.near[o.Name] = oe
+				} else {
+					e.list = append(e.list, o) // changed too: entered after ss
 				}
 			}
+			mm.near[ss.Name] = e
 		}
-		mm.near[ss.Name] = e
 	}
-	return mm.lists(sets)
+	out := make([][]*v1alpha1.SidecarSet, len(sets))
+	for i, ss := range sets {
+		out[i] = mm.near[ss.Name].list
+	}
+	return out
 }
 
-// rebuild tests every pair.
+// rebuild tests every pair the share index leaves.
 func (mm *Memo) rebuild(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	near := allNeighbours(sets)
 	mm.near = make(map[string]nearEntry, len(sets))
 	for i, ss := range sets {
-		e := nearEntry{version: mm.versionOf(ss).version, ss: ss, names: make(map[string]bool, len(near[i])), list: near[i]}
-		for _, o := range near[i] {
-			e.names[o.Name] = true
-		}
-		mm.near[ss.Name] = e
+		mm.near[ss.Name] = nearEntry{version: mm.versionOf(ss).version, ss: ss, list: near[i]}
 	}
 	return near
-}
-
-func (mm *Memo) lists(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
-	out := make([][]*v1alpha1.SidecarSet, len(sets))
-	for i, ss := range sets {
-		e := mm.near[ss.Name]
-		if e.list == nil {
-			names := sortedKeys(e.names)
-			e.list = make([]*v1alpha1.SidecarSet, 0, len(names))
-			for _, n := range names {
-				e.list = append(e.list, mm.near[n].ss)
-			}
-			mm.near[ss.Name] = e
-		}
-		out[i] = e.list
-	}
-	return out
 }
 
 // memberKey identifies a compilation: a digest of the SidecarSet, its neighbours and the inputs

@@ -396,23 +396,6 @@ func graceLeft(want *admissionregistrationv1.MutatingAdmissionPolicy, in PlanInp
 	return since.Add(in.Grace).Sub(in.Now)
 }
 
-// allNeighbours returns the neighbours of each SidecarSet, testing each pair once.
-func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
-	near := make([][]*v1alpha1.SidecarSet, len(sets))
-	for i := range sets {
-		if near[i] == nil {
-			near[i] = []*v1alpha1.SidecarSet{}
-		}
-		for j := i + 1; j < len(sets); j++ {
-			if mayShare(sets[i], sets[j]) {
-				near[i] = append(near[i], sets[j])
-				near[j] = append(near[j], sets[i])
-			}
-		}
-	}
-	return near
-}
-
 // stampFor keeps the stamp of a SidecarSet compiled from the same spec, and is now otherwise.
 func stampFor(ss *v1alpha1.SidecarSet, old record, now time.Time) time.Time {
 	if old.Hash != "" && old.Hash == ss.Annotations[sidecar.HashAnnotation] {

@@ -2,7 +2,6 @@ package apps
 
 import (
 	"fmt"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -121,12 +120,13 @@ func RequiredLabel(sel *metav1.LabelSelector) (key string, values []string) {
 		return "", nil
 	}
 	if len(sel.MatchLabels) > 0 {
-		keys := make([]string, 0, len(sel.MatchLabels))
+		first := ""
 		for k := range sel.MatchLabels {
-			keys = append(keys, k)
+			if first == "" || k < first {
+				first = k
+			}
 		}
-		sort.Strings(keys)
-		return keys[0], []string{sel.MatchLabels[keys[0]]}
+		return first, []string{sel.MatchLabels[first]}
 	}
 	exists := ""
 	for _, r := range sel.MatchExpressions {

@@ -28,6 +28,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // PluginName is the name of the plugin in --enable-admission-plugins.
@@ -37,6 +38,10 @@ const PluginName = "SidecarSetCrossValidation"
 type Inputs struct {
 	// SidecarSets lists the stored SidecarSets.
 	SidecarSets listers.SidecarSetLister
+	// SidecarSetIndex is the store behind SidecarSets, with the index ConflictIndex
+	// (IndexConflictKeys): a write is checked only against the SidecarSets that share a name
+	// with it, not against every stored one.
+	SidecarSetIndex cache.Indexer
 	// Revisions lists the stored SidecarSetRevisions.
 	Revisions listers.SidecarSetRevisionLister
 	// Whitelist returns the patchPodMetadata whitelist JSON, nil when not configured.
@@ -105,8 +110,11 @@ func (p *Plugin) SetInputs(in Inputs) {
 
 // ValidateInitialization fails when inputs are missing.
 func (p *Plugin) ValidateInitialization() error {
-	if p.in.SidecarSets == nil || p.in.Revisions == nil || p.in.Whitelist == nil || p.in.HasSynced == nil {
+	if p.in.SidecarSets == nil || p.in.Revisions == nil || p.in.Whitelist == nil || p.in.HasSynced == nil || p.in.SidecarSetIndex == nil {
 		return fmt.Errorf("%s: missing inputs", PluginName)
+	}
+	if _, ok := p.in.SidecarSetIndex.GetIndexers()[ConflictIndex]; !ok {
+		return fmt.Errorf("%s: the SidecarSet store has no index %s", PluginName, ConflictIndex)
 	}
 	return nil
 }
@@ -195,7 +203,7 @@ func (p *Plugin) validateRevision(ctx context.Context, rev *apps.SidecarSetRevis
 	}
 	errs := validation.ValidatePatchPodMetadataWhitelist(ss, whitelist, p.in.PatchPodMetadataDefaultsAllowed)
 	if len(errs) == 0 && exists {
-		others, err := p.others(ss.Name)
+		others, err := p.others(ss)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
@@ -269,7 +277,7 @@ func (p *Plugin) check(ss, before *apps.SidecarSet) (field.ErrorList, error) {
 	if len(errs) > 0 {
 		return errs, nil
 	}
-	others, err := p.others(ss.Name)
+	others, err := p.others(ss)
 	if err != nil {
 		return nil, err
 	}
@@ -368,84 +376,122 @@ func (p *Plugin) checkRevision(ss *apps.SidecarSet) field.ErrorList {
 	return nil
 }
 
-// others returns, in internal form and sorted by name for stable messages, the stored SidecarSets
-// a write of the SidecarSet named name is checked against: for a cluster SidecarSet the cluster
-// SidecarSets only, so that no name a namespace editor takes (a container, volume or annotation
-// of a NamespacedSidecarSet) can refuse an administrator's write; for a NamespacedSidecarSet the
-// cluster SidecarSets and those of its own namespace, the only ones that may select its pods. A
-// NamespacedSidecarSet that collides with a cluster SidecarSet written after it is not injected
-// into the pods both select (the cluster SidecarSet wins, see injection.Shadowed).
-func (p *Plugin) others(name string) ([]*apps.SidecarSet, error) {
-	list, err := p.in.SidecarSets.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	all, err := p.internal.convert(list)
-	if err != nil {
-		return nil, err
-	}
-	namespace, _, namespaced := apps.SplitNamespacedName(name)
-	return slices.DeleteFunc(all, func(o *apps.SidecarSet) bool {
-		ns, _, ok := apps.SplitNamespacedName(o.Name)
-		return ok && (!namespaced || ns != namespace)
-	}), nil
-}
-
-// internalCache keeps the internal form of each stored SidecarSet at its resourceVersion: every
-// SidecarSet write is checked against all the others, and converting them all for each write
-// would make a bulk apply of n SidecarSets cost n² conversions. The converted objects are only
-// read.
-type internalCache struct {
-	mu   sync.Mutex
-	byID map[types.UID]*internalEntry
-	// pass counts the calls of convert: an entry not seen in the latest one is forgotten.
-	pass uint64
-}
-
-type internalEntry struct {
-	resourceVersion string
-	ss              *apps.SidecarSet
-	seen            uint64
-}
-
-// convert returns the internal forms of list, in its order, converting only what changed since
-// the last call, and forgets the SidecarSets no longer listed. It allocates nothing per stored
-// SidecarSet that did not change (every SidecarSet write calls it).
-func (c *internalCache) convert(list []*v1alpha1.SidecarSet) ([]*apps.SidecarSet, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byID == nil {
-		c.byID = map[types.UID]*internalEntry{}
-	}
-	c.pass++
-	out := make([]*apps.SidecarSet, 0, len(list))
-	kept := 0
-	for _, w := range list {
-		e := c.byID[w.UID]
-		if e == nil || e.resourceVersion != w.ResourceVersion || w.UID == "" {
-			ss, err := toInternal(w)
+// others returns, in internal form, the stored SidecarSets a write of ss is checked against: those
+// sharing a conflict key with ss (validation.ConflictKeys, through the index ConflictIndex; no
+// other can conflict with it) whose selectors overlap ss's (validation.Overlapping, checked
+// before converting them), and, for a cluster SidecarSet, the cluster SidecarSets only, so that
+// no name a namespace editor takes (a container, volume or annotation of a NamespacedSidecarSet)
+// can refuse an administrator's write; for a NamespacedSidecarSet the cluster SidecarSets and
+// those of its own namespace, the only ones that may select its pods. A NamespacedSidecarSet that
+// collides with a cluster SidecarSet written after it is not injected into the pods both select
+// (the cluster SidecarSet wins, see injection.Shadowed).
+func (p *Plugin) others(ss *apps.SidecarSet) ([]*apps.SidecarSet, error) {
+	namespace, _, namespaced := apps.SplitNamespacedName(ss.Name)
+	overlaps := validation.Overlapping(ss)
+	keys := validation.ConflictKeys(ss)
+	seen := map[*v1alpha1.SidecarSet]bool{} // with several keys, one stored object is under each
+	var out []*apps.SidecarSet
+	for _, key := range keys {
+		objs, err := p.in.SidecarSetIndex.ByIndex(ConflictIndex, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			w, ok := obj.(*v1alpha1.SidecarSet)
+			if !ok || !overlaps(w.Spec.Selector, w.Spec.Namespace, w.Spec.NamespaceSelector) {
+				continue
+			}
+			if ns, _, ok := apps.SplitNamespacedName(w.Name); ok && (!namespaced || ns != namespace) {
+				continue
+			}
+			if len(keys) > 1 {
+				if seen[w] {
+					continue
+				}
+				seen[w] = true
+			}
+			o, err := p.internal.get(w)
 			if err != nil {
 				return nil, err
 			}
-			e = &internalEntry{resourceVersion: w.ResourceVersion, ss: ss}
-			if w.UID != "" {
-				c.byID[w.UID] = e
-			}
-		}
-		if e.seen != c.pass && w.UID != "" {
-			e.seen = c.pass
-			kept++
-		}
-		out = append(out, e.ss)
-	}
-	if kept < len(c.byID) {
-		for uid, e := range c.byID {
-			if e.seen != c.pass {
-				delete(c.byID, uid)
-			}
+			out = append(out, o)
 		}
 	}
+	p.internal.sweep(p.in.SidecarSetIndex)
 	return out, nil
+}
+
+// ConflictIndex is the index of the SidecarSet store the plugin reads, by IndexConflictKeys.
+const ConflictIndex = "conflictKeys"
+
+// IndexConflictKeys files a stored SidecarSet under its validation.ConflictKeys.
+func IndexConflictKeys(obj any) ([]string, error) {
+	w, ok := obj.(*v1alpha1.SidecarSet)
+	if !ok {
+		return nil, nil
+	}
+	ss, err := toInternal(w)
+	if err != nil {
+		return nil, err
+	}
+	return validation.ConflictKeys(ss), nil
+}
+
+// internalCache keeps the internal form of each stored SidecarSet at its resourceVersion: a
+// SidecarSet write is checked against the others sharing a name with it, possibly thousands
+// (SidecarSets of the same sidecar for different workloads), and converting them all for each
+// write would make a bulk apply of n such SidecarSets cost n² conversions. The converted objects
+// are only read.
+type internalCache struct {
+	mu   sync.Mutex
+	byID map[types.UID]*internalEntry
+	// sweepAbove is the size above which the next get sweeps the cache.
+	sweepAbove int
+}
+
+type internalEntry struct {
+	key, resourceVersion string
+	ss                   *apps.SidecarSet
+}
+
+// get returns the internal form of w, converting it only when it changed since the last call.
+func (c *internalCache) get(w *v1alpha1.SidecarSet) (*apps.SidecarSet, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byID[w.UID]; e != nil && e.resourceVersion == w.ResourceVersion && w.UID != "" {
+		return e.ss, nil
+	}
+	ss, err := toInternal(w)
+	if err != nil {
+		return nil, err
+	}
+	key, err := cache.MetaNamespaceKeyFunc(w)
+	if err != nil || w.UID == "" {
+		return ss, nil
+	}
+	if c.byID == nil {
+		c.byID = map[types.UID]*internalEntry{}
+	}
+	c.byID[w.UID] = &internalEntry{key: key, resourceVersion: w.ResourceVersion, ss: ss}
+	return ss, nil
+}
+
+// sweep forgets the SidecarSets no longer in store once the cache has doubled (plus a margin)
+// since the last sweep: amortized over the conversions that filled it, a write costs a constant
+// share of a sweep.
+func (c *internalCache) sweep(store cache.Store) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byID) <= c.sweepAbove {
+		return
+	}
+	for uid, e := range c.byID {
+		obj, exists, err := store.GetByKey(e.key)
+		if w, ok := obj.(*v1alpha1.SidecarSet); err != nil || !exists || !ok || w.UID != uid {
+			delete(c.byID, uid)
+		}
+	}
+	c.sweepAbove = 2*len(c.byID) + 64
 }
 
 func toInternal(in *v1alpha1.SidecarSet) (*apps.SidecarSet, error) {

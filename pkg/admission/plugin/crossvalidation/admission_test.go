@@ -25,7 +25,7 @@ import (
 // NamespacedSidecarSets in engine form) and revisions.
 func newPlugin(t testing.TB, sets []*v1alpha1.SidecarSet, revisions []*v1alpha1.SidecarSetRevision) *Plugin {
 	t.Helper()
-	setIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	setIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{ConflictIndex: IndexConflictKeys})
 	for _, ss := range sets {
 		if err := setIndexer.Add(ss); err != nil {
 			t.Fatal(err)
@@ -39,10 +39,11 @@ func newPlugin(t testing.TB, sets []*v1alpha1.SidecarSet, revisions []*v1alpha1.
 	}
 	p := &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
 	p.SetInputs(Inputs{
-		SidecarSets: listers.NewSidecarSetLister(setIndexer),
-		Revisions:   listers.NewSidecarSetRevisionLister(revIndexer),
-		Whitelist:   func() (*string, error) { return nil, nil },
-		HasSynced:   func() bool { return true },
+		SidecarSets:     listers.NewSidecarSetLister(setIndexer),
+		SidecarSetIndex: setIndexer,
+		Revisions:       listers.NewSidecarSetRevisionLister(revIndexer),
+		Whitelist:       func() (*string, error) { return nil, nil },
+		HasSynced:       func() bool { return true },
 	})
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
@@ -335,28 +336,35 @@ func TestNamespacedUpdateWithKnownConflict(t *testing.T) {
 }
 
 // BenchmarkCreate checks the create of one more SidecarSet against 1,000 and 10,000 stored ones,
-// each selecting its own value of one key (the manual's shape).
+// each selecting its own value of one key (the manual's shape): each with a sidecar of its own
+// ("distinct"), and all with the same sidecar name ("shared", one sidecar for many workloads).
 func BenchmarkCreate(b *testing.B) {
-	set := func(i int) *apps.SidecarSet {
-		s := spec("", fmt.Sprintf("log-%d", i))
-		s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)}}
-		return &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%05d", i)}, Spec: s}
-	}
-	for _, n := range []int{1000, 10000} {
-		sets := make([]*v1alpha1.SidecarSet, n)
-		for i := range sets {
-			sets[i] = wire(set(i))
-			sets[i].UID, sets[i].ResourceVersion = types.UID(sets[i].Name), "1"
-		}
-		p := newPlugin(b, sets, nil)
-		write := set(n)
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if err := p.Validate(context.Background(), attributes(write), nil); err != nil {
-					b.Fatal(err)
-				}
+	for _, shape := range []string{"distinct", "shared"} {
+		set := func(i int) *apps.SidecarSet {
+			container := "log-agent"
+			if shape == "distinct" {
+				container = fmt.Sprintf("log-%d", i)
 			}
-		})
+			s := spec("", container)
+			s.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("app-%d", i)}}
+			return &apps.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%05d", i)}, Spec: s}
+		}
+		for _, n := range []int{1000, 10000} {
+			sets := make([]*v1alpha1.SidecarSet, n)
+			for i := range sets {
+				sets[i] = wire(set(i))
+				sets[i].UID, sets[i].ResourceVersion = types.UID(sets[i].Name), "1"
+			}
+			p := newPlugin(b, sets, nil)
+			write := set(n)
+			b.Run(fmt.Sprintf("%s/%d", shape, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if err := p.Validate(context.Background(), attributes(write), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -31,22 +32,67 @@ import (
 func ValidateConflicts(ss *apps.SidecarSet, others []*apps.SidecarSet) field.ErrorList {
 	baseName, _ := IsCanary(ss)
 	var overlapping []*apps.SidecarSet
-	pods := selectoroverlap.Prepare(ss.Spec.Selector)
-	var namespaces *selectoroverlap.Prepared
-	if sel := apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector); sel != nil {
-		p := selectoroverlap.Prepare(sel)
-		namespaces = &p
-	}
+	overlaps := Overlapping(ss)
 	for _, o := range others {
 		if o == nil || o.Name == ss.Name || (baseName != "" && o.Name == baseName) {
 			continue
 		}
-		if pods.Overlap(o.Spec.Selector) && namespacesOverlap(namespaces, o) {
+		if overlaps(o.Spec.Selector, o.Spec.Namespace, o.Spec.NamespaceSelector) {
 			overlapping = append(overlapping, o)
 		}
 	}
 	slices.SortStableFunc(overlapping, func(a, b *apps.SidecarSet) int { return strings.Compare(a.Name, b.Name) })
 	return conflictsWith(ss, overlapping)
+}
+
+// Overlapping returns the test ValidateConflicts applies to each other SidecarSet, given its pod
+// selector, v1alpha1 namespace and namespace selector: whether it may select a pod ss selects. A
+// caller holding the others in another form (the stored objects) can leave out those it rejects
+// before converting them.
+func Overlapping(ss *apps.SidecarSet) func(selector *metav1.LabelSelector, namespace string, namespaceSelector *metav1.LabelSelector) bool {
+	pods := selectoroverlap.Prepare(ss.Spec.Selector)
+	sel := apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector)
+	if sel == nil {
+		return func(selector *metav1.LabelSelector, _ string, _ *metav1.LabelSelector) bool {
+			return pods.Overlap(selector)
+		}
+	}
+	namespaces := selectoroverlap.Prepare(sel)
+	return func(selector *metav1.LabelSelector, namespace string, namespaceSelector *metav1.LabelSelector) bool {
+		if !pods.Overlap(selector) {
+			return false
+		}
+		other := apps.NamespaceSelector(namespace, namespaceSelector)
+		return other == nil || namespaces.Overlap(other)
+	}
+}
+
+// ConflictKeys returns the names a conflict of ss with another SidecarSet can be about, one key
+// per init container, container, volume and annotation it patches with a non-Retain policy, each
+// prefixed by its kind ("initContainer/", "container/", "volume/", "annotation/"). Two
+// SidecarSets that share no key never conflict: ValidateConflicts(ss, others) is the same for
+// others and for the others sharing a key with ss, which lets a caller look up only those.
+func ConflictKeys(ss *apps.SidecarSet) []string {
+	keys := make([]string, 0, len(ss.Spec.InitContainers)+len(ss.Spec.Containers)+len(ss.Spec.Volumes))
+	for _, c := range ss.Spec.InitContainers {
+		keys = append(keys, "initContainer/"+c.Name)
+	}
+	for _, c := range ss.Spec.Containers {
+		keys = append(keys, "container/"+c.Name)
+	}
+	for _, v := range ss.Spec.Volumes {
+		keys = append(keys, "volume/"+v.Name)
+	}
+	for _, patch := range ss.Spec.PatchPodMetadata {
+		if patch.PatchPolicy == apps.SidecarSetRetainPatchPolicy {
+			continue
+		}
+		for key := range patch.Annotations {
+			keys = append(keys, "annotation/"+key)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // Conflicts returns what of ss conflicts with o by the rules of ValidateConflicts, whether or not
@@ -65,16 +111,6 @@ func conflictsWith(ss *apps.SidecarSet, overlapping []*apps.SidecarSet) field.Er
 		func(o *apps.SidecarSet) []apps.SidecarContainer { return o.Spec.Containers }, spec.Child("containers"))...)
 	allErrs = append(allErrs, volumeConflicts(ss.Spec.Volumes, overlapping, spec.Child("volumes"))...)
 	return append(allErrs, annotationConflicts(ss.Spec.PatchPodMetadata, overlapping, spec.Child("patchPodMetadata"))...)
-}
-
-// namespacesOverlap is false only when both SidecarSets restrict namespaces and the restrictions
-// do not overlap: a's restriction is given prepared, nil for none.
-func namespacesOverlap(a *selectoroverlap.Prepared, b *apps.SidecarSet) bool {
-	if a == nil {
-		return true
-	}
-	sb := apps.NamespaceSelector(b.Spec.Namespace, b.Spec.NamespaceSelector)
-	return sb == nil || a.Overlap(sb)
 }
 
 func containerConflicts(mine []apps.SidecarContainer, others []*apps.SidecarSet,

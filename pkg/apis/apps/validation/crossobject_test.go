@@ -2,10 +2,12 @@ package validation
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -84,6 +86,40 @@ func runConflictCases(t *testing.T, cases []conflictCase) {
 				others = append(others, o.SidecarSet)
 			}
 			checkErrors(t, tt.want, ValidateConflicts(tt.ss.SidecarSet, others))
+			// The same against the others sharing a conflict key: what the server looks up.
+			keys := sets.New(ConflictKeys(tt.ss.SidecarSet)...)
+			var sharing []*apps.SidecarSet
+			for _, o := range others {
+				if keys.HasAny(ConflictKeys(o)...) {
+					sharing = append(sharing, o)
+				}
+			}
+			checkErrors(t, tt.want, ValidateConflicts(tt.ss.SidecarSet, sharing))
+		})
+	}
+}
+
+func TestConflictKeys(t *testing.T) {
+	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	for _, tc := range []struct {
+		name string
+		ss   sidecarSet
+		want []string
+	}{
+		{"containers and init containers apart", makeSidecarSet("s", "log", "proxy").init("log"),
+			[]string{"container/log", "container/proxy", "initContainer/log"}},
+		{"volumes", makeSidecarSet("s").volume("data", emptyDir), []string{"volume/data"}},
+		{"annotations, but not retained ones, each once",
+			makeSidecarSet("s").patch(apps.SidecarSetRetainPatchPolicy, "kept", "1").
+				patch(apps.SidecarSetOverwritePatchPolicy, "set", "1").
+				patch(apps.SidecarSetMergePatchJsonPatchPolicy, "merged", "{}", "set", "{}"),
+			[]string{"annotation/merged", "annotation/set"}},
+		{"nothing", makeSidecarSet("s"), []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ConflictKeys(tc.ss.SidecarSet); !slices.Equal(got, tc.want) {
+				t.Errorf("ConflictKeys = %q, want %q", got, tc.want)
+			}
 		})
 	}
 }

@@ -1,0 +1,137 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
+)
+
+// shareIndex narrows the SidecarSets that may share a pod with one (mayShare) to those worth
+// testing. Every pod a SidecarSet selects carries the label its apps.RequiredLabel names, with one
+// of its values when it lists some; two SidecarSets requiring one label to take values from
+// disjoint lists select no common pod, and selectoroverlap.Intersect, which mayShare applies,
+// finds them disjoint. With thousands of SidecarSets each on its own value of one label (the
+// manual's shape), a SidecarSet is tested against the few on its values, not against all.
+type shareIndex struct {
+	sets []*v1alpha1.SidecarSet
+	// byValue[k][v] are the SidecarSets requiring label k with v among its values, byKey[k] all
+	// of those requiring k with values; open are the others (no label required, or one that
+	// only has to exist): they are tested against every SidecarSet.
+	byValue map[string]map[string][]int
+	byKey   map[string][]int
+	open    []int
+	// pods and namespaces are each SidecarSet's selectors, gathered for mayShare.
+	pods, namespaces []selectoroverlap.Requirements
+	// seen[i] == pass when sets[i] was visited in the current pass.
+	seen []uint32
+	pass uint32
+}
+
+func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
+	x := &shareIndex{sets: sets, byValue: map[string]map[string][]int{}, byKey: map[string][]int{}, seen: make([]uint32, len(sets)),
+		pods: make([]selectoroverlap.Requirements, len(sets)), namespaces: make([]selectoroverlap.Requirements, len(sets))}
+	for i, ss := range sets {
+		x.pods[i] = selectoroverlap.Gather(ss.Spec.Selector)
+		x.namespaces[i] = selectoroverlap.Gather(apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector))
+		k, values := apps.RequiredLabel(ss.Spec.Selector)
+		if k == "" || values == nil {
+			x.open = append(x.open, i)
+			continue
+		}
+		x.byKey[k] = append(x.byKey[k], i)
+		if x.byValue[k] == nil {
+			x.byValue[k] = map[string][]int{}
+		}
+		for _, v := range values {
+			x.byValue[k][v] = append(x.byValue[k][v], i)
+		}
+	}
+	return x
+}
+
+// candidates returns, in increasing order, the indexes of the SidecarSets that may share a pod
+// with ss: a superset of those mayShare accepts, ss itself possibly among them.
+func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
+	k, values := apps.RequiredLabel(ss.Spec.Selector)
+	if k == "" || values == nil {
+		out := make([]int, len(x.sets))
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	x.pass++
+	var out []int
+	visit := func(list []int) {
+		for _, i := range list {
+			if x.seen[i] != x.pass {
+				x.seen[i] = x.pass
+				out = append(out, i)
+			}
+		}
+	}
+	visit(x.open)
+	for key, list := range x.byKey {
+		if key != k {
+			visit(list)
+		}
+	}
+	for _, v := range values {
+		visit(x.byValue[k][v])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mayShare is mayShare(x.sets[i], x.sets[j]).
+func (x *shareIndex) mayShare(i, j int) bool {
+	return !x.sets[i].Spec.InjectionStrategy.Paused && !x.sets[j].Spec.InjectionStrategy.Paused &&
+		x.pods[i].Intersects(x.pods[j]) && x.namespaces[i].Intersects(x.namespaces[j])
+}
+
+// allNeighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
+// testing each pair the index leaves once.
+func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
+	x := newShareIndex(sets)
+	near := make([][]*v1alpha1.SidecarSet, len(sets))
+	for i := range sets {
+		if near[i] == nil {
+			near[i] = []*v1alpha1.SidecarSet{}
+		}
+		for _, j := range x.candidates(sets[i]) {
+			if j > i && x.mayShare(i, j) {
+				near[i] = append(near[i], sets[j])
+				near[j] = append(near[j], sets[i])
+			}
+		}
+	}
+	return near
+}
+
+// withNeighbour returns list (sorted by name) with ss, in a new slice: a plan may still hold list.
+func withNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
+	i, found := slices.BinarySearchFunc(list, ss.Name, byName)
+	if found {
+		return list
+	}
+	out := make([]*v1alpha1.SidecarSet, 0, len(list)+1)
+	out = append(out, list[:i]...)
+	out = append(out, ss)
+	return append(out, list[i:]...)
+}
+
+// withoutNeighbour returns list (sorted by name) without the SidecarSet named name, in a new slice.
+func withoutNeighbour(list []*v1alpha1.SidecarSet, name string) []*v1alpha1.SidecarSet {
+	i, found := slices.BinarySearchFunc(list, name, byName)
+	if !found {
+		return list
+	}
+	out := make([]*v1alpha1.SidecarSet, 0, len(list)-1)
+	out = append(out, list[:i]...)
+	return append(out, list[i+1:]...)
+}
+
+func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }
