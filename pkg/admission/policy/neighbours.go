@@ -23,8 +23,10 @@ type shareIndex struct {
 	byValue map[string]map[string][]int
 	byKey   map[string][]int
 	open    []int
-	// pods and namespaces are each SidecarSet's selectors, gathered for mayShare.
+	// pods and namespaces are each SidecarSet's selectors, gathered for mayShare when first
+	// tested (gathered[i]).
 	pods, namespaces []selectoroverlap.Requirements
+	gathered         []bool
 	// seen[i] == pass when sets[i] was visited in the current pass.
 	seen []uint32
 	pass uint32
@@ -32,10 +34,8 @@ type shareIndex struct {
 
 func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
 	x := &shareIndex{sets: sets, byValue: map[string]map[string][]int{}, byKey: map[string][]int{}, seen: make([]uint32, len(sets)),
-		pods: make([]selectoroverlap.Requirements, len(sets)), namespaces: make([]selectoroverlap.Requirements, len(sets))}
+		pods: make([]selectoroverlap.Requirements, len(sets)), namespaces: make([]selectoroverlap.Requirements, len(sets)), gathered: make([]bool, len(sets))}
 	for i, ss := range sets {
-		x.pods[i] = selectoroverlap.Gather(ss.Spec.Selector)
-		x.namespaces[i] = selectoroverlap.Gather(apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector))
 		k, values := apps.RequiredLabel(ss.Spec.Selector)
 		if k == "" || values == nil {
 			x.open = append(x.open, i)
@@ -88,8 +88,21 @@ func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
 
 // mayShare is mayShare(x.sets[i], x.sets[j]).
 func (x *shareIndex) mayShare(i, j int) bool {
-	return !x.sets[i].Spec.InjectionStrategy.Paused && !x.sets[j].Spec.InjectionStrategy.Paused &&
-		x.pods[i].Intersects(x.pods[j]) && x.namespaces[i].Intersects(x.namespaces[j])
+	if x.sets[i].Spec.InjectionStrategy.Paused || x.sets[j].Spec.InjectionStrategy.Paused {
+		return false
+	}
+	x.gather(i)
+	x.gather(j)
+	return x.pods[i].Intersects(x.pods[j]) && x.namespaces[i].Intersects(x.namespaces[j])
+}
+
+func (x *shareIndex) gather(i int) {
+	if !x.gathered[i] {
+		ss := x.sets[i]
+		x.pods[i] = selectoroverlap.Gather(ss.Spec.Selector)
+		x.namespaces[i] = selectoroverlap.Gather(apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector))
+		x.gathered[i] = true
+	}
 }
 
 // allNeighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
