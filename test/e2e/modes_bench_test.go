@@ -238,9 +238,10 @@ func measurePods(t *testing.T, mode string, client kubernetes.Interface, five, n
 	f.injectedP50, f.injectedP99 = percentiles(lat[3])
 	f.noKeyP50, f.noKeyP99 = percentiles(lat[4])
 	f.bareRate = throughput(t, client, cases[0].pod, n)
-	stopProfile := profileKubeAPIServer(t, mode)
+	stopProfile, stopServerProfile := profileKubeAPIServer(t, mode), profileServer(t, mode)
 	f.fiveRate = throughput(t, client, cases[1].pod, n)
 	stopProfile()
+	stopServerProfile()
 	f.injectedRate = throughput(t, client, cases[3].pod, n)
 	return f
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,12 +113,38 @@ func tenantMatch(webhookSets, policySets []*v1alpha1.SidecarSet, members map[str
 	for i, ns := range namespaces {
 		terms[i] = "(" + byNS[ns].cel(ns) + ")"
 	}
+	fitTerms(namespaces, terms)
 	m := WebhookMatch{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces}}}}
 	if cond := strings.Join(terms, " ||\n"); len(cond) <= maxConditionSize {
 		m.Condition = cond
 	}
 	return m, true
+}
+
+// fitTerms keeps the namespaces' terms of the condition within maxConditionSize together: the
+// largest terms (ties by namespace name) become their namespace alone, every pod of which the
+// webhook then receives, until the condition fits. The namespaces that need the most room give
+// it up first, so that no namespace's needs widen what the webhook receives of another, unless
+// the namespaces are so many that their names alone do not fit (then the condition is dropped).
+func fitTerms(namespaces, terms []string) {
+	total := len(" ||\n") * (len(terms) - 1)
+	for _, t := range terms {
+		total += len(t)
+	}
+	order := make([]int, len(terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(terms[b]) - len(terms[a]) })
+	for _, i := range order {
+		if total <= maxConditionSize {
+			return
+		}
+		whole := "(request.namespace == " + quote(namespaces[i]) + ")"
+		total -= len(terms[i]) - len(whole)
+		terms[i] = whole
+	}
 }
 
 func sidecarNames(list []v1alpha1.SidecarContainer) []string {

@@ -275,3 +275,59 @@ spec:
 		})
 	}
 }
+
+// TestTenantConditionsFitApart: when the namespaces' needs together outgrow the webhook's match
+// condition, the namespaces that need the most room receive all their pods, and the others keep
+// their own terms: NamespacedSidecarSets crowding many namespaces never send the pods of a quiet
+// namespace (or of a namespace without any) to the server.
+func TestTenantConditionsFitApart(t *testing.T) {
+	const crowded, perNamespace = 30, 70
+	var sets []*v1alpha1.SidecarSet
+	value := func(ns, i int) string { return fmt.Sprintf("v%02d-%03d-%s", ns, i, strings.Repeat("x", 40)) }
+	for ns := range crowded {
+		for i := range perNamespace {
+			sets = append(sets, tenantSet(t, fmt.Sprintf("crowd-%02d", ns), fmt.Sprintf("s%03d", i), fmt.Sprintf(`
+spec:
+  selector: {matchLabels: {app: %s}}
+  containers: [{name: c%03d, image: busybox}]
+`, value(ns, i), i)))
+		}
+	}
+	sets = append(sets, tenantSet(t, "quiet", "web", `
+spec:
+  selector: {matchLabels: {app: web}}
+  containers: [{name: web-agent, image: busybox}]
+`))
+	plan, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: testStamp, WebhookOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditions := 0
+	for _, m := range plan.WebhookMatches {
+		if m.Condition != "" {
+			conditions++
+			if len(m.Condition) > maxConditionSize {
+				t.Errorf("a condition of %d characters, more than %d", len(m.Condition), maxConditionSize)
+			}
+		}
+	}
+	if conditions == 0 {
+		t.Fatal("no webhook has a match condition: every pod of every tenant namespace calls the server")
+	}
+	for _, tc := range []struct {
+		ns    string
+		pod   *corev1.Pod
+		calls bool
+	}{
+		{"quiet", labelled(map[string]string{"app": "web"}), true},
+		{"quiet", labelled(map[string]string{"app": "other"}), false},
+		{"quiet", labelled(map[string]string{"app": value(0, 0)}), false},
+		{"elsewhere", labelled(map[string]string{"app": value(0, 0)}), false},
+		{"crowd-00", labelled(map[string]string{"app": value(0, 0)}), true},
+		{"crowd-29", labelled(map[string]string{"app": value(29, perNamespace-1)}), true},
+	} {
+		if got := serverCalls(t, plan, tc.pod, namespace(tc.ns, nil)) > 0; got != tc.calls {
+			t.Errorf("namespace %s, pod %v: calls the server %v, want %v", tc.ns, tc.pod.Labels, got, tc.calls)
+		}
+	}
+}
