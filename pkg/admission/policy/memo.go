@@ -51,8 +51,8 @@ func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
 type nearEntry struct {
 	version string
 	ss      *v1alpha1.SidecarSet
-	// list is the neighbours sorted by name; a change replaces it, never changes it in place (the
-	// lists of a plan are read after the next call).
+	// list is the neighbours sorted by name, changed in place: a plan reads the lists it gets
+	// only until it returns.
 	list []*v1alpha1.SidecarSet
 }
 

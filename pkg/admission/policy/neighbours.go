@@ -124,27 +124,24 @@ func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	return near
 }
 
-// withNeighbour returns list (sorted by name) with ss, in a new slice: a plan may still hold list.
+// withNeighbour returns list (sorted by name) with ss, inserted in place: neighbour lists are read
+// only during the plan that asked for them.
 func withNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
 	i, found := slices.BinarySearchFunc(list, ss.Name, byName)
 	if found {
 		return list
 	}
-	out := make([]*v1alpha1.SidecarSet, 0, len(list)+1)
-	out = append(out, list[:i]...)
-	out = append(out, ss)
-	return append(out, list[i:]...)
+	return slices.Insert(list, i, ss)
 }
 
-// withoutNeighbour returns list (sorted by name) without the SidecarSet named name, in a new slice.
+// withoutNeighbour returns list (sorted by name) without the SidecarSet named name, removed in
+// place.
 func withoutNeighbour(list []*v1alpha1.SidecarSet, name string) []*v1alpha1.SidecarSet {
 	i, found := slices.BinarySearchFunc(list, name, byName)
 	if !found {
 		return list
 	}
-	out := make([]*v1alpha1.SidecarSet, 0, len(list)-1)
-	out = append(out, list[:i]...)
-	return append(out, list[i+1:]...)
+	return slices.Delete(list, i, i+1)
 }
 
 func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }
