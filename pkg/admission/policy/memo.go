@@ -2,6 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type versionEntry struct {
 	resourceVersion string
 	version         string // see version
 	digest          string // of version
+	shape           string // see shape
 }
 
 // versionOf is version(ss) and its digest, computed again only when ss's resourceVersion changes.
@@ -40,6 +42,7 @@ func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
 	if e.version != "" {
 		sum := sha256.Sum256([]byte(e.version))
 		e.digest = string(sum[:16])
+		e.shape = shape(ss)
 	}
 	if mm.versions == nil {
 		mm.versions = map[string]versionEntry{}
@@ -49,8 +52,8 @@ func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
 }
 
 type nearEntry struct {
-	version string
-	ss      *v1alpha1.SidecarSet
+	shape, version string
+	ss             *v1alpha1.SidecarSet
 	// list is the neighbours sorted by name, changed in place: a plan reads the lists it gets
 	// only until it returns.
 	list []*v1alpha1.SidecarSet
@@ -81,23 +84,37 @@ func version(ss *v1alpha1.SidecarSet) string {
 		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[apps.SidecarSetCanaryAnnotation], a[apps.SidecarSetBaseAnnotation]}, "\x00")
 }
 
+// shape identifies what of a stored ss decides its neighbours (mayShare): its selectors, its
+// namespace and whether it is paused. A write that changes nothing of it (a status, an image)
+// leaves its neighbours as they are.
+func shape(ss *v1alpha1.SidecarSet) string {
+	data, err := json.Marshal([]any{ss.Spec.Selector, ss.Spec.Namespace, ss.Spec.NamespaceSelector, ss.Spec.InjectionStrategy.Paused})
+	if err != nil {
+		return ""
+	}
+	return string(ss.UID) + "\x00" + string(data)
+}
+
 // neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
 // testing again only the pairs with a SidecarSet that changed since the last call.
 func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	current := make(map[string]string, len(sets))
-	var changed []int
+	var changed, refreshed []int
 	for i, ss := range sets {
-		v := mm.versionOf(ss).version
-		current[ss.Name] = v
-		if e, ok := mm.near[ss.Name]; !ok || v == "" || e.version != v {
+		v := mm.versionOf(ss)
+		current[ss.Name] = v.shape
+		switch e, ok := mm.near[ss.Name]; {
+		case !ok || v.shape == "" || e.shape != v.shape:
 			changed = append(changed, i)
+		case e.version != v.version:
+			refreshed = append(refreshed, i) // its neighbours hold an older version of it
 		}
 	}
 	if mm.near == nil || len(changed) > len(sets)/4 {
 		return mm.rebuild(sets)
 	}
 	for name, e := range mm.near {
-		if v, ok := current[name]; !ok || v == "" || v != e.version {
+		if s, ok := current[name]; !ok || s == "" || s != e.shape {
 			for _, n := range e.list {
 				if o, ok := mm.near[n.Name]; ok {
 					o.list = withoutNeighbour(o.list, name)
@@ -107,11 +124,21 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 			delete(mm.near, name)
 		}
 	}
+	for _, i := range refreshed {
+		ss := sets[i]
+		e := mm.near[ss.Name]
+		e.ss, e.version = ss, mm.versionOf(ss).version
+		mm.near[ss.Name] = e
+		for _, n := range e.list {
+			replaceNeighbour(mm.near[n.Name].list, ss)
+		}
+	}
 	if len(changed) > 0 {
 		x := newShareIndex(sets)
 		for _, i := range changed {
 			ss := sets[i]
-			e := nearEntry{version: current[ss.Name], ss: ss, list: []*v1alpha1.SidecarSet{}}
+			v := mm.versionOf(ss)
+			e := nearEntry{shape: v.shape, version: v.version, ss: ss, list: []*v1alpha1.SidecarSet{}}
 			for _, j := range x.candidates(ss) {
 				o := sets[j]
 				if j == i || !x.mayShare(i, j) {
@@ -140,7 +167,8 @@ func (mm *Memo) rebuild(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	near := allNeighbours(sets)
 	mm.near = make(map[string]nearEntry, len(sets))
 	for i, ss := range sets {
-		mm.near[ss.Name] = nearEntry{version: mm.versionOf(ss).version, ss: ss, list: near[i]}
+		v := mm.versionOf(ss)
+		mm.near[ss.Name] = nearEntry{shape: v.shape, version: v.version, ss: ss, list: near[i]}
 	}
 	return near
 }

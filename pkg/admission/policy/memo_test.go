@@ -81,6 +81,11 @@ func TestMemo(t *testing.T) {
 			changed.Spec.Containers[0].PodInjectPolicy = v1alpha1.BeforeAppContainerType
 			sets[changed.Name] = stored(changed)
 			check("spec change")
+			renamed := sets["bench-0001"].DeepCopy()
+			renamed.Generation++
+			renamed.Spec.Containers[0].Name = "renamed"
+			sets[renamed.Name] = stored(renamed)
+			check("a neighbour's sidecar renamed") // its neighbours' policies name it
 			now = now.Add(time.Minute)
 			check("a minute later")
 			widened := sets["bench-0003"].DeepCopy()

@@ -144,4 +144,11 @@ func withoutNeighbour(list []*v1alpha1.SidecarSet, name string) []*v1alpha1.Side
 	return slices.Delete(list, i, i+1)
 }
 
+// replaceNeighbour puts ss in list (sorted by name) in place of the SidecarSet of its name.
+func replaceNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) {
+	if i, found := slices.BinarySearchFunc(list, ss.Name, byName); found {
+		list[i] = ss
+	}
+}
+
 func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }
