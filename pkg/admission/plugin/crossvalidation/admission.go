@@ -398,10 +398,13 @@ func (p *Plugin) others(ss *apps.SidecarSet) ([]*apps.SidecarSet, error) {
 		}
 		for _, obj := range objs {
 			w, ok := obj.(*v1alpha1.SidecarSet)
-			if !ok || !overlaps(w.Spec.Selector, w.Spec.Namespace, w.Spec.NamespaceSelector) {
+			if !ok {
 				continue
 			}
 			if ns, _, ok := apps.SplitNamespacedName(w.Name); ok && (!namespaced || ns != namespace) {
+				continue
+			}
+			if !overlaps(w.Spec.Selector, w.Spec.Namespace, w.Spec.NamespaceSelector) {
 				continue
 			}
 			if len(keys) > 1 {
@@ -438,10 +441,10 @@ func IndexConflictKeys(obj any) ([]string, error) {
 }
 
 // internalCache keeps the internal form of each stored SidecarSet at its resourceVersion: a
-// SidecarSet write is checked against the others sharing a name with it, possibly thousands
-// (SidecarSets of the same sidecar for different workloads), and converting them all for each
-// write would make a bulk apply of n such SidecarSets cost n² conversions. The converted objects
-// are only read.
+// SidecarSet write is checked against the others that share a name with it and may select its
+// pods, possibly thousands (SidecarSets declaring the same volume for overlapping workloads),
+// and converting them all for each write would make a bulk apply of n such SidecarSets cost n²
+// conversions. The converted objects are only read.
 type internalCache struct {
 	mu   sync.Mutex
 	byID map[types.UID]*internalEntry
