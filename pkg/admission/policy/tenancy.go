@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,28 +121,21 @@ func tenantMatch(webhookSets, policySets []*v1alpha1.SidecarSet, members map[str
 	return m, true
 }
 
-// fitTerms keeps the namespaces' terms of the condition within maxConditionSize together: the
-// largest terms (ties by namespace name) become their namespace alone, every pod of which the
-// webhook then receives, until the condition fits. The namespaces that need the most room give
-// it up first, so that no namespace's needs widen what the webhook receives of another, unless
-// the namespaces are so many that their names alone do not fit (then the condition is dropped).
+// fitTerms keeps the namespaces' terms of the condition within maxConditionSize together by
+// giving each namespace an equal share of it: a term larger than its share becomes its namespace
+// alone, every pod of which the webhook then receives. What the webhook receives of a namespace
+// thus depends on its own needs and on how many namespaces have some, never on how much the
+// others need: writes in one namespace cannot send another's pods to the server. With more
+// namespaces than their names alone fit, the caller drops the condition.
 func fitTerms(namespaces, terms []string) {
-	total := len(" ||\n") * (len(terms) - 1)
-	for _, t := range terms {
-		total += len(t)
+	if len(terms) == 0 {
+		return
 	}
-	order := make([]int, len(terms))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return len(terms[b]) - len(terms[a]) })
-	for _, i := range order {
-		if total <= maxConditionSize {
-			return
+	room := (maxConditionSize - len(" ||\n")*(len(terms)-1)) / len(terms)
+	for i, t := range terms {
+		if len(t) > room {
+			terms[i] = "(request.namespace == " + quote(namespaces[i]) + ")"
 		}
-		whole := "(request.namespace == " + quote(namespaces[i]) + ")"
-		total -= len(terms[i]) - len(whole)
-		terms[i] = whole
 	}
 }
 
