@@ -103,32 +103,36 @@ func BenchmarkGroupPolicy(b *testing.B) {
 	}
 }
 
-// BenchmarkPlanAfterCreate plans 1,000 stored SidecarSets of each benchmark shape with the memo
-// of the previous plan after one more SidecarSet was created a second later, as the controller
-// does on a write.
+// BenchmarkPlanAfterCreate plans 1,000 and 10,000 stored SidecarSets of each benchmark shape with
+// the memo of the previous plan after one more SidecarSet was created a second later, as the
+// controller does on a write. Between two creates the SidecarSet is deleted again (not timed).
 func BenchmarkPlanAfterCreate(b *testing.B) {
 	for _, shape := range policytest.Shapes {
-		b.Run(shape, func(b *testing.B) {
-			sets := policytest.BenchSidecarSets(shape, 1002)
-			for i, ss := range sets {
-				ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
-				prepare(b, ss)
-			}
-			now := time.Now()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				memo := &Memo{}
-				if _, err := PlanPolicies(PlanInput{SidecarSets: sets[:1000], Now: now, Memo: memo}); err != nil {
-					b.Fatal(err)
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("%s/%d", shape, n), func(b *testing.B) {
+				sets := policytest.BenchSidecarSets(shape, n+2)
+				for i, ss := range sets {
+					ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+					prepare(b, ss)
 				}
-				b.StartTimer()
-				if _, err := PlanPolicies(PlanInput{SidecarSets: sets[:1001], Now: now.Add(time.Second), Memo: memo}); err != nil {
-					b.Fatal(err)
+				now, memo := time.Now(), &Memo{}
+				plan := func(sets []*v1alpha1.SidecarSet) {
+					now = now.Add(time.Second)
+					if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now, Memo: memo}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+				plan(sets[:n])
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					plan(sets[:n+1])
+					b.StopTimer()
+					plan(sets[:n])
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }
 

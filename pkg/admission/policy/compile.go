@@ -111,7 +111,9 @@ func classify(in *Input) (Result, bool) {
 		return webhook(apps.ReasonShadowed, "%s is also in cluster SidecarSet %s, which wins in the pods both select: the webhook leaves this NamespacedSidecarSet out of them", what, o)
 	}
 	if len(in.Neighbours) > maxNeighbours {
-		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as %d other SidecarSets (a policy places sidecars among at most %d)", len(in.Neighbours), maxNeighbours)
+		// Not the count: it changes with every write of a SidecarSet sharing a common label, and
+		// each change is a status write of every SidecarSet that shares it.
+		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as more than %d other SidecarSets, the most a policy places sidecars among", maxNeighbours)
 	}
 	if name := ambiguousName(ss, in.Neighbours); name != "" {
 		return webhook(apps.ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)

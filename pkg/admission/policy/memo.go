@@ -57,6 +57,9 @@ type nearEntry struct {
 	// list is the neighbours sorted by name, changed in place: a plan reads the lists it gets
 	// only until it returns.
 	list []*v1alpha1.SidecarSet
+	// digest is listDigest(list), "" until computed: every change of list or of a member's
+	// version clears it (see dirty).
+	digest string
 }
 
 type memberEntry struct {
@@ -117,7 +120,7 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 		if s, ok := current[name]; !ok || s == "" || s != e.shape {
 			for _, n := range e.list {
 				if o, ok := mm.near[n.Name]; ok {
-					o.list = withoutNeighbour(o.list, name)
+					o.list, o.digest = withoutNeighbour(o.list, name), ""
 					mm.near[n.Name] = o
 				}
 			}
@@ -130,7 +133,10 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 		e.ss, e.version = ss, mm.versionOf(ss).version
 		mm.near[ss.Name] = e
 		for _, n := range e.list {
-			replaceNeighbour(mm.near[n.Name].list, ss)
+			o := mm.near[n.Name]
+			replaceNeighbour(o.list, ss)
+			o.digest = ""
+			mm.near[n.Name] = o
 		}
 	}
 	if len(changed) > 0 {
@@ -146,7 +152,7 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 				}
 				if oe, ok := mm.near[o.Name]; ok {
 					e.list = append(e.list, oe.ss)
-					oe.list = withNeighbour(oe.list, ss)
+					oe.list, oe.digest = withNeighbour(oe.list, ss), ""
 					mm.near[o.Name] = oe
 				} else {
 					e.list = append(e.list, o) // changed too: entered after ss
@@ -180,9 +186,58 @@ func (mm *Memo) memberKey(in *Input, base bool) string {
 	if v == "" {
 		return ""
 	}
+	near := "many"
+	if !manyShared(in.SidecarSet, in.Neighbours) {
+		if near = mm.neighboursDigest(in.SidecarSet.Name, in.Neighbours); near == "" && len(in.Neighbours) > 0 {
+			return ""
+		}
+	}
+	sum := sha256.Sum256([]byte(v + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName) + near))
+	return string(sum[:])
+}
+
+// manyShared reports whether ss is a cluster SidecarSet with more cluster neighbours among near
+// than a policy places sidecars among: its compilation reads nothing else of them (see classify),
+// so it is not compiled again when they change.
+func manyShared(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) bool {
+	if len(near) <= maxNeighbours || TenantNamespace(ss) != "" {
+		return false
+	}
+	n := 0
+	for _, o := range near {
+		if TenantNamespace(o) == "" {
+			if n++; n > maxNeighbours {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// neighboursDigest is listDigest(list), kept in the entry of name when list is its list: a pass
+// that changes no neighbour of a SidecarSet does not read its neighbours again (at 10,000 sets
+// sharing a common label, reading them was most of every plan).
+func (mm *Memo) neighboursDigest(name string, list []*v1alpha1.SidecarSet) string {
+	e, ok := mm.near[name]
+	if !ok || !sameSlice(e.list, list) {
+		return mm.listDigest(list)
+	}
+	if e.digest == "" {
+		e.digest = mm.listDigest(list)
+		mm.near[name] = e
+	}
+	return e.digest
+}
+
+// listDigest digests the versions of list in order (each a fixed-size digest); "" when one of
+// them is not memoizable. An order-free sum would be cheaper to keep but lets chosen names cancel
+// out.
+func (mm *Memo) listDigest(list []*v1alpha1.SidecarSet) string {
+	if len(list) == 0 {
+		return ""
+	}
 	h := sha256.New()
-	h.Write([]byte(v + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName)))
-	for _, o := range in.Neighbours {
+	for _, o := range list {
 		ov := mm.versionOf(o).digest
 		if ov == "" {
 			return ""
@@ -190,6 +245,11 @@ func (mm *Memo) memberKey(in *Input, base bool) string {
 		h.Write([]byte(ov))
 	}
 	return string(h.Sum(nil))
+}
+
+// sameSlice reports whether a and b are the same slice (same start and length).
+func sameSlice(a, b []*v1alpha1.SidecarSet) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // compile is compileMember, memoized. The stamp reaches only the member's hash entries, which are

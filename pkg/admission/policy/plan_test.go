@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -227,5 +229,52 @@ func TestPlanWebhookOnly(t *testing.T) {
 	}
 	if webhooksCalled(t, p.WebhookMatches, labelled(map[string]string{"app": "web"})) == 0 {
 		t.Error("webhook mode: a pod plain selects is not sent to the webhook")
+	}
+}
+
+// TestManyNeighboursSettle: SidecarSets that may share pods with more others than a policy places
+// sidecars among keep the same result when one more such SidecarSet is created or deleted, so a
+// write does not rewrite the status of every SidecarSet sharing a common label.
+func TestManyNeighboursSettle(t *testing.T) {
+	set := func(i int) *v1alpha1.SidecarSet {
+		ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%02d", i), UID: types.UID(fmt.Sprint("uid-", i)),
+			ResourceVersion: fmt.Sprint(i + 1), Generation: 1}}
+		// Each selects its own label key: any two may select the same pod.
+		ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{fmt.Sprintf("key-%d", i): "x"}}
+		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: fmt.Sprintf("agent-%d", i), Image: "busybox"}}}
+		return prepare(t, ss)
+	}
+	var sets []*v1alpha1.SidecarSet
+	for i := range maxNeighbours + 4 {
+		sets = append(sets, set(i))
+	}
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	memo := &Memo{}
+	plan := func(sets []*v1alpha1.SidecarSet) Plan {
+		now = now.Add(time.Second)
+		p, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now, Memo: memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fresh.Results, p.Results); diff != "" {
+			t.Errorf("%d SidecarSets: the memo's results differ from a plan from nothing (-fresh +memo):\n%s", len(sets), diff)
+		}
+		return p
+	}
+	before := plan(sets[:len(sets)-1])
+	after := plan(sets)
+	deleted := plan(sets[:len(sets)-2])
+	for _, ss := range sets[:len(sets)-2] {
+		b, a, d := before.Results[ss.Name], after.Results[ss.Name], deleted.Results[ss.Name]
+		if b.Reason != apps.ReasonManyNeighbours {
+			t.Fatalf("%s: reason %q, want %s", ss.Name, b.Reason, apps.ReasonManyNeighbours)
+		}
+		if a != b || d != b {
+			t.Errorf("%s: result changed by a write of another SidecarSet:\n before %+v\n after  %+v\n delete %+v", ss.Name, b, a, d)
+		}
 	}
 }
