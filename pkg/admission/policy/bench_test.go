@@ -136,6 +136,27 @@ func BenchmarkPlanAfterCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanFromNothing plans 10,000 stored SidecarSets of each benchmark shape with an empty
+// memo, as a new leader does first.
+func BenchmarkPlanFromNothing(b *testing.B) {
+	for _, shape := range policytest.Shapes {
+		b.Run(shape, func(b *testing.B) {
+			sets := policytest.BenchSidecarSets(shape, 10000)
+			for i, ss := range sets {
+				ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+				prepare(b, ss)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now(), Memo: &Memo{}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkPlanWithTenants plans 1,000 cluster SidecarSets (the manual's one-key shape and the
 // mixed one) beside 0, 1,000 and 5,000 NamespacedSidecarSets spread over 50 namespaces, each
 // namespace's selecting its own app values (a tenant's usual shape), as the controller does on

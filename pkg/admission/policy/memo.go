@@ -3,6 +3,7 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ import (
 // is the same with or without it. A Memo is not safe for concurrent use; the zero value is empty.
 type Memo struct {
 	versions map[string]versionEntry // by SidecarSet name
-	near     map[string]nearEntry
+	near     map[string]*nearEntry
 	members  map[string]memberEntry // by SidecarSet name
 	groups   map[string]groupEntry  // by policy name
 }
@@ -54,11 +55,17 @@ func (mm *Memo) versionOf(ss *v1alpha1.SidecarSet) versionEntry {
 type nearEntry struct {
 	shape, version string
 	ss             *v1alpha1.SidecarSet
-	// list is the neighbours sorted by name, changed in place: a plan reads the lists it gets
-	// only until it returns.
+	// list is the neighbours sorted by name, changed in place (a plan reads the lists it gets
+	// only until it returns); for a crowded SidecarSet, maxNeighbours+1 of its cluster neighbours.
 	list []*v1alpha1.SidecarSet
-	// digest is listDigest(list), "" until computed: every change of list or of a member's
-	// version clears it (see dirty).
+	// clusters counts the cluster SidecarSets in list.
+	clusters int
+	// crowded: a cluster SidecarSet that may share pods with more cluster SidecarSets than a
+	// policy places sidecars among. Its compilation reads nothing else of them (classify,
+	// manyShared), so they are not kept: on a common-label shape nearly every SidecarSet may
+	// share pods with nearly every other, and keeping them all took minutes and gigabytes at 10,000.
+	crowded bool
+	// digest is listDigest(list), "" until computed: every change of list clears it.
 	digest string
 }
 
@@ -98,67 +105,53 @@ func shape(ss *v1alpha1.SidecarSet) string {
 	return string(ss.UID) + "\x00" + string(data)
 }
 
-// neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
-// testing again only the pairs with a SidecarSet that changed since the last call.
+// neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name
+// (of a crowded SidecarSet, maxNeighbours+1 of them), testing again only the pairs with a
+// SidecarSet that changed since the last call.
 func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	current := make(map[string]string, len(sets))
-	var changed, refreshed []int
+	var entered []int
+	refreshed := map[string]*v1alpha1.SidecarSet{} // their neighbours hold an older version of them
 	for i, ss := range sets {
 		v := mm.versionOf(ss)
 		current[ss.Name] = v.shape
 		switch e, ok := mm.near[ss.Name]; {
 		case !ok || v.shape == "" || e.shape != v.shape:
-			changed = append(changed, i)
+			entered = append(entered, i)
 		case e.version != v.version:
-			refreshed = append(refreshed, i) // its neighbours hold an older version of it
+			refreshed[ss.Name] = ss
+			e.ss, e.version = ss, v.version
 		}
 	}
-	if mm.near == nil || len(changed) > len(sets)/4 {
-		return mm.rebuild(sets)
+	if mm.near == nil || len(entered) > len(sets)/4 {
+		mm.near, refreshed, entered = make(map[string]*nearEntry, len(sets)), nil, entered[:0]
+		for i := range sets {
+			entered = append(entered, i)
+		}
 	}
+	removed := map[string]bool{}
 	for name, e := range mm.near {
-		if s, ok := current[name]; !ok || s == "" || s != e.shape {
-			for _, n := range e.list {
-				if o, ok := mm.near[n.Name]; ok {
-					o.list, o.digest = withoutNeighbour(o.list, name), ""
-					mm.near[n.Name] = o
-				}
-			}
+		if s := current[name]; s == "" || s != e.shape {
+			removed[name] = true
 			delete(mm.near, name)
 		}
 	}
-	for _, i := range refreshed {
-		ss := sets[i]
-		e := mm.near[ss.Name]
-		e.ss, e.version = ss, mm.versionOf(ss).version
-		mm.near[ss.Name] = e
-		for _, n := range e.list {
-			o := mm.near[n.Name]
-			replaceNeighbour(o.list, ss)
-			o.digest = ""
-			mm.near[n.Name] = o
-		}
-	}
-	if len(changed) > 0 {
+	recount := mm.sweep(removed, refreshed)
+	if len(recount)+len(entered) > 0 {
 		x := newShareIndex(sets)
-		for _, i := range changed {
-			ss := sets[i]
-			v := mm.versionOf(ss)
-			e := nearEntry{shape: v.shape, version: v.version, ss: ss, list: []*v1alpha1.SidecarSet{}}
-			for _, j := range x.candidates(ss) {
-				o := sets[j]
-				if j == i || !x.mayShare(i, j) {
-					continue
-				}
-				if oe, ok := mm.near[o.Name]; ok {
-					e.list = append(e.list, oe.ss)
-					oe.list, oe.digest = withNeighbour(oe.list, ss), ""
-					mm.near[o.Name] = oe
-				} else {
-					e.list = append(e.list, o) // changed too: entered after ss
-				}
-			}
-			mm.near[ss.Name] = e
+		at := make(map[string]int, len(sets))
+		for i, ss := range sets {
+			at[ss.Name] = i
+		}
+		entries := make([]*nearEntry, len(sets)) // by index in sets: nil until entered
+		for i, ss := range sets {
+			entries[i] = mm.near[ss.Name]
+		}
+		for _, name := range recount {
+			mm.enter(x, entries, at[name])
+		}
+		for _, i := range entered {
+			mm.enter(x, entries, i)
 		}
 	}
 	out := make([][]*v1alpha1.SidecarSet, len(sets))
@@ -168,15 +161,73 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 	return out
 }
 
-// rebuild tests every pair the share index leaves.
-func (mm *Memo) rebuild(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
-	near := allNeighbours(sets)
-	mm.near = make(map[string]nearEntry, len(sets))
-	for i, ss := range sets {
-		v := mm.versionOf(ss)
-		mm.near[ss.Name] = nearEntry{shape: v.shape, version: v.version, ss: ss, list: near[i]}
+// sweep takes the removed SidecarSets out of every list and puts the refreshed ones in place of
+// their older versions. It returns the crowded SidecarSets that lost a neighbour: they may no
+// longer be crowded.
+func (mm *Memo) sweep(removed map[string]bool, refreshed map[string]*v1alpha1.SidecarSet) []string {
+	if len(removed)+len(refreshed) == 0 {
+		return nil
 	}
-	return near
+	var recount []string
+	for name, e := range mm.near {
+		n := len(e.list)
+		for i, o := range e.list {
+			if ss, ok := refreshed[o.Name]; ok {
+				e.list[i], e.digest = ss, ""
+			}
+		}
+		if len(removed) > 0 {
+			e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool {
+				if removed[o.Name] && TenantNamespace(o) == "" {
+					e.clusters--
+				}
+				return removed[o.Name]
+			})
+		}
+		if len(e.list) != n {
+			e.digest = ""
+			if e.crowded {
+				recount = append(recount, name)
+			}
+		}
+	}
+	return recount
+}
+
+// enter tests sets[i] against the SidecarSets already entered and adds each pair found to both
+// lists, but a crowded one's. A pair of crowded SidecarSets is not tested: neither reads the other.
+func (mm *Memo) enter(x *shareIndex, entries []*nearEntry, i int) {
+	ss := x.sets[i]
+	v := mm.versionOf(ss)
+	e := &nearEntry{shape: v.shape, version: v.version, ss: ss, list: []*v1alpha1.SidecarSet{}}
+	for _, j := range x.candidates(ss) {
+		oe := entries[j]
+		if j == i || oe == nil || (e.crowded && oe.crowded) || !x.mayShare(i, j) {
+			continue
+		}
+		oe.add(ss)
+		e.add(oe.ss)
+	}
+	mm.near[ss.Name], entries[i] = e, e
+}
+
+// add puts o in e's list (sorted by name), unless e is crowded; e becomes crowded when o makes it.
+func (e *nearEntry) add(o *v1alpha1.SidecarSet) {
+	if e.crowded {
+		return
+	}
+	n := len(e.list)
+	if e.list = withNeighbour(e.list, o); len(e.list) == n {
+		return
+	}
+	e.digest = ""
+	if TenantNamespace(o) == "" {
+		e.clusters++
+	}
+	if e.clusters > maxNeighbours && TenantNamespace(e.ss) == "" {
+		e.crowded = true
+		e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool { return TenantNamespace(o) != "" })
+	}
 }
 
 // memberKey identifies a compilation: a digest of the SidecarSet, its neighbours and the inputs
@@ -224,7 +275,6 @@ func (mm *Memo) neighboursDigest(name string, list []*v1alpha1.SidecarSet) strin
 	}
 	if e.digest == "" {
 		e.digest = mm.listDigest(list)
-		mm.near[name] = e
 	}
 	return e.digest
 }

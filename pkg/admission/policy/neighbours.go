@@ -30,6 +30,7 @@ type shareIndex struct {
 	// seen[i] == pass when sets[i] was visited in the current pass.
 	seen []uint32
 	pass uint32
+	out  []int // candidates' result
 }
 
 func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
@@ -53,18 +54,19 @@ func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
 }
 
 // candidates returns, in increasing order, the indexes of the SidecarSets that may share a pod
-// with ss: a superset of those mayShare accepts, ss itself possibly among them.
+// with ss: a superset of those mayShare accepts, ss itself possibly among them. The slice is
+// reused by the next call.
 func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
+	out := x.out[:0]
+	defer func() { x.out = out }()
 	k, values := apps.RequiredLabel(ss.Spec.Selector)
 	if k == "" || values == nil {
-		out := make([]int, len(x.sets))
-		for i := range out {
-			out[i] = i
+		for i := range x.sets {
+			out = append(out, i)
 		}
 		return out
 	}
 	x.pass++
-	var out []int
 	visit := func(list []int) {
 		for _, i := range list {
 			if x.seen[i] != x.pass {
@@ -82,7 +84,17 @@ func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
 	for _, v := range values {
 		visit(x.byValue[k][v])
 	}
-	slices.Sort(out)
+	if len(out) < len(x.sets)/16 {
+		slices.Sort(out)
+		return out
+	}
+	// Most of them (a common label and many keys): reading the marks in order beats sorting.
+	out = out[:0]
+	for i, pass := range x.seen {
+		if pass == x.pass {
+			out = append(out, i)
+		}
+	}
 	return out
 }
 
@@ -103,25 +115,6 @@ func (x *shareIndex) gather(i int) {
 		x.namespaces[i] = selectoroverlap.Gather(apps.NamespaceSelector(ss.Spec.Namespace, ss.Spec.NamespaceSelector))
 		x.gathered[i] = true
 	}
-}
-
-// allNeighbours returns the neighbours of each of sets (sorted by name), each list sorted by name,
-// testing each pair the index leaves once.
-func allNeighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
-	x := newShareIndex(sets)
-	near := make([][]*v1alpha1.SidecarSet, len(sets))
-	for i := range sets {
-		if near[i] == nil {
-			near[i] = []*v1alpha1.SidecarSet{}
-		}
-		for _, j := range x.candidates(sets[i]) {
-			if j > i && x.mayShare(i, j) {
-				near[i] = append(near[i], sets[j])
-				near[j] = append(near[j], sets[i])
-			}
-		}
-	}
-	return near
 }
 
 // withNeighbour returns list (sorted by name) with ss, inserted in place: neighbour lists are read

@@ -6,15 +6,20 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
-// TestAllNeighbours: the share index leaves out no pair mayShare accepts. allNeighbours equals
-// testing every pair (Neighbours), on each benchmark shape mixed with selectors the index
-// cannot narrow or narrows by value lists (Exists, In of several values, NotIn, none, paused).
-func TestAllNeighbours(t *testing.T) {
+// TestNeighbours: the memo's neighbour lists equal testing every pair (Neighbours), but for a
+// crowded SidecarSet (a cluster one sharing pods with more than maxNeighbours cluster ones), whose
+// list holds maxNeighbours+1 of its cluster neighbours. Checked from nothing and after each write
+// of a sequence (creates, deletes that leave crowded SidecarSets below the limit, selector and
+// version changes), on each benchmark shape mixed with selectors the share index cannot narrow or
+// narrows by value lists (Exists, In of several values, NotIn, none, paused) and with
+// NamespacedSidecarSets (never crowded: what shadows them is read from all their neighbours).
+func TestNeighbours(t *testing.T) {
 	sel := func(labels map[string]string, reqs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: labels, MatchExpressions: reqs}
 	}
@@ -32,29 +37,93 @@ func TestAllNeighbours(t *testing.T) {
 	}
 	for _, shape := range policytest.Shapes {
 		t.Run(shape, func(t *testing.T) {
-			sets := policytest.BenchSidecarSets(shape, 300)
+			rv := 0
+			stored := func(ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+				rv++
+				ss.UID, ss.ResourceVersion, ss.Generation = types.UID("uid-"+ss.Name), fmt.Sprint(rv), int64(rv)
+				return ss
+			}
+			all := policytest.BenchSidecarSets(shape, 300)
 			for i, s := range extra {
-				ss := sets[10*i+3].DeepCopy()
+				ss := all[10*i+3].DeepCopy()
 				ss.Name = fmt.Sprintf("extra-%d", i)
 				ss.Spec.Selector = s
-				sets = append(sets, ss)
+				all = append(all, ss)
 			}
-			sets[20].Spec.InjectionStrategy.Paused = true
-			slices.SortFunc(sets, func(a, b *v1alpha1.SidecarSet) int { return byName(a, b.Name) })
-			got := allNeighbours(sets)
-			pairs := 0
-			for i, ss := range sets {
-				want := Neighbours(ss, sets)
-				pairs += len(want)
-				if !slices.Equal(setNames(got[i]), setNames(want)) {
-					t.Errorf("%s: neighbours %v, want %v", ss.Name, setNames(got[i]), setNames(want))
-				}
+			for i := range 6 {
+				n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tenant-%d", i), Namespace: fmt.Sprintf("ns-%d", i%2)},
+					Spec: all[40+i].Spec}
+				all = append(all, n.AsSidecarSet())
 			}
-			if pairs == 0 {
-				t.Fatal("no SidecarSets share a pod: the test checks nothing")
+			all[20].Spec.InjectionStrategy.Paused = true
+			for _, ss := range all {
+				stored(ss)
 			}
+			mm := &Memo{}
+			check := func(step string, sets []*v1alpha1.SidecarSet) {
+				t.Helper()
+				sets = slices.Clone(sets)
+				slices.SortFunc(sets, func(a, b *v1alpha1.SidecarSet) int { return byName(a, b.Name) })
+				checkNeighbours(t, step, sets, mm.neighbours(sets))
+			}
+			sets := all[:250]
+			check("from nothing", sets)
+			check("the rest created", all)
+			// Deleting most of the others leaves the crowded SidecarSets with fewer neighbours.
+			sets = slices.Concat(all[:5], all[300:])
+			check("most deleted", sets)
+			sets = slices.Concat(all[:60], all[300:])
+			check("some created again", sets)
+			moved := all[7].DeepCopy()
+			moved.Spec.Selector = sel(nil, req("team", metav1.LabelSelectorOpExists))
+			sets[7] = stored(moved)
+			check("a selector changed", sets)
+			renamed := all[45].DeepCopy()
+			renamed.Spec.Containers[0].Name = "renamed"
+			sets[45] = stored(renamed)
+			check("a version changed", sets)
+			check("nothing changed", sets)
 		})
 	}
+}
+
+// checkNeighbours compares near, the memo's lists of sets, with testing every pair.
+func checkNeighbours(t *testing.T, step string, sets []*v1alpha1.SidecarSet, near [][]*v1alpha1.SidecarSet) {
+	t.Helper()
+	pairs, crowded := 0, 0
+	for i, ss := range sets {
+		want := Neighbours(ss, sets)
+		pairs += len(want)
+		got := near[i]
+		if clusters := slices.DeleteFunc(slices.Clone(want), func(o *v1alpha1.SidecarSet) bool { return TenantNamespace(o) != "" }); TenantNamespace(ss) == "" && len(clusters) > maxNeighbours {
+			crowded++
+			want = clusters
+			if len(got) != maxNeighbours+1 {
+				t.Errorf("%s: %s is crowded (%d cluster neighbours): %d neighbours kept, want %d", step, ss.Name, len(clusters), len(got), maxNeighbours+1)
+			}
+			got = slices.DeleteFunc(slices.Clone(want), func(o *v1alpha1.SidecarSet) bool {
+				return !slices.ContainsFunc(got, func(g *v1alpha1.SidecarSet) bool { return g.Name == o.Name })
+			})
+			if len(got) != len(near[i]) || !slices.IsSortedFunc(near[i], func(a, b *v1alpha1.SidecarSet) int { return byName(a, b.Name) }) {
+				t.Errorf("%s: %s: kept %v, not %d sorted cluster neighbours among %v", step, ss.Name, setNames(near[i]), len(near[i]), setNames(want))
+			}
+			want = got
+			got = near[i]
+		}
+		if !slices.Equal(setNames(got), setNames(want)) {
+			t.Errorf("%s: %s: neighbours %v, want %v", step, ss.Name, setNames(got), setNames(want))
+			continue
+		}
+		for k, o := range got {
+			if version(o) != version(want[k]) {
+				t.Errorf("%s: %s: neighbour %s is an older version", step, ss.Name, o.Name)
+			}
+		}
+	}
+	if pairs == 0 {
+		t.Fatalf("%s: no SidecarSets share a pod: the test checks nothing", step)
+	}
+	t.Logf("%s: %d SidecarSets, %d pairs, %d crowded", step, len(sets), pairs/2, crowded)
 }
 
 func setNames(list []*v1alpha1.SidecarSet) []string {
