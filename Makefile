@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image release
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-planner bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image release
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -110,6 +110,12 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/admission/injection/ ./pkg/admission/plugin/crossvalidation/ ./pkg/apis/apps/validation/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
+
+# The injection-path planner at 1,000 and 10,000 stored SidecarSets of each shape: a plan after one
+# more create (what each SidecarSet write costs the server) and a plan from nothing (what a new
+# leader does first).
+bench-planner:
+	$(GO) test -run '^$$' -bench 'PlanAfterCreate|PlanFromNothing' -benchtime 5x -benchmem ./pkg/admission/policy/
 
 # For each selector shape (the manual's one key, a key per SidecarSet, mixed; E2E_BENCH_SHAPES narrows
 # them) and each mode: kubectl apply of 1,000 SidecarSets, SidecarSet create latency and

@@ -137,23 +137,32 @@ func BenchmarkPlanAfterCreate(b *testing.B) {
 }
 
 // BenchmarkPlanFromNothing plans 10,000 stored SidecarSets of each benchmark shape with an empty
-// memo, as a new leader does first.
+// memo, as a new leader does first: cluster SidecarSets, and as many NamespacedSidecarSets 200 to
+// a namespace.
 func BenchmarkPlanFromNothing(b *testing.B) {
 	for _, shape := range policytest.Shapes {
-		b.Run(shape, func(b *testing.B) {
-			sets := policytest.BenchSidecarSets(shape, 10000)
-			for i, ss := range sets {
-				ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
-				prepare(b, ss)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now(), Memo: &Memo{}}); err != nil {
-					b.Fatal(err)
+		for _, kind := range []string{"cluster", "namespaced"} {
+			b.Run(shape+"/"+kind, func(b *testing.B) {
+				sets := policytest.BenchSidecarSets(shape, 10000)
+				for i, ss := range sets {
+					if kind == "namespaced" {
+						n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: ss.ObjectMeta, Spec: ss.Spec}
+						n.Namespace, n.Spec.Namespace, n.Spec.NamespaceSelector = fmt.Sprintf("ns-%02d", i/200), "", nil
+						ss = n.AsSidecarSet()
+						sets[i] = ss
+					}
+					ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+					prepare(b, ss)
 				}
-			}
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now(), Memo: &Memo{}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

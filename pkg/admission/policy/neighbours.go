@@ -15,14 +15,12 @@ import (
 // disjoint lists select no common pod, and selectoroverlap.Intersect, which mayShare applies,
 // finds them disjoint. With thousands of SidecarSets each on its own value of one label (the
 // manual's shape), a SidecarSet is tested against the few on its values, not against all.
+// NamespacedSidecarSets of two namespaces select no common pod either: each namespace has its own
+// label index, and cluster SidecarSets theirs.
 type shareIndex struct {
 	sets []*v1alpha1.SidecarSet
-	// byValue[k][v] are the SidecarSets requiring label k with v among its values, byKey[k] all
-	// of those requiring k with values; open are the others (no label required, or one that
-	// only has to exist): they are tested against every SidecarSet.
-	byValue map[string]map[string][]int
-	byKey   map[string][]int
-	open    []int
+	// parts are the label indexes by tenant namespace, "" for the cluster SidecarSets.
+	parts map[string]*labelIndex
 	// pods and namespaces are each SidecarSet's selectors, gathered for mayShare when first
 	// tested (gathered[i]).
 	pods, namespaces []selectoroverlap.Requirements
@@ -33,24 +31,60 @@ type shareIndex struct {
 	out  []int // candidates' result
 }
 
+// labelIndex files SidecarSets by the label they require: byValue[k][v] are those requiring
+// label k with v among its values, byKey[k] all of those requiring k with values; open are the
+// others (no label required, or one that only has to exist): they are tested against every
+// SidecarSet.
+type labelIndex struct {
+	byValue map[string]map[string][]int
+	byKey   map[string][]int
+	open    []int
+}
+
 func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
-	x := &shareIndex{sets: sets, byValue: map[string]map[string][]int{}, byKey: map[string][]int{}, seen: make([]uint32, len(sets)),
+	x := &shareIndex{sets: sets, parts: map[string]*labelIndex{}, seen: make([]uint32, len(sets)),
 		pods: make([]selectoroverlap.Requirements, len(sets)), namespaces: make([]selectoroverlap.Requirements, len(sets)), gathered: make([]bool, len(sets))}
 	for i, ss := range sets {
-		k, values := apps.RequiredLabel(ss.Spec.Selector)
-		if k == "" || values == nil {
-			x.open = append(x.open, i)
-			continue
+		ns := TenantNamespace(ss)
+		part := x.parts[ns]
+		if part == nil {
+			part = &labelIndex{byValue: map[string]map[string][]int{}, byKey: map[string][]int{}}
+			x.parts[ns] = part
 		}
-		x.byKey[k] = append(x.byKey[k], i)
-		if x.byValue[k] == nil {
-			x.byValue[k] = map[string][]int{}
-		}
-		for _, v := range values {
-			x.byValue[k][v] = append(x.byValue[k][v], i)
-		}
+		part.add(i, ss)
 	}
 	return x
+}
+
+func (li *labelIndex) add(i int, ss *v1alpha1.SidecarSet) {
+	k, values := apps.RequiredLabel(ss.Spec.Selector)
+	if k == "" || values == nil {
+		li.open = append(li.open, i)
+		return
+	}
+	li.byKey[k] = append(li.byKey[k], i)
+	if li.byValue[k] == nil {
+		li.byValue[k] = map[string][]int{}
+	}
+	for _, v := range values {
+		li.byValue[k][v] = append(li.byValue[k][v], i)
+	}
+}
+
+// visit calls f with the lists of those that may share a pod with a SidecarSet requiring label k
+// with values (k "" or values nil: every list).
+func (li *labelIndex) visit(k string, values []string, f func([]int)) {
+	f(li.open)
+	for key, list := range li.byKey {
+		if key != k || values == nil {
+			f(list)
+		}
+	}
+	if k != "" && values != nil {
+		for _, v := range values {
+			f(li.byValue[k][v])
+		}
+	}
 }
 
 // candidates returns, in increasing order, the indexes of the SidecarSets that may share a pod
@@ -60,12 +94,6 @@ func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
 	out := x.out[:0]
 	defer func() { x.out = out }()
 	k, values := apps.RequiredLabel(ss.Spec.Selector)
-	if k == "" || values == nil {
-		for i := range x.sets {
-			out = append(out, i)
-		}
-		return out
-	}
 	x.pass++
 	visit := func(list []int) {
 		for _, i := range list {
@@ -75,14 +103,11 @@ func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
 			}
 		}
 	}
-	visit(x.open)
-	for key, list := range x.byKey {
-		if key != k {
-			visit(list)
+	ns := TenantNamespace(ss)
+	for name, part := range x.parts {
+		if ns == "" || name == "" || name == ns {
+			part.visit(k, values, visit)
 		}
-	}
-	for _, v := range values {
-		visit(x.byValue[k][v])
 	}
 	if len(out) < len(x.sets)/16 {
 		slices.Sort(out)
