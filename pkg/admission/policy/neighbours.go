@@ -152,21 +152,4 @@ func withNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) []*v1al
 	return slices.Insert(list, i, ss)
 }
 
-// withoutNeighbour returns list (sorted by name) without the SidecarSet named name, removed in
-// place.
-func withoutNeighbour(list []*v1alpha1.SidecarSet, name string) []*v1alpha1.SidecarSet {
-	i, found := slices.BinarySearchFunc(list, name, byName)
-	if !found {
-		return list
-	}
-	return slices.Delete(list, i, i+1)
-}
-
-// replaceNeighbour puts ss in list (sorted by name) in place of the SidecarSet of its name.
-func replaceNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) {
-	if i, found := slices.BinarySearchFunc(list, ss.Name, byName); found {
-		list[i] = ss
-	}
-}
-
 func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }
