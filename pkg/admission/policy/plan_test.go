@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -275,6 +276,54 @@ func TestManyNeighboursSettle(t *testing.T) {
 		}
 		if a != b || d != b {
 			t.Errorf("%s: result changed by a write of another SidecarSet:\n before %+v\n after  %+v\n delete %+v", ss.Name, b, a, d)
+		}
+	}
+}
+
+// TestTenantsDoNotCrowdClusterSidecarSets is a namespace editor's attack: NamespacedSidecarSets
+// that may share pods with a cluster SidecarSet, more of them than a policy places sidecars
+// among, must not send the cluster SidecarSet to the webhook (ManyNeighbours counts cluster
+// neighbours only), in a plan kept by the memo or made from nothing.
+func TestTenantsDoNotCrowdClusterSidecarSets(t *testing.T) {
+	set := func(i int) *v1alpha1.SidecarSet {
+		ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("agent-%02d", i)}}
+		ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{fmt.Sprintf("key-%d", i): "x"}}
+		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: fmt.Sprintf("agent-%d", i), Image: "busybox"}}}
+		return ss
+	}
+	rv := 0
+	stored := func(ss *v1alpha1.SidecarSet) *v1alpha1.SidecarSet {
+		rv++
+		ss.UID, ss.ResourceVersion, ss.Generation = types.UID("uid-"+ss.Name), fmt.Sprint(rv), 1
+		return prepare(t, ss)
+	}
+	var sets []*v1alpha1.SidecarSet
+	for i := range maxNeighbours - 2 { // agent-00 and fewer neighbours than the limit
+		sets = append(sets, stored(set(i)))
+	}
+	var tenants []*v1alpha1.SidecarSet
+	for i := range 2 * maxNeighbours {
+		n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("squat-%02d", i), Namespace: "team-a"}, Spec: set(100 + i).Spec}
+		tenants = append(tenants, stored(n.AsSidecarSet()))
+	}
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	memo := &Memo{}
+	for _, step := range []struct {
+		name string
+		sets []*v1alpha1.SidecarSet
+	}{{"cluster SidecarSets alone", sets}, {"with the namespace's", slices.Concat(sets, tenants)}} {
+		now = now.Add(time.Second)
+		for _, m := range []*Memo{memo, nil} {
+			p, err := PlanPolicies(PlanInput{SidecarSets: step.sets, Now: now, Memo: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := p.Results["agent-00"]; r.Path != apps.PathPolicy {
+				t.Errorf("%s (memo %v): agent-00 is served by %s (%s: %s), want a policy", step.name, m != nil, r.Path, r.Reason, r.Message)
+			}
+			if r := p.Results[tenants[0].Name]; step.name != "cluster SidecarSets alone" && r.Reason != apps.ReasonManyNeighbours {
+				t.Errorf("%s: the namespace's own SidecarSet: %s %s, want %s", step.name, r.Path, r.Reason, apps.ReasonManyNeighbours)
+			}
 		}
 	}
 }
