@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -46,21 +48,33 @@ func scenarioDirs(t *testing.T, kind string) map[string]string {
 	if len(out) == 0 {
 		t.Fatalf("no %s scenarios", kind)
 	}
+	return scenarioShard(t, out)
+}
+
+// scenarioShard keeps every n-th scenario from the k-th (in name order) when E2E_SCENARIO_SHARD is
+// k/n: hack/e2e.sh runs a long catalogue on n clusters at once, one part on each.
+func scenarioShard(t *testing.T, dirs map[string]string) map[string]string {
+	t.Helper()
+	spec := os.Getenv("E2E_SCENARIO_SHARD")
+	if spec == "" {
+		return dirs
+	}
+	var k, n int
+	if _, err := fmt.Sscanf(spec, "%d/%d", &k, &n); err != nil || n < 1 || k < 0 || k >= n {
+		t.Fatalf("E2E_SCENARIO_SHARD=%q: want k/n with 0 <= k < n", spec)
+	}
+	out := map[string]string{}
+	for i, name := range sortedNames(dirs) {
+		if i%n == k {
+			out[name] = dirs[name]
+		}
+	}
 	return out
 }
 
 // sortedNames returns the keys of a scenario map in order.
 func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	for i := 1; i < len(names); i++ {
-		for j := i; j > 0 && names[j] < names[j-1]; j-- {
-			names[j], names[j-1] = names[j-1], names[j]
-		}
-	}
-	return names
+	return slices.Sorted(maps.Keys(m))
 }
 
 // mustRead decodes a scenario file strictly (see package conformance).
