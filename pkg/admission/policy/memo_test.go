@@ -41,7 +41,7 @@ func TestMemo(t *testing.T) {
 			memo := &Memo{}
 			var compiled map[string]*v1alpha1.SidecarSet
 			_ = compiled
-			check := func(step string) {
+			check := func(step string) Plan {
 				t.Helper()
 				list := make([]*v1alpha1.SidecarSet, 0, len(sets))
 				for _, name := range sortedKeys(sets) {
@@ -60,6 +60,7 @@ func TestMemo(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Fatalf("%s: the memoized plan differs (-fresh +memo):\n%s", step, diff)
 				}
+				return got
 			}
 			check("first plan")
 			check("again")
@@ -108,6 +109,31 @@ func TestMemo(t *testing.T) {
 				Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "five"}},
 					Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "five-2", Image: "other"}}}}})
 			check("re-created")
+			// Past the value budget, then back within it a minute later: the SidecarSets the
+			// webhook served enter policies with the stamp of the plan that places them (the
+			// memo renders their hash entries only then).
+			more := policytest.BenchSidecarSets(shape, 200)
+			for i := 160; i < 180; i++ {
+				more[i].Generation = 1
+				sets[more[i].Name] = stored(more[i])
+			}
+			over := check("past the value budget")
+			now = now.Add(time.Minute)
+			for i := 20; i < 40; i++ {
+				delete(sets, fmt.Sprintf("bench-%04d", i))
+			}
+			within := check("back within the value budget")
+			if shape == policytest.ShapeOneKey {
+				entered := 0
+				for name, r := range over.Results {
+					if r.Reason == apps.ReasonSelectorBudget && within.Results[name].Path == apps.PathPolicy {
+						entered++
+					}
+				}
+				if entered == 0 {
+					t.Error("no SidecarSet over the value budget entered a policy once back within it")
+				}
+			}
 		})
 	}
 }

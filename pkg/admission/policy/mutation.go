@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +103,7 @@ func newMember(in *Input, scope neighbourScope) (*member, error) {
 		return nil, err
 	}
 	m.placeAmong(scope)
-	m.hashEntries(ss, in)
+	m.hashEntries(ss, in.Stamp)
 	return m, nil
 }
 
@@ -252,13 +253,13 @@ func (s *nameSet) String() string {
 	return out
 }
 
-// hashEntries renders this SidecarSet's members of the two hash annotations.
-func (m *member) hashEntries(ss *v1alpha1.SidecarSet, in *Input) {
+// hashEntries renders this SidecarSet's members of the two hash annotations, updated at stamp.
+func (m *member) hashEntries(ss *v1alpha1.SidecarSet, stamp time.Time) {
 	if len(m.containers)+len(m.initContainers) == 0 {
 		return
 	}
 	list := sidecar.SidecarList(ss.Spec.Containers, ss.Spec.InitContainers)
-	ts := metav1.NewTime(in.Stamp)
+	ts := metav1.NewTime(stamp)
 	member := func(e sidecar.HashEntry) string {
 		s := sidecar.HashMap{ss.Name: e}.String()
 		return s[1 : len(s)-1]

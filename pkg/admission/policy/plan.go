@@ -112,6 +112,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 			r, m = selectorBudget(ss), nil
 		}
 		if m != nil {
+			m = memo.stamped(ss, m, stamp)
 			if g := place(groups, groupOf.policyFor(ss), groupKey(ss), m); g != nil {
 				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
 				r.PolicyName, r.Message = g.name, apps.PolicyInjectsMessage(g.name)
