@@ -29,9 +29,10 @@ cd "${ROOT}"
 OUT="${ROOT}/_output/e2e"
 mkdir -p "${OUT}"
 PARALLEL=${E2E_PARALLEL:-8}
+unset E2E_SCENARIO_SHARD # set by the shards below for their clusters alone
 read -r -a extra <<<"${E2E_ARGS:-}"
 
-# Balanced by the tests' times on a 2-core machine (the summary prints them): 6 to 8 minutes each.
+# Balanced by the tests' times on a 2-core machine (the summary prints them): 6 to 10 minutes each.
 # A shard may name an environment variable for its tests after its regexp: E2E_SCENARIO_SHARD=k/n
 # runs every n-th scenario of a catalogue from the k-th.
 SHARDS=(

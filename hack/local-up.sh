@@ -329,20 +329,22 @@ start_server() {
 }
 
 # build_server builds the server into _output/bin. go build links again only when a source or a
-# flag changed (it compares the build ID of the binary it left in _output/bin/build, which nothing
-# runs; a link takes about 10 s of CPU, and the tests restart the server about 50 times); the
-# server runs from a hard link to it, swapped in atomically. Local clusters (LOCAL_STATE) build one
-# at a time, while the others run it.
+# flag changed: it compares the build ID of _output/bin/build/sidecarset-apiserver (a link takes
+# about 10 s of CPU, and the tests restart the server about 50 times). Running servers run
+# _output/bin/sidecarset-apiserver, a hard link to it: a new link is written to a new file (go
+# replaces its output, never writes into it) and swapped in with mv. Local clusters (LOCAL_STATE)
+# may build at once while others run the server: one builds and swaps at a time.
 build_server() {
-  local dir="${ROOT}/_output/bin/build" tmp="${ROOT}/_output/bin/.sidecarset-apiserver.$$" bin="${ROOT}/_output/bin/sidecarset-apiserver"
+  local dir="${ROOT}/_output/bin/build"
   mkdir -p "${dir}"
-  (cd "${ROOT}" && flock "${dir}/.lock" sh -c 'go build -ldflags "$1" -o "$2" ./cmd/apiserver && ln -f "$2" "$3"' \
-    build_server "$(hack/version.sh)" "${dir}/sidecarset-apiserver" "${tmp}")
-  if [[ "${tmp}" -ef "${bin}" ]]; then
-    rm -f "${tmp}" # not linked again
-  else
-    mv -f "${tmp}" "${bin}"
-  fi
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  (cd "${ROOT}" && flock "${dir}/.lock" bash -c '
+    set -e
+    go build -ldflags "$1" -o "$2" ./cmd/apiserver
+    [[ "$2" -ef "$3" ]] && exit 0
+    trap "rm -f \"$3.$$\"" EXIT
+    ln -f "$2" "$3.$$"
+    mv -f "$3.$$" "$3"' build_server "$(hack/version.sh)" "${dir}/sidecarset-apiserver" "${ROOT}/_output/bin/sidecarset-apiserver")
 }
 
 # current_serving_cert NAME DIR: unless process NAME runs, removes the self-signed serving

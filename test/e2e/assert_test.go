@@ -69,6 +69,10 @@ func scenarioShard(t *testing.T, dirs map[string]string) map[string]string {
 			out[name] = dirs[name]
 		}
 	}
+	if len(out) == 0 {
+		t.Fatalf("E2E_SCENARIO_SHARD=%s: no scenario of the %d", spec, len(dirs))
+	}
+	t.Logf("E2E_SCENARIO_SHARD=%s: %d of the %d scenarios", spec, len(out), len(dirs))
 	return out
 }
 

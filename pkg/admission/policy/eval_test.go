@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,11 +46,11 @@ type compiledPolicy struct {
 }
 
 // compilePolicy compiles p as kube-apiserver does, failing the test on any compilation error. It
-// compiles under the stricter of kube-apiserver's two environments, the one it validates new
-// policies with (environment.NewExpressions); the other (StoredExpressions, what it runs stored
-// policies with) only declares more, so it checks the same expressions to the same program. The
-// corpora compile thousands of policies: compiling each once halves their time. The end-to-end
-// policy differential runs the policies in a real kube-apiserver.
+// compiles in the environment kube-apiserver validates new policies with
+// (environment.NewExpressions), which at the pinned k8s.io/apiserver declares the same functions
+// as the one it runs stored policies with (StoredExpressions; TestEnvironmentsAgree fails when
+// they part): the corpora compile thousands of policies, and compiling each once halves their
+// time. The end-to-end policy differential runs the policies in a real kube-apiserver.
 func compilePolicy(t testing.TB, p *admissionregistrationv1.MutatingAdmissionPolicy) *compiledPolicy {
 	t.Helper()
 	cp, errs := compileIn(p, environment.NewExpressions)
@@ -57,6 +58,32 @@ func compilePolicy(t testing.TB, p *admissionregistrationv1.MutatingAdmissionPol
 		t.Fatalf("policy %s does not compile: %v", p.Name, errs)
 	}
 	return cp
+}
+
+// TestEnvironmentsAgree: kube-apiserver's two CEL environments declare the same functions and
+// overloads, so that compilePolicy may compile in one of them only.
+func TestEnvironmentsAgree(t *testing.T) {
+	set := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	overloads := func(mode environment.Type) map[string]bool {
+		env, err := set.Env(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for name, fn := range env.Functions() {
+			for _, o := range fn.OverloadDecls() {
+				out[name+"/"+o.ID()] = true
+			}
+		}
+		return out
+	}
+	fresh, stored := overloads(environment.NewExpressions), overloads(environment.StoredExpressions)
+	if len(fresh) == 0 {
+		t.Fatal("no function declared")
+	}
+	if diff := cmp.Diff(fresh, stored); diff != "" {
+		t.Fatalf("the environments differ (-NewExpressions +StoredExpressions): compile corpora in both again:\n%s", diff)
+	}
 }
 
 func compileIn(p *admissionregistrationv1.MutatingAdmissionPolicy, mode environment.Type) (*compiledPolicy, []error) {

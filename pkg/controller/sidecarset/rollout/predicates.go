@@ -144,11 +144,19 @@ func SameImage(spec, status string) bool {
 // normalizedImages remembers normalizeImage's answers. A kubelet reports images as its runtime
 // names them (docker.io/library/busybox:1.36 for busybox:1.36), so most comparisons parse both
 // references, and parsing one is a regular expression: without it, parsing was two thirds of a
-// plan over 10,000 pods (BenchmarkPlan10000). A cluster runs few distinct images; the bound keeps
-// pods with ever new image names from growing it.
+// plan over 10,000 pods (BenchmarkPlan10000). A cluster runs few distinct images; the bounds on
+// entries and on their length (maxRememberedImage) keep what pods with ever new image names
+// (any string a pod's author writes) can make it hold to a few megabytes.
 var normalizedImages = lru.New(4096)
 
+// maxRememberedImage is the longest image remembered: a reference names at most 255 characters,
+// a tag 128, a digest about 100; a longer string is parsed each time.
+const maxRememberedImage = 512
+
 func normalizeImage(image string) string {
+	if len(image) > maxRememberedImage {
+		return parseImage(image)
+	}
 	if n, ok := normalizedImages.Get(image); ok {
 		return n.(string)
 	}
