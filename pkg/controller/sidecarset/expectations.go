@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"errors"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -94,12 +95,21 @@ func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
 }
 
 // ambiguous reports whether a failed write may still have been applied: it timed out, the server
-// failed while handling it, or no API status came back (a broken connection, a cancelled context).
+// failed while handling it, or no API status came back (a broken connection, a cancelled context)
+// after the request may have been sent. A request that never connected (kube-apiserver
+// restarting: connection refused) was not applied: waiting for the cache to show it stalled the
+// rollout of its pods for expectationTTL.
 func ambiguous(err error) bool {
 	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) ||
 		apierrors.IsUnexpectedServerError(err) {
 		return true
 	}
 	var status apierrors.APIStatus
-	return !errors.As(err, &status)
+	return !errors.As(err, &status) && !notConnected(err)
+}
+
+// notConnected reports whether err is a failure to connect: the request was never sent.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

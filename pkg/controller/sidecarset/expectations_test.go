@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -86,5 +90,51 @@ func TestAmbiguous(t *testing.T) {
 		if got := ambiguous(tc.err); got != tc.want {
 			t.Errorf("ambiguous(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestAmbiguousWhenKubeAPIServerIsDown: a pod write through client-go to a port nothing listens
+// on (kube-apiserver restarting) was not applied, and a write whose connection broke after the
+// request was sent may have been.
+func TestAmbiguousWhenKubeAPIServerIsDown(t *testing.T) {
+	patch := func(host string) error {
+		client, err := kubernetes.NewForConfig(&rest.Config{Host: host, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.CoreV1().Pods("ns").Patch(context.Background(), "p", types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{})
+		if err == nil {
+			t.Fatal("the patch succeeded")
+		}
+		return err
+	}
+	// A port nothing listens on: listen, note the port, close.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	if err := patch("http://" + addr); ambiguous(err) {
+		t.Errorf("connection refused: ambiguous(%v) = true, want false", err)
+	}
+	// A server that reads the request and drops the connection without answering.
+	dropping, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dropping.Close()
+	go func() {
+		for {
+			conn, err := dropping.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = conn.Read(make([]byte, 4096))
+			conn.Close()
+		}
+	}()
+	if err := patch("http://" + dropping.Addr().String()); !ambiguous(err) {
+		t.Errorf("connection dropped after the request: ambiguous(%v) = false, want true", err)
 	}
 }
