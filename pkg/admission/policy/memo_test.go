@@ -39,8 +39,6 @@ func TestMemo(t *testing.T) {
 			}
 			now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 			memo := &Memo{}
-			var compiled map[string]*v1alpha1.SidecarSet
-			_ = compiled
 			check := func(step string) Plan {
 				t.Helper()
 				list := make([]*v1alpha1.SidecarSet, 0, len(sets))

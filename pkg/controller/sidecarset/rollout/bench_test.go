@@ -97,15 +97,3 @@ func BenchmarkPlan10000PriorityScatter(b *testing.B) {
 		Plan(ss, pods)
 	}
 }
-
-// BenchmarkNewPod is what the controller's pod cache spends on each pod event: the pods of
-// benchPods, whose status images are named as containerd names them.
-func BenchmarkNewPod(b *testing.B) {
-	_, full := benchPods(1000)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		NewPod(full[i%len(full)])
-		i++
-	}
-}
