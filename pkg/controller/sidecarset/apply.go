@@ -71,7 +71,7 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			out.written = append(out.written, w)
 		}
 	}
-	upgraded, failed := c.upgrade(ctx, ss, plan.Upgrade, plan.Resize)
+	upgraded, failed := c.upgrade(ctx, ss, plan)
 	out.written = append(out.written, upgraded...)
 	out.failed = append(out.failed, failed...)
 	return out
@@ -81,17 +81,24 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 // maxUnavailable budget (hundreds of pods), and each upgrade is a few requests.
 const upgradeParallelism = 16
 
-// upgrade upgrades the pods in place, several at once, and marks them upgradable: first the
-// resources of those in resize through the pod resize subresource, then images and annotations.
-// A pod whose resize failed keeps its old hash entry: the next round resizes it again. It returns
-// the pods it wrote and those it could not.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, resize map[*rollout.Pod]bool) ([]*corev1.Pod, []podFailure) {
+// upgrade upgrades the plan's pods in place, several at once, and marks them upgradable: first
+// the resources of those in resize through the pod resize subresource, then images and
+// annotations. A pod whose resize failed keeps its old hash entry: the next round resizes it
+// again. A pod the plan took without the budget because the cache showed it not ready, and that
+// reads ready now, is left to the next round (stillUnready). It returns the pods it wrote and those
+// it could not.
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure) {
+	pods, resize := plan.Upgrade, plan.Resize
 	written := make([]*corev1.Pod, len(pods))
 	failures := make([]*podFailure, len(pods))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
+		unbudgeted := plan.Unbudgeted[pod]
 		if resize[pod] {
 			if _, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+				if unbudgeted && !stillUnready(ss, p) {
+					return false, nil
+				}
 				changed, err := inplace.Resize(p, ss)
 				return len(changed) > 0, err
 			}, "resize"); err != nil {
@@ -103,6 +110,9 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pods 
 			}
 		}
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+			if unbudgeted && !stillUnready(ss, p) {
+				return false, nil
+			}
 			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
 			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
 				return false, err
@@ -202,6 +212,20 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 		return nil, err
 	}
 	return written, nil
+}
+
+// stillUnready reports whether pod, read again for a write, is still not ready for ss's sidecars
+// (rollout.ReadyForSidecar), as the plan that took it without the budget saw it in the cache. The
+// cache may lag behind the pod's kubelet: a pod that became ready since counts against
+// maxUnavailable, which the plan did not reserve for it; the cache's update of the pod starts the
+// next round.
+func stillUnready(ss *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	if rollout.ReadyForSidecar(ss, rollout.NewPod(pod)) {
+		klog.V(2).InfoS("not upgrading a pod that became ready since the plan; the next round counts it against maxUnavailable",
+			"sidecarset", ss.Name, "pod", klog.KObj(pod))
+		return false
+	}
+	return true
 }
 
 // setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)

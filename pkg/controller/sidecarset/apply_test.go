@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -91,6 +93,50 @@ func TestOwnedPatch(t *testing.T) {
 	for _, unwanted := range []string{`"app:1"`, `"nodeName"`, `"status"`} {
 		if strings.Contains(got, unwanted) {
 			t.Errorf("patch %s carries %s, which did not change", got, unwanted)
+		}
+	}
+}
+
+// TestUpgradeReadsReadinessAgain: the plan takes pods the cache shows not ready without
+// maxUnavailable (here 0). A pod kube-apiserver shows ready by the time of the write (its kubelet's
+// update not yet in the cache) is left alone: upgrading it would make a ready pod unavailable
+// beyond the budget. A pod still not ready is upgraded.
+func TestUpgradeReadsReadinessAgain(t *testing.T) {
+	old := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Containers[0].Image = "log:2"
+		zero := intstr.FromInt32(0)
+		ss.Spec.UpdateStrategy.MaxUnavailable = &zero
+	})
+	pod := func(name string, ready bool) *corev1.Pod {
+		p := inplacetest.InjectedPod(t, old)
+		p.Name, p.UID = name, types.UID("uid-"+name)
+		if !ready {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		return p
+	}
+	kube := fake.NewClientset(pod("late", true), pod("still", false))
+	plan := rollout.Plan(ss, []*rollout.Pod{rollout.NewPod(pod("late", false)), rollout.NewPod(pod("still", false))})
+	if len(plan.Upgrade) != 2 || len(plan.Unbudgeted) != 2 {
+		t.Fatalf("plan upgrades %d pods, %d of them without the budget; want 2 and 2", len(plan.Upgrade), len(plan.Unbudgeted))
+	}
+	clk := clocktesting.NewFakeClock(t0)
+	c := &Controller{kube: kube, clock: clk, recorder: record.NewFakeRecorder(10), expect: newExpectations(clk), metrics: newProgress(clk)}
+	out := c.apply(context.Background(), ss, plan)
+	if len(out.failed) != 0 {
+		t.Fatalf("failures: %v", out.failed)
+	}
+	if len(out.written) != 1 || out.written[0].Name != "still" {
+		t.Fatalf("written %d pods, want only still", len(out.written))
+	}
+	for name, want := range map[string]string{"late": "log:1", "still": "log:2"} {
+		p, err := kube.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inplacetest.Images(p)["log"]; got != want {
+			t.Errorf("pod %s runs %s, want %s", name, got, want)
 		}
 	}
 }

@@ -68,6 +68,10 @@ type Result struct {
 	Upgrade []*Pod
 	// Resize are the pods of Upgrade whose sidecars' resources change too (Options).
 	Resize map[*Pod]bool
+	// Unbudgeted are the pods of Upgrade taken without maxUnavailable because they were not ready
+	// (OpenKruise §5.7). The plan read them from a cache; an adapter that reads one again and finds
+	// it ready (ReadyForSidecar) leaves it to the next round, where it counts against the budget.
+	Unbudgeted map[*Pod]bool
 	// Recreate are the pods to evict now so that their owners recreate them (RecreateAnnotation).
 	Recreate []*Pod
 	// Reset are the pods whose idle hot-upgrade twins go back to the empty image now.
@@ -201,6 +205,10 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 			plans[i].Reason = ReasonMaxUnavailable
 		case !facts[i].readyForSidecar:
 			take = true
+			if res.Unbudgeted == nil {
+				res.Unbudgeted = map[*Pod]bool{}
+			}
+			res.Unbudgeted[pods[i]] = true
 		case unavailable >= res.MaxUnavailable:
 			stopped = true
 			plans[i].Reason = ReasonMaxUnavailable
@@ -382,6 +390,12 @@ func (p *planner) facts(pod *Pod) podFacts {
 	}
 	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(pod.Labels))
 	return f
+}
+
+// ReadyForSidecar reports whether pod is ready for an upgrade of ss's sidecars to count against
+// maxUnavailable: running, ready, not terminating, and every idle hot-upgrade twin empty.
+func ReadyForSidecar(ss *v1alpha1.SidecarSet, pod *Pod) bool {
+	return podRunningAndReady(pod) && newPlanner(ss, Options{}).hotIdle(pod)
 }
 
 // hotIdle reports whether every hot-upgrade sidecar's idle twin runs the empty image.

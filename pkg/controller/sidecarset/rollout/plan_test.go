@@ -81,6 +81,7 @@ func TestPlanStates(t *testing.T) {
 		pods        []*corev1.Pod
 		want        map[string]string
 		upgrade     []string
+		unbudgeted  []string // of upgrade: taken because not ready
 		notUpgrade  []string
 		counts      Counts
 		unavailable int32
@@ -109,6 +110,7 @@ func TestPlanStates(t *testing.T) {
 			want: map[string]string{"r": restarting, "ready": overBudget, "unready": selected},
 			// the not-ready candidate sorts first and costs nothing
 			upgrade:     []string{"unready"},
+			unbudgeted:  []string{"unready"},
 			counts:      Counts{Matched: 3, Updated: 1, Ready: 1},
 			unavailable: 1,
 		},
@@ -125,12 +127,13 @@ func TestPlanStates(t *testing.T) {
 			counts:  Counts{Matched: 3, Ready: 2},
 		},
 		{
-			name:    "maxUnavailable 0 blocks every ready pod but takes not-ready ones",
-			ss:      strategy(func(s *v1alpha1.SidecarSetUpdateStrategy) { s.MaxUnavailable = intOrStr("0") }),
-			pods:    []*corev1.Pod{old("a"), old("b", notReady), old("c")},
-			want:    map[string]string{"a": overBudget, "b": selected, "c": overBudget},
-			upgrade: []string{"b"},
-			counts:  Counts{Matched: 3, Ready: 2},
+			name:       "maxUnavailable 0 blocks every ready pod but takes not-ready ones",
+			ss:         strategy(func(s *v1alpha1.SidecarSetUpdateStrategy) { s.MaxUnavailable = intOrStr("0") }),
+			pods:       []*corev1.Pod{old("a"), old("b", notReady), old("c")},
+			want:       map[string]string{"a": overBudget, "b": selected, "c": overBudget},
+			upgrade:    []string{"b"},
+			unbudgeted: []string{"b"},
+			counts:     Counts{Matched: 3, Ready: 2},
 		},
 		{
 			name: "partition keeps the last candidates",
@@ -225,8 +228,9 @@ func TestPlanStates(t *testing.T) {
 			},
 			want: map[string]string{"inflight": "Upgrading/PreviousUpgradeInProgress", "inflight-unready": selected, "a": selected},
 			// inflight-unready is free; a takes the one unit of budget (nothing updated is unavailable)
-			upgrade: []string{"inflight-unready", "a"},
-			counts:  Counts{Matched: 3, Ready: 1},
+			upgrade:    []string{"inflight-unready", "a"},
+			unbudgeted: []string{"inflight-unready"},
+			counts:     Counts{Matched: 3, Ready: 1},
 		},
 		{
 			name: "unmanaged pods are ignored",
@@ -265,6 +269,18 @@ func TestPlanStates(t *testing.T) {
 			}
 			if got := names(res.Upgrade); !reflect.DeepEqual(got, tc.upgrade) && (len(got) > 0 || len(tc.upgrade) > 0) {
 				t.Errorf("upgrade %v, want %v", got, tc.upgrade)
+			}
+			var unbudgeted []string
+			for _, p := range res.Upgrade {
+				if res.Unbudgeted[p] {
+					unbudgeted = append(unbudgeted, p.Name)
+				}
+			}
+			if !reflect.DeepEqual(unbudgeted, tc.unbudgeted) {
+				t.Errorf("unbudgeted %v, want %v", unbudgeted, tc.unbudgeted)
+			}
+			if len(res.Unbudgeted) != len(unbudgeted) {
+				t.Errorf("unbudgeted has %d pods, %d of them upgraded", len(res.Unbudgeted), len(unbudgeted))
 			}
 			if got := names(res.NotUpgradable); !reflect.DeepEqual(got, tc.notUpgrade) && (len(got) > 0 || len(tc.notUpgrade) > 0) {
 				t.Errorf("not upgradable %v, want %v", got, tc.notUpgrade)
