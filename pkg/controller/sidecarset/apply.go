@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,9 +41,10 @@ const (
 
 // applied is what a round did to its pods.
 type applied struct {
-	written []*corev1.Pod // the pods it wrote, as written
-	failed  []podFailure  // the pods it could not write
-	events  []event       // to record once the status is written
+	written []*corev1.Pod  // the pods it wrote, as written
+	failed  []podFailure   // the pods it could not write
+	left    []*rollout.Pod // the pods it left to a later round (upgrade)
+	events  []event        // to record once the status is written
 }
 
 // apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
@@ -71,9 +73,10 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			out.written = append(out.written, w)
 		}
 	}
-	upgraded, failed := c.upgrade(ctx, ss, plan)
+	upgraded, failed, left := c.upgrade(ctx, ss, plan)
 	out.written = append(out.written, upgraded...)
 	out.failed = append(out.failed, failed...)
+	out.left = left
 	return out
 }
 
@@ -84,19 +87,25 @@ const upgradeParallelism = 16
 // upgrade upgrades the plan's pods in place, several at once, and marks them upgradable: first
 // the resources of those in resize through the pod resize subresource, then images and
 // annotations. A pod whose resize failed keeps its old hash entry: the next round resizes it
-// again. A pod the plan took without the budget because the cache showed it not ready, and that
-// reads ready now, is left to the next round (stillUnready). It returns the pods it wrote and those
-// it could not.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure) {
+// again. A pod the plan took without the budget and that reads ready at the write (becameReady)
+// is left alone, its resize too: the next round counts it against maxUnavailable. It returns the
+// pods it wrote, those it could not, and those it left.
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod) {
 	pods, resize := plan.Upgrade, plan.Resize
+	ready := rollout.ReadyForSidecar(ss)
 	written := make([]*corev1.Pod, len(pods))
 	failures := make([]*podFailure, len(pods))
+	left := make([]*rollout.Pod, len(pods))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(pods), func(i int) {
 		pod := pods[i]
-		unbudgeted := plan.Unbudgeted[pod]
+		leave := false // set by each read of the pod, the last one deciding
+		guard := func(p *corev1.Pod) bool {
+			leave = plan.Unbudgeted[pod] && becameReady(ss, p, ready)
+			return leave
+		}
 		if resize[pod] {
 			if _, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-				if unbudgeted && !stillUnready(ss, p) {
+				if guard(p) {
 					return false, nil
 				}
 				changed, err := inplace.Resize(p, ss)
@@ -108,9 +117,13 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				failures[i] = &podFailure{pod, actionResize, err}
 				return
 			}
+			if leave {
+				left[i] = pod
+				return
+			}
 		}
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
-			if unbudgeted && !stillUnready(ss, p) {
+			if guard(p) {
 				return false, nil
 			}
 			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
@@ -122,6 +135,10 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 		})
 		if err != nil {
 			failures[i] = &podFailure{pod, actionUpgrade, err}
+			return
+		}
+		if leave {
+			left[i] = pod
 			return
 		}
 		if w == nil {
@@ -145,7 +162,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failed = append(failed, *f)
 		}
 	}
-	return out, failed
+	return out, failed, slices.DeleteFunc(left, func(p *rollout.Pod) bool { return p == nil })
 }
 
 // reportFailures publishes the pods a round could not write (the metric
@@ -214,17 +231,40 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 	return written, nil
 }
 
-// stillUnready reports whether pod, read again for a write, is still not ready for ss's sidecars
-// (rollout.ReadyForSidecar), as the plan that took it without the budget saw it in the cache. The
-// cache may lag behind the pod's kubelet: a pod that became ready since counts against
-// maxUnavailable, which the plan did not reserve for it; the cache's update of the pod starts the
-// next round.
-func stillUnready(ss *v1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	if rollout.ReadyForSidecar(ss, rollout.NewPod(pod)) {
-		klog.V(2).InfoS("not upgrading a pod that became ready since the plan; the next round counts it against maxUnavailable",
-			"sidecarset", ss.Name, "pod", klog.KObj(pod))
+// readyNow reads again the pods that plan takes without maxUnavailable because the pod cache
+// shows them not ready, and returns those that are ready (rollout.ReadyForSidecar): the cache may
+// not show yet what their kubelets wrote, and upgrading such a pod for free would make a ready
+// pod unavailable beyond the budget. The round plans again with them. A pod that cannot be read
+// is left to the write, which reads it too.
+func (c *Controller) readyNow(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) []*corev1.Pod {
+	var unbudgeted []*rollout.Pod
+	for _, p := range plan.Upgrade {
+		if plan.Unbudgeted[p] {
+			unbudgeted = append(unbudgeted, p)
+		}
+	}
+	ready := rollout.ReadyForSidecar(ss)
+	found := make([]*corev1.Pod, len(unbudgeted))
+	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(unbudgeted), func(i int) {
+		cached := unbudgeted[i]
+		p, err := c.kube.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+		if err == nil && p.UID == cached.UID && ready(rollout.NewPod(p)) {
+			found[i] = p
+		}
+	})
+	return slices.DeleteFunc(found, func(p *corev1.Pod) bool { return p == nil })
+}
+
+// becameReady reports whether pod, read for a write, is ready for ss's sidecars (ready), though
+// the plan took it without the budget. readyNow reads such pods before the plan that is applied;
+// this covers a pod that became ready between that read and the write, whose patch then
+// conflicts and whose write reads it again.
+func becameReady(ss *v1alpha1.SidecarSet, pod *corev1.Pod, ready func(*rollout.Pod) bool) bool {
+	if !ready(rollout.NewPod(pod)) {
 		return false
 	}
+	klog.V(2).InfoS("leaving a pod that became ready since the plan to the next round, which counts it against maxUnavailable",
+		"sidecarset", ss.Name, "pod", klog.KObj(pod))
 	return true
 }
 

@@ -44,7 +44,8 @@ func (c *Controller) ready(name string) bool {
 }
 
 // round gathers the SidecarSet, its revisions and its pods, records its revision, plans the
-// rollout and applies it to the pods, then writes the status once if it changed and, only once it
+// rollout (again when a pod the plan would upgrade for free reads ready: readyNow) and applies it
+// to the pods, then writes the status once if it changed and, only once it
 // is written, records the round's events and metrics. It returns a delay after which to look
 // again, for rollouts waiting on the pods' kubelets.
 func (c *Controller) round(ctx context.Context, name string) (time.Duration, error) {
@@ -77,6 +78,10 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	opts := c.resizes.Options(ss)
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
 	plan := rollout.PlanWith(ss, pods, opts)
+	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
+		pods = replace(pods, ready)
+		plan = rollout.PlanWith(ss, pods, opts)
+	}
 	out := c.apply(ctx, ss, plan)
 	out.events = append(history, out.events...)
 	recreated := c.recreate(ctx, ss, pods, plan)
@@ -92,6 +97,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	}
 	for _, f := range out.failed {
 		touched[f.pod.Namespace+"/"+f.pod.Name] = true
+	}
+	for _, p := range out.left {
+		touched[p.Namespace+"/"+p.Name] = true
 	}
 	if len(out.written) > 0 {
 		c.upgrading.started(name)

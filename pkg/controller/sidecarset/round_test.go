@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -473,5 +474,38 @@ func TestRoundKeepsRevisionsImportedAhead(t *testing.T) {
 	}
 	if _, err := h.store.Get(context.Background(), "later-2"); err != nil {
 		t.Errorf("the revision imported ahead of its SidecarSet: %v, want it kept", err)
+	}
+}
+
+// TestRoundReadsNotReadyPodsAgain: pod b, the newer, became ready, and the cache does not show it
+// yet. The plan from the cache would upgrade b for free (not ready) and a against maxUnavailable 1;
+// the round reads b again, plans again, and upgrades b alone: the newer of two ready pods goes
+// first, and one pod at a time.
+func TestRoundReadsNotReadyPodsAgain(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	update := func(name string, edit func(*corev1.Pod)) {
+		p := h.pod(name)
+		edit(p)
+		if err := h.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, p.Namespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update("a", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) })
+	update("b", func(p *corev1.Pod) {
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	})
+	h.sync()
+	update("b", func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionTrue; p.ResourceVersion = "50" })
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		images[name] = inplacetest.Images(h.pod(name))["log"]
+	}
+	if want := map[string]string{"a": "log:1", "b": "log:2"}; !cmp.Equal(images, want) || h.podUpgrades() != 1 {
+		t.Errorf("images %v after %d pod upgrades, want %v after 1", images, h.podUpgrades(), want)
 	}
 }

@@ -69,8 +69,8 @@ type Result struct {
 	// Resize are the pods of Upgrade whose sidecars' resources change too (Options).
 	Resize map[*Pod]bool
 	// Unbudgeted are the pods of Upgrade taken without maxUnavailable because they were not ready
-	// (OpenKruise §5.7). The plan read them from a cache; an adapter that reads one again and finds
-	// it ready (ReadyForSidecar) leaves it to the next round, where it counts against the budget.
+	// (OpenKruise §5.7). The pods come from a cache, which may not show yet that one became
+	// ready: the controller reads them again (ReadyForSidecar) and plans again with what it read.
 	Unbudgeted map[*Pod]bool
 	// Recreate are the pods to evict now so that their owners recreate them (RecreateAnnotation).
 	Recreate []*Pod
@@ -188,9 +188,9 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 }
 
 // choose walks the candidates in order: partition keeps the last ones; a candidate that is not
-// available costs nothing; an available one is taken while fewer than maxUnavailable updated pods
-// are unavailable, and the walk stops at the first that would exceed it (OpenKruise §5.7). It also
-// returns how many pods are unavailable once these are upgraded.
+// ready for its sidecars costs nothing (res.Unbudgeted); a ready one is taken while fewer than
+// maxUnavailable updated pods are unavailable, and the walk stops at the first that would exceed
+// it (OpenKruise §5.7). It also returns how many pods are unavailable once these are upgraded.
 func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int) ([]*Pod, int32) {
 	keep := len(candidates) - int(res.Partition)
 	unavailable := res.Unavailable
@@ -380,7 +380,7 @@ func (p *planner) facts(pod *Pod) podFacts {
 			}
 		}
 	}
-	f.readyForSidecar = podRunningAndReady(pod) && p.hotIdle(pod)
+	f.readyForSidecar = p.readyForSidecar(pod)
 	f.failure, f.failed = waitingFailure(pod, p.names)
 	if reason, failed, msg := resizeState(pod, p.names); reason != "" {
 		f.consistent, f.resizing, f.resizeMsg = false, reason, msg
@@ -392,10 +392,15 @@ func (p *planner) facts(pod *Pod) podFacts {
 	return f
 }
 
-// ReadyForSidecar reports whether pod is ready for an upgrade of ss's sidecars to count against
-// maxUnavailable: running, ready, not terminating, and every idle hot-upgrade twin empty.
-func ReadyForSidecar(ss *v1alpha1.SidecarSet, pod *Pod) bool {
-	return podRunningAndReady(pod) && newPlanner(ss, Options{}).hotIdle(pod)
+// ReadyForSidecar returns what a plan of ss reads to decide whether upgrading a pod counts
+// against maxUnavailable: the pod is running, ready, not terminating, and every idle hot-upgrade
+// twin runs the empty image.
+func ReadyForSidecar(ss *v1alpha1.SidecarSet) func(*Pod) bool {
+	return newPlanner(ss, Options{}).readyForSidecar
+}
+
+func (p *planner) readyForSidecar(pod *Pod) bool {
+	return podRunningAndReady(pod) && p.hotIdle(pod)
 }
 
 // hotIdle reports whether every hot-upgrade sidecar's idle twin runs the empty image.
