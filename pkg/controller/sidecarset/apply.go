@@ -81,18 +81,19 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 }
 
 // upgradeParallelism is how many pods of a round are upgraded at once: a round may take a whole
-// maxUnavailable budget (hundreds of pods), and each upgrade is a few requests.
+// maxUnavailable budget (hundreds of pods), and each upgrade is a few requests. readyNow reads
+// as many pods at once.
 const upgradeParallelism = 16
 
 // upgrade upgrades the plan's pods in place, several at once, and marks them upgradable: first
 // the resources of those in resize through the pod resize subresource, then images and
 // annotations. A pod whose resize failed keeps its old hash entry: the next round resizes it
-// again. A pod the plan took without the budget and that reads ready at the write (becameReady)
-// is left alone, its resize too: the next round counts it against maxUnavailable. It returns the
-// pods it wrote, those it could not, and those it left.
+// again. A pod the plan took without the budget and that reads ready at the write (readyAtWrite)
+// is left alone, with a resize not yet written: the next round counts it against
+// maxUnavailable. It returns the pods it wrote, those it could not, and those it left.
 func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod) {
 	pods, resize := plan.Upgrade, plan.Resize
-	ready := rollout.ReadyForSidecar(ss)
+	readyForSidecar := rollout.ReadyForSidecar(ss)
 	written := make([]*corev1.Pod, len(pods))
 	failures := make([]*podFailure, len(pods))
 	left := make([]*rollout.Pod, len(pods))
@@ -100,7 +101,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 		pod := pods[i]
 		leave := false // set by each read of the pod, the last one deciding
 		guard := func(p *corev1.Pod) bool {
-			leave = plan.Unbudgeted[pod] && becameReady(ss, p, ready)
+			leave = plan.Unbudgeted[pod] && readyAtWrite(ss, p, readyForSidecar)
 			return leave
 		}
 		if resize[pod] {
@@ -150,12 +151,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failures[i] = &podFailure{pod, actionMarkUpgradable, err}
 		}
 	})
-	out := written[:0]
-	for _, w := range written {
-		if w != nil {
-			out = append(out, w)
-		}
-	}
+	out := slices.DeleteFunc(written, func(w *corev1.Pod) bool { return w == nil })
 	var failed []podFailure
 	for _, f := range failures {
 		if f != nil {
@@ -232,11 +228,16 @@ func (c *Controller) writePod(ctx context.Context, cached *rollout.Pod, mutate f
 }
 
 // readyNow reads again the pods that plan takes without maxUnavailable because the pod cache
-// shows them not ready, and returns those that are ready (rollout.ReadyForSidecar): the cache may
-// not show yet what their kubelets wrote, and upgrading such a pod for free would make a ready
-// pod unavailable beyond the budget. The round plans again with them. A pod that cannot be read
-// is left to the write, which reads it too.
+// shows them not ready, when it also takes pods against the budget, and returns those that are
+// ready (rollout.ReadyForSidecar). The cache may not show yet what their kubelets wrote: such a
+// pod counts against the budget and has its place in the order among the ready ones, so the round
+// plans again with them. When the plan takes no pod against the budget, a pod that became ready
+// is only to be left, which its write does (readyAtWrite), without this read. A pod that cannot
+// be read is left to its write too.
 func (c *Controller) readyNow(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) []*corev1.Pod {
+	if len(plan.Unbudgeted) == len(plan.Upgrade) {
+		return nil
+	}
 	var unbudgeted []*rollout.Pod
 	for _, p := range plan.Upgrade {
 		if plan.Unbudgeted[p] {
@@ -255,11 +256,11 @@ func (c *Controller) readyNow(ctx context.Context, ss *v1alpha1.SidecarSet, plan
 	return slices.DeleteFunc(found, func(p *corev1.Pod) bool { return p == nil })
 }
 
-// becameReady reports whether pod, read for a write, is ready for ss's sidecars (ready), though
-// the plan took it without the budget. readyNow reads such pods before the plan that is applied;
-// this covers a pod that became ready between that read and the write, whose patch then
-// conflicts and whose write reads it again.
-func becameReady(ss *v1alpha1.SidecarSet, pod *corev1.Pod, ready func(*rollout.Pod) bool) bool {
+// readyAtWrite reports whether pod, as a write read it, is ready for ss's sidecars (ready),
+// though the plan took it without the budget. That read decides: the patch carries its
+// resourceVersion, so a pod that becomes ready after it makes the patch conflict, and the write
+// reads it again.
+func readyAtWrite(ss *v1alpha1.SidecarSet, pod *corev1.Pod, ready func(*rollout.Pod) bool) bool {
 	if !ready(rollout.NewPod(pod)) {
 		return false
 	}

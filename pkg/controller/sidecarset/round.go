@@ -45,9 +45,9 @@ func (c *Controller) ready(name string) bool {
 
 // round gathers the SidecarSet, its revisions and its pods, records its revision, plans the
 // rollout (again when a pod the plan would upgrade for free reads ready: readyNow) and applies it
-// to the pods, then writes the status once if it changed and, only once it
-// is written, records the round's events and metrics. It returns a delay after which to look
-// again, for rollouts waiting on the pods' kubelets.
+// to the pods, then writes the status once if it changed and, only once it is written, records
+// the round's events and metrics. It returns a delay after which to look again, for rollouts
+// waiting on the pods' kubelets.
 func (c *Controller) round(ctx context.Context, name string) (time.Duration, error) {
 	cached, err := c.sets.Get(name)
 	if apierrors.IsNotFound(err) {
