@@ -206,17 +206,19 @@ func TestPolicyInjectionWithoutServer(t *testing.T) {
 
 // checkInjectionPath checks the path the /rollout view reports for a SidecarSet, its Injected
 // condition once its generation is observed (True with the path as reason, or False when nothing
-// injects), and the PATH column of `kubectl get -o wide`.
+// injects), and the PATH column of `kubectl get -o wide`. The view reports what the leader
+// decided: after a restart, what the previous leader recorded until the new one has planned, so
+// it is awaited.
 func checkInjectionPath(t *testing.T, name string, path apps.InjectionPath, reason string) {
 	t.Helper()
-	ctx := context.Background()
-	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in := view.Status.Injection; in == nil || in.Path != string(path) || in.Reason != reason {
-		t.Fatalf("/rollout of %s: injection %+v, want path %s reason %s", name, in, path, reason)
-	}
+	eventually(t, fmt.Sprintf("/rollout of %s with injection path %s reason %s", name, path, reason), time.Minute, func(ctx context.Context) (bool, string) {
+		view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		in := view.Status.Injection
+		return in != nil && in.Path == string(path) && in.Reason == reason, fmt.Sprintf("injection %+v", in)
+	})
 	want, wantReason := metav1.ConditionTrue, string(path)
 	if path == apps.PathNone {
 		want, wantReason = metav1.ConditionFalse, reason
