@@ -446,9 +446,10 @@ func curvePods(t *testing.T, n int) curveRecord {
 // rolloutFloor measures how fast this machine can roll out a new image over the n scale pods
 // when nothing but the writes limits it: test code keeps budget pods restarting, and upgrades
 // the next pod as soon as one reports its new image and is Ready. Each pod gets what an in-place
-// upgrade writes: a patch of a container image and an annotation, and a status patch adding a
-// condition (as the controller's SidecarSetUpgradable), then the fake kubelet's own writes. It
-// changes the pods' "helper" container, which no SidecarSet manages, and returns the wall time.
+// upgrade writes while the rollout runs: a patch of a container image and an annotation (the
+// controller writes the pods' SidecarSetUpgradable conditions once the rollout is quiet), then
+// the fake kubelet's own writes. It changes the pods' "helper" container, which no SidecarSet
+// manages, and returns the wall time.
 func rolloutFloor(t *testing.T, n, budget int) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -540,11 +541,7 @@ func upgradeForFloor(ctx context.Context, name, image string) error {
 	pods := kube.CoreV1().Pods(scaleNamespace)
 	now := time.Now().UTC().Format(time.RFC3339)
 	spec := fmt.Sprintf(`{"metadata":{"annotations":{"bench.sidecarset.dev/floor":%q}},"spec":{"containers":[{"name":"helper","image":%q}]}}`, now, image)
-	if _, err := pods.Patch(ctx, name, types.StrategicMergePatchType, []byte(spec), metav1.PatchOptions{}); err != nil {
-		return err
-	}
-	status := fmt.Sprintf(`{"status":{"conditions":[{"type":"BenchFloor","status":"True","lastTransitionTime":%q}]}}`, now)
-	_, err := pods.Patch(ctx, name, types.StrategicMergePatchType, []byte(status), metav1.PatchOptions{}, "status")
+	_, err := pods.Patch(ctx, name, types.StrategicMergePatchType, []byte(spec), metav1.PatchOptions{})
 	return err
 }
 

@@ -81,9 +81,11 @@ func TestManualExampleUpgrade(t *testing.T) {
 	if a, b := sidecar.ContainerStatus(after, "app").ContainerID, sidecar.ContainerStatus(before, "app").ContainerID; a != b {
 		t.Errorf("app containerID changed: %s -> %s", b, a)
 	}
-	if c := podCondition(after, sidecar.UpgradableCondition); c == nil || c.Status != corev1.ConditionTrue {
-		t.Errorf("SidecarSetUpgradable condition: %+v", c)
-	}
+	// The first verdict of an upgraded pod follows once the rollout is quiet.
+	waitPod(t, "default", pod.Name, func(p *corev1.Pod) bool {
+		c := podCondition(p, sidecar.UpgradableCondition)
+		return c != nil && c.Status == corev1.ConditionTrue && c.Message == `{"test-sidecarset":true}`
+	})
 }
 
 // TestNativeSidecarUpgrade: a native sidecar (an initContainer with restartPolicy Always) is

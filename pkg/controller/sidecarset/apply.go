@@ -87,7 +87,11 @@ const upgradeParallelism = 16
 
 // upgrade upgrades the plan's pods in place, several at once, and marks them upgradable: first
 // the resources of those in resize through the pod resize subresource, then images and
-// annotations. A pod whose resize failed keeps its old hash entry: the next round resizes it
+// annotations. The SidecarSetUpgradable condition of a pod whose images changed and whose
+// condition holds no verdict of the SidecarSet yet is written later, once the rollout is quiet
+// (syncUpgradable): it only adds "upgradable" to what the pod shows, and each such status write
+// would take kube-apiserver's time from the upgrades; a verdict that changes (a not-upgradable
+// pod upgraded after all) is written at once. A pod whose resize failed keeps its old hash entry: the next round resizes it
 // again. A pod the plan took without the budget and that reads ready at the write (readyAtWrite)
 // is left alone, with a resize not yet written: the next round counts it against
 // maxUnavailable. It returns the pods it wrote, those it could not, and those it left.
@@ -123,14 +127,17 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				return
 			}
 		}
+		var images []string // the containers whose images the last read's upgrade changed
 		w, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
 			if guard(p) {
 				return false, nil
 			}
 			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
-			if _, err := inplace.Upgrade(p, ss, c.clock.Now(), ready); err != nil {
+			changed, err := inplace.Upgrade(p, ss, c.clock.Now(), ready)
+			if err != nil {
 				return false, err
 			}
+			images = changed
 			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod]))
 			return true, nil
 		})
@@ -147,7 +154,11 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 		}
 		written[i] = w
 		c.metrics.upgraded(ss.Name, w)
-		if err := c.setUpgradable(ctx, w.Namespace, w.Name, upgradableCondition(w), ss.Name, true); err != nil {
+		current := upgradableCondition(w)
+		if len(images) > 0 && (current == nil || !inplace.RecordsVerdict(current.Message, ss.Name)) {
+			return // a first verdict waits until the rollout is quiet (syncUpgradable)
+		}
+		if err := c.setUpgradable(ctx, w.Namespace, w.Name, current, ss.Name, true); err != nil {
 			failures[i] = &podFailure{pod, actionMarkUpgradable, err}
 		}
 	})

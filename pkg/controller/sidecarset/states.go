@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -17,7 +18,8 @@ import (
 // with the images; the other changes (waiting and why, updated, failed, not upgradable) are
 // written by syncStates within a controller-wide rate, after the round's own writes, and only
 // once the SidecarSet's rollout has upgraded no pod for stateQuiet, so that a rollout of
-// thousands of pods is not slowed by them.
+// thousands of pods is not slowed by them. The first SidecarSetUpgradable verdict of the pods an
+// upgrade changed waits the same way (syncUpgradable).
 
 // stateWritesPerSecond and stateWritesBurst bound the writes of upgrade states alone.
 const (
@@ -81,4 +83,70 @@ func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, pl
 		c.expect.forget(due[i].Pod.Namespace + "/" + due[i].Pod.Name)
 	})
 	return left
+}
+
+// pendingUpgradable returns the plan's pods that the SidecarSet named name upgraded in place and
+// whose SidecarSetUpgradable condition holds no verdict of it yet (upgrade leaves that verdict
+// to a quiet rollout), but those in skip (written this round), being deleted, or that it can no
+// longer upgrade in place (their verdict, false, is the round's own).
+func pendingUpgradable(name string, plan *rollout.Result, skip map[string]bool) []*rollout.Pod {
+	var due []*rollout.Pod
+	recorded := map[string]bool{} // by message: the pods of a rollout mostly share one
+	for i := range plan.Pods {
+		pp := &plan.Pods[i]
+		p := pp.Pod
+		if skip[p.Namespace+"/"+p.Name] || p.Deleting || pp.State == v1alpha1.PodRolloutNotUpgradable || !p.UpgradedInPlaceBy(name) {
+			continue
+		}
+		msg := p.UpgradableMessage()
+		has, ok := recorded[msg]
+		if !ok {
+			has = inplace.RecordsVerdict(msg, name)
+			recorded[msg] = has
+		}
+		if !has {
+			due = append(due, p)
+		}
+	}
+	return due
+}
+
+// syncUpgradable writes the pending SidecarSetUpgradable verdicts (pendingUpgradable), true, as
+// the rate of upgrade states allows, each on the pod as read at its write: a verdict recorded
+// meanwhile (another round's false) is kept. It returns whether some are left for a later round.
+func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
+	pending := pendingUpgradable(ss.Name, plan, skip)
+	due := pending
+	for i := range pending {
+		if !c.stateWrites.TryAccept() {
+			due = pending[:i]
+			break
+		}
+	}
+	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
+		_, _ = c.writePod(ctx, due[i], func(p *corev1.Pod) (bool, error) {
+			current := upgradableCondition(p)
+			if current != nil && inplace.RecordsVerdict(current.Message, ss.Name) {
+				return false, nil
+			}
+			cond, changed := inplace.UpgradableCondition(current, ss.Name, true, c.clock.Now())
+			if changed {
+				setPodCondition(p, cond)
+			}
+			return changed, nil
+		}, "status") // a failed write is retried by a later round: the verdict is still missing
+		c.expect.forget(due[i].Namespace + "/" + due[i].Name) // planning reads no verdict of its own
+	})
+	return len(due) < len(pending)
+}
+
+// setPodCondition replaces the pod's condition of cond's type, or adds it.
+func setPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == cond.Type {
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
 }

@@ -120,6 +120,17 @@ func UpgradableCondition(current *corev1.PodCondition, sidecarSetName string, up
 	return cond, !same
 }
 
+// RecordsVerdict reports whether message, the message of a pod's SidecarSetUpgradable
+// condition, records a verdict (true or false) of the SidecarSet named sidecarSetName.
+func RecordsVerdict(message, sidecarSetName string) bool {
+	values := map[string]bool{}
+	if json.Unmarshal([]byte(message), &values) != nil {
+		return false
+	}
+	_, ok := values[sidecarSetName]
+	return ok
+}
+
 // Resize sets the resources of the SidecarSet's sidecars in pod to what the current spec gives
 // them (their resources, or what their resourcesPolicy derives from the pod's own containers, as
 // injection renders them) and returns the changed pod container names, in pod order. The pod is

@@ -194,3 +194,23 @@ func mustMarshal(t *testing.T, v interface{}) string {
 	}
 	return string(data)
 }
+
+func TestRecordsVerdict(t *testing.T) {
+	tests := []struct {
+		message string
+		want    bool
+	}{
+		{``, false},
+		{`not json`, false},
+		{`{}`, false},
+		{`{"other":true}`, false},
+		{`{"ss":true}`, true},
+		{`{"other":true,"ss":false}`, true},
+		{`{"ssx":true}`, false},
+	}
+	for _, tt := range tests {
+		if got := RecordsVerdict(tt.message, "ss"); got != tt.want {
+			t.Errorf("RecordsVerdict(%q) = %v, want %v", tt.message, got, tt.want)
+		}
+	}
+}

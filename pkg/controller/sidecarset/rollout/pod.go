@@ -92,6 +92,14 @@ func (p *Pod) Upgradable() *corev1.PodCondition {
 		Reason: c.reason.String(), Message: c.message.String(), LastTransitionTime: metav1.NewTime(c.since)}
 }
 
+// UpgradableMessage is the message of the SidecarSetUpgradable condition, "" when the pod has none.
+func (p *Pod) UpgradableMessage() string {
+	if p.upgradable == nil {
+		return ""
+	}
+	return p.upgradable.message.String()
+}
+
 // text is a string many pods share, stored once for as long as a pod holds it. Two texts are
 // equal iff their strings are.
 type text struct{ h unique.Handle[string] }
@@ -283,6 +291,16 @@ func (p *Pod) Record(sidecarSet, c string) (Record, bool) {
 		}
 	}
 	return Record{}, false
+}
+
+// UpgradedInPlaceBy reports whether the pod records an in-place image upgrade by sidecarSet.
+func (p *Pod) UpgradedInPlaceBy(sidecarSet string) bool {
+	for _, r := range p.Records {
+		if r.sidecarSet.String() == sidecarSet {
+			return true
+		}
+	}
+	return false
 }
 
 // NewPod returns what planning reads of pod.
