@@ -143,14 +143,15 @@ chaos:
 
 # Scale curves: 100, 1,000 and 10,000 SidecarSets (E2E_CURVE_SIZES) of each shape (E2E_BENCH_SHAPES), cluster-wide
 # and namespaced (E2E_CURVE_KINDS), in both modes, then 1,000 and 10,000 pods (E2E_CURVE_PODS); records in
-# _output/bench/curves.jsonl, then the table and plot in docs/bench/ (hours on 2 cores with the defaults).
+# docs/bench/curves.jsonl (committed: every point measured stays), then the table and plot in docs/bench/
+# (hours on 2 cores with the defaults).
 bench-curves:
 	E2E=1 E2E_CURVES=1 $(GO) test -count=1 -timeout 600m -run TestScaleCurves -v ./test/e2e/
 	$(MAKE) bench-plot
 
 bench-plot:
 	mkdir -p docs/bench
-	cd hack/benchplot && $(GO) run . -in ../../_output/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
+	cd hack/benchplot && $(GO) run . -in ../../docs/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
 
 # Server memory with 10,000 pods in its cache, against the same server idle.
 bench-memory:

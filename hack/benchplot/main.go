@@ -1,7 +1,7 @@
 // Command benchplot turns the records of the scale curves (make bench-curves, one JSON object per
 // line) into a Markdown table and a PNG plot.
 //
-//	go run . -in ../../_output/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
+//	go run . -in ../../docs/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
 //
 // It is a module of its own so that its font package stays out of the server's dependencies.
 package main
@@ -55,7 +55,7 @@ type record struct {
 func (r record) line() string { return r.Shape + "/" + r.Kind + "/" + r.Mode }
 
 func main() {
-	in := flag.String("in", "_output/bench/curves.jsonl", "records of make bench-curves")
+	in := flag.String("in", "docs/bench/curves.jsonl", "records of make bench-curves")
 	md := flag.String("md", "", "Markdown table to write (stdout when empty)")
 	out := flag.String("png", "", "PNG plot to write (none when empty)")
 	flag.Parse()

@@ -34,7 +34,8 @@ import (
 
 // TestScaleCurves (make bench-curves) measures how the server's costs grow with the number of
 // SidecarSets and pods, and appends one JSON record per point to E2E_CURVE_OUT
-// (_output/bench/curves.jsonl), which hack/benchplot turns into a table and a plot:
+// (docs/bench/curves.jsonl, kept with the sources so that every point measured stays), which
+// hack/benchplot turns into a table and a plot:
 //   - for each size of E2E_CURVE_SIZES (100,1000,10000), shape of E2E_BENCH_SHAPES (all of
 //     policytest.Shapes), kind of E2E_CURVE_KINDS (cluster,namespaced) and mode of
 //     E2E_CURVE_MODES (webhook,policy):
@@ -105,7 +106,7 @@ type curveRecord struct {
 func curveOutput(t *testing.T) string {
 	out := os.Getenv("E2E_CURVE_OUT")
 	if out == "" {
-		out = filepath.Join(root, "_output", "bench", "curves.jsonl")
+		out = filepath.Join(root, "docs", "bench", "curves.jsonl")
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
