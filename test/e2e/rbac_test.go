@@ -125,6 +125,15 @@ func TestShippedUserRoles(t *testing.T) {
 		t.Fatalf("sidecarsets-admin cannot create a SidecarSet: %v", err)
 	}
 	_ = sidecars.AppsV1alpha1().SidecarSets().Delete(ctx, ss.Name, metav1.DeleteOptions{})
+	// The controller may have recorded the SidecarSet's revision 1 before the delete; it deletes
+	// the revisions of a deleted SidecarSet, and until then an import of number 1 is refused.
+	eventually(t, "the revisions of the deleted SidecarSet e2e-roles gone", time.Minute, func(ctx context.Context) (bool, string) {
+		list, err := sidecars.AppsV1alpha1().SidecarSetRevisions().List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.SidecarSetNameLabel + "=e2e-roles"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d revisions", len(list.Items))
+	})
 
 	// Importing a revision (kubectl sidecarset migrate) is the SidecarSet admin's too (dry runs:
 	// authorized and validated, nothing stored).

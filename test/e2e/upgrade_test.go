@@ -84,7 +84,7 @@ func TestManualExampleUpgrade(t *testing.T) {
 	// The first verdict of an upgraded pod follows once the rollout is quiet.
 	waitPod(t, "default", pod.Name, func(p *corev1.Pod) bool {
 		c := podCondition(p, sidecar.UpgradableCondition)
-		return c != nil && c.Status == corev1.ConditionTrue && c.Message == `{"test-sidecarset":true}`
+		return c != nil && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, `"test-sidecarset":true`)
 	})
 }
 

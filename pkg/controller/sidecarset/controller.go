@@ -96,6 +96,7 @@ type Controller struct {
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
+	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
 
 	mu    sync.Mutex
@@ -116,6 +117,7 @@ func New(o Options) (*Controller, error) {
 		candidates:     o.Candidates,
 		resizes:        o.Resizes,
 		stateWrites:    flowcontrol.NewTokenBucketRateLimiterWithClock(stateWritesPerSecond, stateWritesBurst, o.Clock),
+		verdictWrites:  flowcontrol.NewTokenBucketRateLimiterWithClock(verdictWritesPerSecond, verdictWritesBurst, o.Clock),
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
 		writer:         o.Writer,

@@ -105,8 +105,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.upgrading.started(name)
 	}
 	statesAfter := c.upgrading.delay(name) // while the rollout upgrades pods, states wait
-	statesLeft := statesAfter == 0 && c.syncStates(ctx, ss, plan, touched)
-	statesLeft = statesAfter == 0 && c.syncUpgradable(ctx, ss, plan, touched) || statesLeft
+	statesLeft := statesAfter == 0 && c.syncUpgradable(ctx, ss, plan, touched)
+	statesLeft = statesAfter == 0 && c.syncStates(ctx, ss, plan, touched) || statesLeft
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	evicted.pods = append(evicted.pods, recreated.pods...)

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,7 @@ func upgradingState(ss *v1alpha1.SidecarSet, resize bool) sidecar.UpgradeState {
 
 // syncStates writes the upgrade-state entries of the plan's pods that differ from the plan, but
 // the pods written this round (skip) and those being recreated, as the rate allows. It returns
-// whether some are left for a later round.
+// whether some are left for a later round: beyond the rate, or not written.
 func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
 	var due []*rollout.PodPlan
 	left := false
@@ -70,25 +71,36 @@ func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, pl
 		}
 		due = append(due, pp)
 	}
+	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
 		want := podState(due[i])
-		_, _ = c.writePod(ctx, due[i].Pod, func(p *corev1.Pod) (bool, error) {
+		_, err := c.writePod(ctx, due[i].Pod, func(p *corev1.Pod) (bool, error) {
 			if p.Annotations == nil {
 				p.Annotations = map[string]string{}
 			}
 			return sidecar.SetUpgradeState(p.Annotations, ss.Name, want), nil
-		}) // a failed write is retried by a later round: the state still differs
+		})
+		failed[i] = err != nil // retried by a later round: the state still differs
 		// Rounds need not wait for the cache to show a state: planning does not read it, and a
 		// state written twice is written once (the second write finds it and changes nothing).
 		c.expect.forget(due[i].Pod.Namespace + "/" + due[i].Pod.Name)
 	})
-	return left
+	return left || slices.Contains(failed, true)
 }
+
+// verdictWritesPerSecond and verdictWritesBurst bound the writes of first SidecarSetUpgradable
+// verdicts (syncUpgradable): after a rollout of 1,000 pods they are written in about 10 s, before
+// the upgrade states (OpenKruise's users read the verdict; the states are this server's own).
+const (
+	verdictWritesPerSecond = 100
+	verdictWritesBurst     = 200
+)
 
 // pendingUpgradable returns the plan's pods that the SidecarSet named name upgraded in place and
 // whose SidecarSetUpgradable condition holds no verdict of it yet (upgrade leaves that verdict
 // to a quiet rollout), but those in skip (written this round), being deleted, or that it can no
-// longer upgrade in place (their verdict, false, is the round's own).
+// longer upgrade in place (their verdict, false, is the round's own). The pods of each namespace
+// take turns (byNamespaceTurns), so that the pods of one namespace never hold back another's.
 func pendingUpgradable(name string, plan *rollout.Result, skip map[string]bool) []*rollout.Pod {
 	var due []*rollout.Pod
 	recorded := map[string]bool{} // by message: the pods of a rollout mostly share one
@@ -108,23 +120,50 @@ func pendingUpgradable(name string, plan *rollout.Result, skip map[string]bool) 
 			due = append(due, p)
 		}
 	}
-	return due
+	return byNamespaceTurns(due)
+}
+
+// byNamespaceTurns orders pods so that namespaces take turns, one pod each, in the order they
+// first appear; each namespace's pods keep their order.
+func byNamespaceTurns(pods []*rollout.Pod) []*rollout.Pod {
+	var order []string
+	queues := map[string][]*rollout.Pod{}
+	for _, p := range pods {
+		if _, ok := queues[p.Namespace]; !ok {
+			order = append(order, p.Namespace)
+		}
+		queues[p.Namespace] = append(queues[p.Namespace], p)
+	}
+	if len(order) < 2 {
+		return pods
+	}
+	out := make([]*rollout.Pod, 0, len(pods))
+	for len(out) < len(pods) {
+		for _, ns := range order {
+			if q := queues[ns]; len(q) > 0 {
+				out, queues[ns] = append(out, q[0]), q[1:]
+			}
+		}
+	}
+	return out
 }
 
 // syncUpgradable writes the pending SidecarSetUpgradable verdicts (pendingUpgradable), true, as
-// the rate of upgrade states allows, each on the pod as read at its write: a verdict recorded
-// meanwhile (another round's false) is kept. It returns whether some are left for a later round.
+// verdictWrites allows, each on the pod as read at its write, with its resourceVersion: a
+// verdict recorded meanwhile (another round's false) is kept, and another SidecarSet's is not
+// lost. It returns whether some are left for a later round: beyond the rate, or not written.
 func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
 	pending := pendingUpgradable(ss.Name, plan, skip)
 	due := pending
 	for i := range pending {
-		if !c.stateWrites.TryAccept() {
+		if !c.verdictWrites.TryAccept() {
 			due = pending[:i]
 			break
 		}
 	}
+	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
-		_, _ = c.writePod(ctx, due[i], func(p *corev1.Pod) (bool, error) {
+		_, err := c.writePod(ctx, due[i], func(p *corev1.Pod) (bool, error) {
 			current := upgradableCondition(p)
 			if current != nil && inplace.RecordsVerdict(current.Message, ss.Name) {
 				return false, nil
@@ -134,10 +173,13 @@ func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet
 				setPodCondition(p, cond)
 			}
 			return changed, nil
-		}, "status") // a failed write is retried by a later round: the verdict is still missing
-		c.expect.forget(due[i].Namespace + "/" + due[i].Name) // planning reads no verdict of its own
+		}, "status")
+		failed[i] = err != nil
+		// A round on a cache that does not show the verdict yet finds it at the write's read
+		// and writes nothing: no round waits for the cache.
+		c.expect.forget(due[i].Namespace + "/" + due[i].Name)
 	})
-	return len(due) < len(pending)
+	return len(due) < len(pending) || slices.Contains(failed, true)
 }
 
 // setPodCondition replaces the pod's condition of cond's type, or adds it.

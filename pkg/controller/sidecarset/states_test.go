@@ -2,12 +2,20 @@ package sidecarset
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
@@ -75,42 +83,58 @@ func TestRoundWritesUpgradeStates(t *testing.T) {
 // TestUpgradableWaitsForQuiet: the pod a round upgrades gets its first SidecarSetUpgradable
 // verdict ({"ss":true}, True) only once the rollout has upgraded no pod for stateQuiet, in one
 // status patch; a pod whose condition already holds the SidecarSet's false gets its true with
-// the upgrade; a verdict written meanwhile is kept.
+// the upgrade; a verdict written meanwhile is kept, also when it is written between the
+// deferred write's read and its patch (the patch conflicts, the write reads again).
 func TestUpgradableWaitsForQuiet(t *testing.T) {
-	notUpgradable := corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionFalse,
-		Reason: sidecar.NotUpgradableReason, Message: `{"ss":false}`}
-	otherFalse := corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionFalse,
-		Reason: sidecar.NotUpgradableReason, Message: `{"other":false}`}
+	verdict := func(status corev1.ConditionStatus, msg string) *corev1.PodCondition {
+		reason := sidecar.UpgradableReason
+		if status == corev1.ConditionFalse {
+			reason = sidecar.NotUpgradableReason
+		}
+		return &corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: status, Reason: reason, Message: msg}
+	}
 	tests := []struct {
-		name       string
-		condition  *corev1.PodCondition // pod a's before the round
-		meanwhile  *corev1.PodCondition // written on pod a after the round, before the quiet one
-		atUpgrade  int                  // status patches of the upgrading round
-		status     corev1.ConditionStatus
-		message    string
-		afterQuiet int // status patches in all once quiet
+		name      string
+		condition *corev1.PodCondition // pod a's before the round
+		meanwhile *corev1.PodCondition // written on pod a after the cache read it, before the quiet round
+		racing    *corev1.PodCondition // written on pod a between the deferred write's read and patch
+		atUpgrade int                  // status patches of the upgrading round
+		status    corev1.ConditionStatus
+		message   string
+		quiet     int // status patches in all once quiet
 	}{
-		{name: "no condition", atUpgrade: 0, status: corev1.ConditionTrue, message: `{"ss":true}`, afterQuiet: 1},
-		{name: "another SidecarSet's verdict", condition: &otherFalse, atUpgrade: 0, status: corev1.ConditionFalse,
-			message: `{"other":false,"ss":true}`, afterQuiet: 1},
-		{name: "its own false", condition: &notUpgradable, atUpgrade: 1, status: corev1.ConditionTrue, message: `{"ss":true}`, afterQuiet: 1},
-		{name: "false written meanwhile", meanwhile: &notUpgradable, atUpgrade: 0, status: corev1.ConditionFalse,
-			message: `{"ss":false}`, afterQuiet: 0},
+		{name: "no condition", status: corev1.ConditionTrue, message: `{"ss":true}`, quiet: 1},
+		{name: "another SidecarSet's verdict", condition: verdict(corev1.ConditionFalse, `{"other":false}`),
+			status: corev1.ConditionFalse, message: `{"other":false,"ss":true}`, quiet: 1},
+		{name: "its own false", condition: verdict(corev1.ConditionFalse, `{"ss":false}`), atUpgrade: 1,
+			status: corev1.ConditionTrue, message: `{"ss":true}`, quiet: 1},
+		{name: "its false written meanwhile", meanwhile: verdict(corev1.ConditionFalse, `{"ss":false}`),
+			status: corev1.ConditionFalse, message: `{"ss":false}`},
+		{name: "another SidecarSet's verdict written meanwhile", meanwhile: verdict(corev1.ConditionFalse, `{"other":false}`),
+			status: corev1.ConditionFalse, message: `{"other":false,"ss":true}`, quiet: 1},
+		{name: "another SidecarSet's verdict written at the write", racing: verdict(corev1.ConditionTrue, `{"other":true}`),
+			status: corev1.ConditionTrue, message: `{"other":true,"ss":true}`, quiet: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			old, ss := newImage(t)
 			h := newHarness(t, old, ss)
-			setCondition := func(c *corev1.PodCondition) {
-				p := h.pod("a")
+			pods := corev1.SchemeGroupVersion.WithResource("pods")
+			write := func(c *corev1.PodCondition) { // as kube-apiserver would: a new resourceVersion
+				obj, err := h.kube.Tracker().Get(pods, "default", "a") // not the client: a reactor may call it
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := obj.(*corev1.Pod).DeepCopy()
 				setPodCondition(p, *c)
-				if err := h.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "default"); err != nil {
+				rv, _ := strconv.Atoi(p.ResourceVersion)
+				p.ResourceVersion = strconv.Itoa(rv + 1)
+				if err := h.kube.Tracker().Update(pods, p, "default"); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tt.condition != nil {
-				setCondition(tt.condition)
-				h.pod("b") // b stays as injected
+				write(tt.condition)
 				h.sync()
 			}
 			if _, err := h.round(); err != nil {
@@ -122,12 +146,19 @@ func TestUpgradableWaitsForQuiet(t *testing.T) {
 			if n := count(h.kube, "patch", "pods", "status"); n != tt.atUpgrade {
 				t.Errorf("%d status patches with the upgrade, want %d", n, tt.atUpgrade)
 			}
+			h.sync()
 			if tt.meanwhile != nil {
-				// The writer of the verdict meanwhile changes pod a after the cache read it.
-				h.sync()
-				setCondition(tt.meanwhile)
-			} else {
-				h.sync()
+				write(tt.meanwhile)
+			}
+			if tt.racing != nil {
+				once := false
+				h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetSubresource() == "status" && !once {
+						once = true
+						write(tt.racing)
+					}
+					return false, nil, nil
+				})
 			}
 			h.clock.Step(time.Second)
 			if _, err := h.round(); err != nil {
@@ -144,8 +175,8 @@ func TestUpgradableWaitsForQuiet(t *testing.T) {
 			if got == nil || got.Status != tt.status || got.Message != tt.message {
 				t.Errorf("pod a's condition once quiet: %+v, want %s %s", got, tt.status, tt.message)
 			}
-			if n := count(h.kube, "patch", "pods", "status"); n != tt.afterQuiet {
-				t.Errorf("%d status patches once quiet, want %d", n, tt.afterQuiet)
+			if n := count(h.kube, "patch", "pods", "status"); n != tt.quiet {
+				t.Errorf("%d status patches once quiet, want %d", n, tt.quiet)
 			}
 			if c := upgradableCondition(h.pod("b")); c != nil {
 				t.Errorf("pod b, not upgraded, has a condition: %+v", c)
@@ -159,6 +190,91 @@ func TestUpgradableWaitsForQuiet(t *testing.T) {
 				t.Errorf("a round after the verdict wrote %d status patches", n)
 			}
 		})
+	}
+}
+
+// TestUpgradableWriteFailureLooksAgain: a deferred verdict whose write fails makes the round
+// look again soon, though nothing else is left to do, and the next round writes it.
+func TestUpgradableWriteFailureLooksAgain(t *testing.T) {
+	old, ss := newImage(t)
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	h := newHarness(t, old, ss)
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} { // the kubelet restarts both sidecars
+		p := h.pod(name)
+		for i := range p.Status.ContainerStatuses {
+			st := &p.Status.ContainerStatuses[i]
+			if st.Name == "log" {
+				st.Image, st.ImageID, st.ContainerID, st.RestartCount = "log:2", "sha256:log:2", "containerd://log-1", 1
+			}
+		}
+		p.Generation++ // kube-apiserver's for the image change (the fake's patch keeps it)
+		p.Status.ObservedGeneration = p.Generation
+		if err := h.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "default"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.sync()
+	fail := true
+	h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && fail {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd is away"))
+		}
+		return false, nil, nil
+	})
+	h.clock.Step(stateQuiet)
+	if _, err := h.round(); err != nil { // the upgrade states are written, the verdicts fail
+		t.Fatal(err)
+	}
+	h.sync()
+	h.clock.Step(time.Second)
+	after, err := h.round() // nothing else is left: the verdicts fail again
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == 0 {
+		t.Fatal("a round whose verdict writes failed does not look again")
+	}
+	if c := upgradableCondition(h.pod("a")); c != nil {
+		t.Fatalf("pod a has a condition though its write failed: %+v", c)
+	}
+	fail = false
+	h.clock.Step(after)
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if c := upgradableCondition(h.pod(name)); c == nil || c.Message != `{"ss":true}` {
+			t.Errorf("pod %s's condition after the failure: %+v, want {\"ss\":true}", name, c)
+		}
+	}
+}
+
+// TestByNamespaceTurns: namespaces take turns, each keeping its pods' order.
+func TestByNamespaceTurns(t *testing.T) {
+	tests := []struct {
+		in, want []string // namespace/name
+	}{
+		{in: nil, want: nil},
+		{in: []string{"a/1", "a/2"}, want: []string{"a/1", "a/2"}},
+		{in: []string{"a/1", "a/2", "a/3", "b/1", "c/1", "b/2"}, want: []string{"a/1", "b/1", "c/1", "a/2", "b/2", "a/3"}},
+	}
+	for _, tt := range tests {
+		var pods []*rollout.Pod
+		for _, k := range tt.in {
+			ns, name, _ := strings.Cut(k, "/")
+			pods = append(pods, &rollout.Pod{Namespace: ns, Name: name})
+		}
+		var got []string
+		for _, p := range byNamespaceTurns(pods) {
+			got = append(got, p.Namespace+"/"+p.Name)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("byNamespaceTurns(%v) (-want +got):\n%s", tt.in, diff)
+		}
 	}
 }
 
