@@ -53,7 +53,7 @@ type applied struct {
 func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) applied {
 	var out applied
 	for _, pod := range plan.NotUpgradable {
-		if err := c.setUpgradable(ctx, pod.Namespace, pod.Name, pod.Upgradable(), ss.Name, false); err != nil {
+		if err := c.setUpgradable(ctx, pod, pod.Upgradable(), ss.Name, false, false); err != nil {
 			out.failed = append(out.failed, podFailure{pod, actionMarkNotUpgradable, err})
 		}
 	}
@@ -158,7 +158,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 		if len(images) > 0 && (current == nil || !inplace.RecordsVerdict(current.Message, ss.Name)) {
 			return // a first verdict waits until the rollout is quiet (syncUpgradable)
 		}
-		if err := c.setUpgradable(ctx, w.Namespace, w.Name, current, ss.Name, true); err != nil {
+		if err := c.setUpgradable(ctx, rollout.NewPod(w), current, ss.Name, true, false); err != nil {
 			failures[i] = &podFailure{pod, actionMarkUpgradable, err}
 		}
 	})
@@ -280,22 +280,26 @@ func readyAtWrite(ss *v1alpha1.SidecarSet, pod *corev1.Pod, ready func(*rollout.
 	return true
 }
 
-// setUpgradable records in the pod's SidecarSetUpgradable condition (current, nil when none)
-// whether the SidecarSet can upgrade it in place; it writes only a changed condition.
-func (c *Controller) setUpgradable(ctx context.Context, namespace, name string, current *corev1.PodCondition, sidecarSetName string, upgradable bool) error {
-	cond, changed := inplace.UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now())
-	if !changed {
+// setUpgradable records in the pod's SidecarSetUpgradable condition whether the SidecarSet can
+// upgrade it in place. It writes nothing when current (the condition as last seen, nil when
+// none) already says so; otherwise it writes the condition as read at the write, guarded by its
+// resourceVersion, so that another SidecarSet's verdict written meanwhile is not lost. keep
+// keeps a verdict of the SidecarSet found at the write.
+func (c *Controller) setUpgradable(ctx context.Context, pod *rollout.Pod, current *corev1.PodCondition, sidecarSetName string, upgradable, keep bool) error {
+	if _, changed := inplace.UpgradableCondition(current, sidecarSetName, upgradable, c.clock.Now()); !changed {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"conditions": []corev1.PodCondition{cond}}})
-	if err != nil {
-		return err
-	}
-	_, err = c.kube.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{}, "status")
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	_, err := c.writePod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+		now := upgradableCondition(p)
+		if keep && now != nil && inplace.RecordsVerdict(now.Message, sidecarSetName) {
+			return false, nil
+		}
+		cond, changed := inplace.UpgradableCondition(now, sidecarSetName, upgradable, c.clock.Now())
+		if changed {
+			setPodCondition(p, cond)
+		}
+		return changed, nil
+	}, "status")
 	return err
 }
 

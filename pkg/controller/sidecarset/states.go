@@ -163,17 +163,7 @@ func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet
 	}
 	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
-		_, err := c.writePod(ctx, due[i], func(p *corev1.Pod) (bool, error) {
-			current := upgradableCondition(p)
-			if current != nil && inplace.RecordsVerdict(current.Message, ss.Name) {
-				return false, nil
-			}
-			cond, changed := inplace.UpgradableCondition(current, ss.Name, true, c.clock.Now())
-			if changed {
-				setPodCondition(p, cond)
-			}
-			return changed, nil
-		}, "status")
+		err := c.setUpgradable(ctx, due[i], due[i].Upgradable(), ss.Name, true, true)
 		failed[i] = err != nil
 		// A round on a cache that does not show the verdict yet finds it at the write's read
 		// and writes nothing: no round waits for the cache.
