@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -318,5 +320,39 @@ func TestPendingUpgradable(t *testing.T) {
 				t.Errorf("pending: %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTenantDoesNotHoldBackVerdicts: a namespace editor's pods that claim an in-place upgrade by
+// a cluster SidecarSet (the record annotation is theirs to write) come before another
+// namespace's upgraded pods in the plan: the other namespace's verdicts still come within the
+// first turns, so that the verdict rate (verdictWritesBurst a round) reaches them at once.
+func TestTenantDoesNotHoldBackVerdicts(t *testing.T) {
+	_, ss := newImage(t)
+	var plan rollout.Result
+	add := func(ns, name string) {
+		p := inplacetest.InjectedPod(t, ss)
+		p.Namespace, p.Name, p.UID = ns, name, types.UID(ns+"/"+name)
+		sidecar.RecordInPlaceUpdate(p.Annotations, "ss", "h", t0, []string{"log"}, map[string]sidecar.InPlaceUpdateContainerStatus{"log": {}})
+		plan.Pods = append(plan.Pods, rollout.PodPlan{Pod: rollout.NewPod(p), State: v1alpha1.PodRolloutUpdated})
+	}
+	for i := range 3 * verdictWritesBurst {
+		add("tenant", fmt.Sprintf("forged-%d", i))
+	}
+	for i := range 3 {
+		add("team", fmt.Sprintf("upgraded-%d", i))
+	}
+	due := pendingUpgradable("ss", &plan, nil)
+	if len(due) != len(plan.Pods) {
+		t.Fatalf("%d pods pending, want %d", len(due), len(plan.Pods))
+	}
+	team := 0
+	for _, p := range due[:6] {
+		if p.Namespace == "team" {
+			team++
+		}
+	}
+	if team != 3 {
+		t.Errorf("%d of team's 3 pods among the first 6 verdicts, want 3", team)
 	}
 }
