@@ -52,11 +52,11 @@ func upgradingState(ss *v1alpha1.SidecarSet, resize bool) sidecar.UpgradeState {
 }
 
 // syncStates writes the upgrade-state entries of the plan's pods that differ from the plan, but
-// the pods written this round (skip) and those being recreated, as the rate allows. It returns
-// whether some are left for a later round: beyond the rate, or not written.
+// the pods written this round (skip) and those being recreated, as the rate allows, the
+// namespaces taking turns. It returns whether some are left for a later round: beyond the rate,
+// or not written.
 func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
-	var due []*rollout.PodPlan
-	left := false
+	var pending []*rollout.PodPlan
 	for i := range plan.Pods {
 		pp := &plan.Pods[i]
 		if skip[pp.Pod.Namespace+"/"+pp.Pod.Name] || pp.Reason == rollout.ReasonRecreating || pp.Pod.Deleting {
@@ -65,11 +65,15 @@ func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, pl
 		if cur, ok := pp.Pod.UpgradeState(ss.Name); ok && cur == podState(pp) {
 			continue
 		}
+		pending = append(pending, pp)
+	}
+	pending = byNamespaceTurns(pending, func(pp *rollout.PodPlan) string { return pp.Pod.Namespace })
+	due, left := pending, false
+	for i := range pending {
 		if !c.stateWrites.TryAccept() {
-			left = true
+			due, left = pending[:i], true
 			break
 		}
-		due = append(due, pp)
 	}
 	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
@@ -120,25 +124,26 @@ func pendingUpgradable(name string, plan *rollout.Result, skip map[string]bool) 
 			due = append(due, p)
 		}
 	}
-	return byNamespaceTurns(due)
+	return byNamespaceTurns(due, func(p *rollout.Pod) string { return p.Namespace })
 }
 
-// byNamespaceTurns orders pods so that namespaces take turns, one pod each, in the order they
-// first appear; each namespace's pods keep their order.
-func byNamespaceTurns(pods []*rollout.Pod) []*rollout.Pod {
+// byNamespaceTurns orders items so that namespaces (namespace gives an item's) take turns, one
+// item each, in the order they first appear; each namespace's items keep their order.
+func byNamespaceTurns[T any](items []T, namespace func(T) string) []T {
 	var order []string
-	queues := map[string][]*rollout.Pod{}
-	for _, p := range pods {
-		if _, ok := queues[p.Namespace]; !ok {
-			order = append(order, p.Namespace)
+	queues := map[string][]T{}
+	for _, it := range items {
+		ns := namespace(it)
+		if _, ok := queues[ns]; !ok {
+			order = append(order, ns)
 		}
-		queues[p.Namespace] = append(queues[p.Namespace], p)
+		queues[ns] = append(queues[ns], it)
 	}
 	if len(order) < 2 {
-		return pods
+		return items
 	}
-	out := make([]*rollout.Pod, 0, len(pods))
-	for len(out) < len(pods) {
+	out := make([]T, 0, len(items))
+	for len(out) < len(items) {
 		for _, ns := range order {
 			if q := queues[ns]; len(q) > 0 {
 				out, queues[ns] = append(out, q[0]), q[1:]

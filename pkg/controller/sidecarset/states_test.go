@@ -271,7 +271,7 @@ func TestByNamespaceTurns(t *testing.T) {
 			pods = append(pods, &rollout.Pod{Namespace: ns, Name: name})
 		}
 		var got []string
-		for _, p := range byNamespaceTurns(pods) {
+		for _, p := range byNamespaceTurns(pods, func(p *rollout.Pod) string { return p.Namespace }) {
 			got = append(got, p.Namespace+"/"+p.Name)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
