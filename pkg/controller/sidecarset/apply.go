@@ -91,8 +91,8 @@ const upgradeParallelism = 16
 // condition holds no verdict of the SidecarSet yet is written later, once the rollout is quiet
 // (syncUpgradable): it only adds "upgradable" to what the pod shows, and each such status write
 // would take kube-apiserver's time from the upgrades; a verdict that changes (a not-upgradable
-// pod upgraded after all) is written at once. A pod whose resize failed keeps its old hash entry: the next round resizes it
-// again. A pod the plan took without the budget and that reads ready at the write (readyAtWrite)
+// pod upgraded after all) is written at once. A pod whose resize failed keeps its old hash
+// entry: the next round resizes it again. A pod the plan took without the budget and that reads ready at the write (readyAtWrite)
 // is left alone, with a resize not yet written: the next round counts it against
 // maxUnavailable. It returns the pods it wrote, those it could not, and those it left.
 func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod) {
@@ -348,4 +348,15 @@ func errorMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// setPodCondition replaces the pod's condition of cond's type, or adds it.
+func setPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == cond.Type {
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
 }

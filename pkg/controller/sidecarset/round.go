@@ -104,9 +104,12 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 {
 		c.upgrading.started(name)
 	}
-	statesAfter := c.upgrading.delay(name) // while the rollout upgrades pods, states wait
-	statesLeft := statesAfter == 0 && c.syncUpgradable(ctx, ss, plan, touched)
-	statesLeft = statesAfter == 0 && c.syncStates(ctx, ss, plan, touched) || statesLeft
+	statesAfter := c.upgrading.delay(name) // while the rollout upgrades pods, verdicts and states wait
+	statesLeft := false
+	if statesAfter == 0 {
+		verdictsLeft := c.syncUpgradable(ctx, ss, plan, touched) // OpenKruise's users read them: first
+		statesLeft = c.syncStates(ctx, ss, plan, touched) || verdictsLeft
+	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed)
 	evicted.pods = append(evicted.pods, recreated.pods...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -68,13 +69,8 @@ func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, pl
 		pending = append(pending, pp)
 	}
 	pending = byNamespaceTurns(pending, func(pp *rollout.PodPlan) string { return pp.Pod.Namespace })
-	due, left := pending, false
-	for i := range pending {
-		if !c.stateWrites.TryAccept() {
-			due, left = pending[:i], true
-			break
-		}
-	}
+	due := pending[:accepted(c.stateWrites, len(pending))]
+	left := len(due) < len(pending)
 	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
 		want := podState(due[i])
@@ -159,13 +155,7 @@ func byNamespaceTurns[T any](items []T, namespace func(T) string) []T {
 // lost. It returns whether some are left for a later round: beyond the rate, or not written.
 func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
 	pending := pendingUpgradable(ss.Name, plan, skip)
-	due := pending
-	for i := range pending {
-		if !c.verdictWrites.TryAccept() {
-			due = pending[:i]
-			break
-		}
-	}
+	due := pending[:accepted(c.verdictWrites, len(pending))]
 	failed := make([]bool, len(due))
 	workqueue.ParallelizeUntil(ctx, upgradeParallelism, len(due), func(i int) {
 		err := c.setUpgradable(ctx, due[i], due[i].Upgradable(), ss.Name, true, true)
@@ -177,13 +167,12 @@ func (c *Controller) syncUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet
 	return len(due) < len(pending) || slices.Contains(failed, true)
 }
 
-// setPodCondition replaces the pod's condition of cond's type, or adds it.
-func setPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == cond.Type {
-			pod.Status.Conditions[i] = cond
-			return
+// accepted takes up to n tokens of limiter, while it has them, and returns how many it took.
+func accepted(limiter flowcontrol.RateLimiter, n int) int {
+	for i := range n {
+		if !limiter.TryAccept() {
+			return i
 		}
 	}
-	pod.Status.Conditions = append(pod.Status.Conditions, cond)
+	return n
 }
