@@ -30,6 +30,8 @@
 #   hack/local-up.sh build-server build the server as every start of it does (into _output/bin)
 #   hack/local-up.sh restart-kube-apiserver
 #                                 stop kube-apiserver (SIGTERM) and start it again, until ready
+#   hack/local-up.sh stop-kube-apiserver | start-kube-apiserver
+#                                 the same in two steps (an outage as long as the caller waits)
 #   hack/local-up.sh env          print the export line
 #   hack/local-up.sh node-deploy-images
 #                                 build the server's image (make image) and an etcd image
@@ -233,8 +235,11 @@ start_kube() {
   start etcd "${BIN}/etcd" -data-dir "${STATE}/etcd" -listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
     -listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))"
   start_kube_apiserver
+  # --node-monitor-grace-period: kwok's node heartbeat comes every 20-25 s (hack/kwok/node-stages.yaml),
+  # twice a kubelet's; with the default 50 s, a kube-apiserver restart on a loaded machine (tests
+  # restart it) marked the kwok nodes NotReady and every pod on them not ready, which no rollout did.
   start kube-controller-manager "${BIN}/kube-controller-manager" --kubeconfig="${KUBECONFIG_FILE}" \
-    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false \
+    --bind-address=127.0.0.1 --secure-port=0 --leader-elect=false --node-monitor-grace-period=2m \
     --service-account-private-key-file="${CERTS}/sa.key" --root-ca-file="${CERTS}/cluster-ca.crt" \
     --use-service-account-credentials=false
   start kube-scheduler "${BIN}/kube-scheduler" --kubeconfig="${KUBECONFIG_FILE}" \
@@ -678,11 +683,13 @@ case "${1:-run}" in
   restart-kwok) tools; stop kwok; start_kwok ;;
   build-server) build_server ;;
   restart-kube-apiserver) tools; stop kube-apiserver; start_kube_apiserver ;;
+  stop-kube-apiserver) stop kube-apiserver ;;
+  start-kube-apiserver) tools; start_kube_apiserver ;;
   start-replica) tools; start_replica ;;
   stop-replica) stop sidecarset-apiserver-2 ;;
   env) echo "export KUBECONFIG=${KUBECONFIG_FILE}" ;;
   node-up) tools; node_up ;;
   node-down) node_down ;;
   node-deploy-images) tools; node_deploy_images ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|build-server|start-replica|stop-replica|node-up|node-down|node-deploy-images|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|stop-kube-apiserver|start-kube-apiserver|restart-kube-apiserver|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|build-server|start-replica|stop-replica|node-up|node-down|node-deploy-images|env]" >&2; exit 2 ;;
 esac

@@ -21,6 +21,11 @@ type UpgradeState struct {
 	State string `json:"state"`
 	// Reason says why, as the rollout view does (MaxUnavailable, Restarting, Resizing, ...).
 	Reason string `json:"reason,omitempty"`
+	// NotReadyBefore is set while the pod, upgraded to Revision when it was not ready (Pending,
+	// or not ready for its sidecars), has not been available since: its unavailability is not the
+	// upgrade's, so it holds no place of maxUnavailable. Written with the upgrade, dropped once
+	// the pod is available.
+	NotReadyBefore bool `json:"notReadyBefore,omitempty"`
 }
 
 // UpgradeStates decodes an UpgradeStateAnnotation value; a value that does not decode counts as

@@ -30,11 +30,13 @@ const (
 	chaosName       = "chaos"
 	chaosDelay      = "4s" // the fake kubelet's in-place restart time (kwok.x-k8s.io/image-change-delay)
 	chaosSampleTick = 250 * time.Millisecond
-	chaosHoldAt     = 90 // percent of the pods the leader-killed rollout upgrades before its last kill
+	chaosHoldAt     = 90               // percent of the pods the leader-killed rollout upgrades before its last kill
+	chaosOutage     = 20 * time.Second // kube-apiserver down: past the server's Lease renew deadline
 )
 
 // TestChaosRollout rolls a new sidecar image over the same pods three times at maxUnavailable 10%,
-// each time with a fault in the middle: kube-apiserver restarted, the server's etcd stopped for a
+// each time with a fault in the middle: kube-apiserver down for 20 s (the leader's term ends and a
+// new one starts), the server's etcd stopped for a
 // while, and the leading server replica killed (SIGKILL) at random moments, each time while a
 // second replica runs; the rollout goes on while the server's etcd is down. A monitor samples every pod four times a second from a watch. Each time the
 // rollout completes; at no sample are more pods unavailable than maxUnavailable; afterwards every
@@ -56,8 +58,12 @@ func TestChaosRollout(t *testing.T) {
 		fault func(t *testing.T, r *chaosRollout)
 	}{
 		{"kube-apiserver restarted", "busybox:1.37", false, func(t *testing.T, r *chaosRollout) {
+			// Down for longer than the Lease's renew deadline (10 s): the leader's term ends with
+			// writes in flight, and a new term starts from the cache once kube-apiserver is back.
 			r.waitProgress(t, n/3)
-			r.localUp(t, "restart-kube-apiserver")
+			r.localUp(t, "stop-kube-apiserver")
+			time.Sleep(chaosOutage) // what is tested: an outage the leader's term does not outlive
+			r.localUp(t, "start-kube-apiserver")
 		}},
 		{"server etcd stopped", "busybox:1.38", false, func(t *testing.T, r *chaosRollout) {
 			r.waitProgress(t, n/3)

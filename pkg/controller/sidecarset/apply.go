@@ -138,7 +138,8 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				return false, err
 			}
 			images = changed
-			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod]))
+			notReady := !readyForSidecar(rollout.NewPod(p))
+			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod], notReady))
 			return true, nil
 		})
 		if err != nil {

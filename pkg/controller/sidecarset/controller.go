@@ -86,8 +86,11 @@ type Controller struct {
 	metrics       *progress
 	pace          *pacer
 	evictions     *evictions
-	synced        []cache.InformerSynced
-	podsPeriod    time.Duration
+	// evictionBackoff delays the next eviction of a pod whose eviction was refused, per
+	// SidecarSet and pod (backoffKey).
+	evictionBackoff *flowcontrol.Backoff
+	synced          []cache.InformerSynced
+	podsPeriod      time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
@@ -132,6 +135,8 @@ func New(o Options) (*Controller, error) {
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
 	}
+	c.evictionBackoff = flowcontrol.NewBackOff(evictionBackoffInitial, evictionBackoffMax)
+	c.evictionBackoff.Clock = o.Clock
 	for _, ns := range o.ExcludedNamespaces {
 		c.excluded[ns] = true
 	}

@@ -29,7 +29,8 @@ const expectationTTL = 5 * time.Minute
 //     the write was based on.
 //
 // An expectation is met once the cache shows that version or a newer one, or the pod is gone; it
-// is dropped after expectationTTL.
+// is dropped after expectationTTL. Until then the pod alone is held back (unseen): it counts
+// against maxUnavailable and nothing else is written to it.
 type expectations struct {
 	clock   clock.PassiveClock
 	mu      sync.Mutex
@@ -68,16 +69,18 @@ func (e *expectations) forget(key string) {
 	delete(e.pending, key)
 }
 
-// satisfied reports whether the cache shows every write to the given pods; it forgets the
-// expectations that are met or expired.
-func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
+// unseen returns the keys (namespace/name) of the given pods whose writes the cache does not show
+// yet; it forgets the expectations that are met or expired. A round plans on the other pods and
+// holds these back (rollout.Options.Unseen): a write the cache has not shown must neither freeze
+// the SidecarSet's round nor be planned over.
+func (e *expectations) unseen(src *PodSource, pods []*rollout.Pod) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.pending) == 0 {
-		return true
+		return nil
 	}
 	now := e.clock.Now()
-	ok := true
+	var out map[string]bool
 	for _, p := range pods {
 		key := p.Namespace + "/" + p.Name
 		want, found := e.pending[key]
@@ -89,9 +92,12 @@ func (e *expectations) satisfied(src *PodSource, pods []*rollout.Pod) bool {
 			delete(e.pending, key)
 			continue
 		}
-		ok = false
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[key] = true
 	}
-	return ok
+	return out
 }
 
 // ambiguous reports whether a failed write may still have been applied: it timed out, the server

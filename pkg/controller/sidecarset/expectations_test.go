@@ -60,8 +60,8 @@ func TestExpectations(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := e.satisfied(src, []*rollout.Pod{p}); got != tc.want {
-				t.Fatalf("satisfied = %v, want %v", got, tc.want)
+			if got := !e.unseen(src, []*rollout.Pod{p})["ns/p"]; got != tc.want {
+				t.Fatalf("seen = %v, want %v", got, tc.want)
 			}
 			if tc.want && len(e.pending) != 0 {
 				t.Errorf("a met expectation is kept: %v", e.pending)

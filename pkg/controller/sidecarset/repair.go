@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,13 +62,24 @@ func (e *evictions) forget(name string) {
 	delete(e.bySet, name)
 }
 
+// evictionBackoffInitial and evictionBackoffMax bound how soon a pod whose eviction was refused
+// (a PodDisruptionBudget, two budgets, a webhook, RBAC) is tried again: the others go on meanwhile.
+const (
+	evictionBackoffInitial = 5 * time.Second
+	evictionBackoffMax     = 5 * time.Minute
+)
+
 // repair evicts the pods rollout.Repairs chooses among pods (the selected ones) so that their
-// owners recreate them injected.
-func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, plan *rollout.Result, missed []rollout.Missed) repaired {
+// owners recreate them injected; pods whose last write is not seen yet (unseen) and pods whose
+// eviction was refused lately (in backoff) are left out.
+func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod, plan *rollout.Result, missed []rollout.Missed, unseen map[string]bool) repaired {
 	if c.kube == nil || len(missed) == 0 {
 		return repaired{}
 	}
-	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss.Name, pods),
+	missed = slices.DeleteFunc(slices.Clone(missed), func(m rollout.Missed) bool {
+		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.evictionDeferred(ss, m.Pod)
+	})
+	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss.Name, seen(pods, unseen)),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
 	return c.evict(ctx, ss, rollout.Repairs(in), pods, evictionWhy{
 		reason: "EvictedNotInjected", what: "which runs without its sidecars",
@@ -89,17 +101,23 @@ func (c *Controller) recreate(ctx context.Context, ss *v1alpha1.SidecarSet, pods
 type evictionWhy struct{ reason, what, then string }
 
 // evict evicts each of evict, one of pods (the selected ones), through the Eviction API
-// (PodDisruptionBudgets apply), guarded by its UID. A pod a budget protects now is left for a
-// later round; the next rounds plan only once the cache shows each evicted pod going, and count
-// it against maxUnavailable until its owner replaced it.
+// (PodDisruptionBudgets apply), guarded by its UID. An evicted pod counts against maxUnavailable
+// until its owner replaced it, and nothing else is planned for it until the cache shows it going.
+// A refused eviction (a budget protects the pod now, the pod is under two budgets, a webhook or
+// RBAC refuses) is tried again for that pod alone after a backoff, holding no place meanwhile; an
+// error that leaves the outcome unknown is settled by reading the pod.
 func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, pods []*rollout.Pod, why evictionWhy) repaired {
 	var out repaired
 	for _, p := range evict {
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
 		err := c.kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, eviction)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ambiguous(err) && c.evicted(ctx, p) {
+			err = nil // the answer was lost, or the server failed after the eviction
+		}
 		switch {
 		case err == nil:
+			c.evictionBackoff.Reset(backoffKey(ss, p))
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
@@ -107,15 +125,39 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)})
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
+			c.deferEviction(ss, p)
 			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictionDeferred",
-				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows: %v", ss.Name, why.what, err)})
+				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows (tried again in %v): %v",
+					ss.Name, why.what, c.evictionBackoff.Get(backoffKey(ss, p)), err)})
 		default:
-			if ambiguous(err) {
-				c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
-				c.evictions.add(ss.Name, p, pods)
-			}
+			c.deferEviction(ss, p)
 			out.failed = append(out.failed, podFailure{pod: p, action: actionEvict, err: err})
 		}
 	}
 	return out
+}
+
+// evicted reads the pod after an eviction whose outcome is unknown: it was evicted when it is
+// gone, replaced or being deleted. A pod that cannot be read counts as evicted (the safe side:
+// it holds a place until its owner's pods are back).
+func (c *Controller) evicted(ctx context.Context, p *rollout.Pod) bool {
+	got, err := c.kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return true
+	}
+	return got.UID != p.UID || got.DeletionTimestamp != nil
+}
+
+// backoffKey names a pod's eviction backoff: per SidecarSet, so that one SidecarSet's refusals
+// do not delay another's.
+func backoffKey(ss *v1alpha1.SidecarSet, p *rollout.Pod) string { return ss.Name + "/" + string(p.UID) }
+
+// deferEviction starts or doubles the pod's eviction backoff.
+func (c *Controller) deferEviction(ss *v1alpha1.SidecarSet, p *rollout.Pod) {
+	c.evictionBackoff.Next(backoffKey(ss, p), c.clock.Now())
+}
+
+// evictionDeferred reports whether the pod's eviction was refused within its backoff.
+func (c *Controller) evictionDeferred(ss *v1alpha1.SidecarSet, p *rollout.Pod) bool {
+	return c.evictionBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
 }

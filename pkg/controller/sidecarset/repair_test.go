@@ -1,12 +1,14 @@
 package sidecarset
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -118,5 +120,59 @@ func TestMissedConditionClears(t *testing.T) {
 	setMissedCondition(st, nil, 2, now)
 	if c := meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AllInjected" {
 		t.Errorf("condition %+v, want False/AllInjected", c)
+	}
+}
+
+// TestEvictionRefusalsDoNotFreeze: an eviction kube-apiserver refuses (500 for a pod under two
+// PodDisruptionBudgets, 429 for one its budget protects now) holds no place of maxUnavailable (1
+// here) and freezes nothing: the next round evicts the next pod, and the refused one is tried
+// again only after its backoff.
+func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refusal error
+	}{
+		{"two budgets", apierrors.NewInternalError(errors.New("this pod has more than one PodDisruptionBudget, which the eviction subresource does not support"))},
+		{"budget exhausted", apierrors.NewTooManyRequests("cannot evict pod as it would violate the pod's disruption budget", 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, _ := newImage(t)
+			ss := old.DeepCopy()
+			ss.Annotations[rollout.RepairAnnotation] = "true"
+			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+			h := newHarness(t, old, ss)
+			h.addMissedPod("c", true)
+			h.addMissedPod("d", true)
+			var tried []string
+			h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "eviction" {
+					return false, nil, nil
+				}
+				name := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
+				tried = append(tried, name)
+				if name == "c" {
+					return true, nil, tc.refusal
+				}
+				return true, nil, h.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", name)
+			})
+			h.sync()
+			for range 2 {
+				if _, err := h.round(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := strings.Join(tried, ","); got != "c,d" {
+				t.Fatalf("evictions tried %s, want c (refused) then d", got)
+			}
+			h.clock.Step(evictionBackoffInitial + time.Second)
+			h.addReplacement("d2", old)
+			h.sync()
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(tried, ","); got != "c,d,c" {
+				t.Errorf("evictions tried %s, want c again once its backoff passed", got)
+			}
+		})
 	}
 }

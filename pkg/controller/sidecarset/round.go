@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,11 +73,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if c.pods == nil {
 		return 0, c.writeStatus(ctx, cached, ss, nil)
 	}
-	if !c.expect.satisfied(c.pods, pods) {
-		return c.podsPeriod, nil // our last writes are not in the cache yet: plan on them later
-	}
 	opts := c.resizes.Options(ss)
-	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
+	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
+	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
 	plan := rollout.PlanWith(ss, pods, opts)
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
 		pods = replace(pods, ready)
@@ -88,10 +87,13 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	out.events = append(out.events, recreated.events...)
 	out.failed = append(out.failed, recreated.failed...)
 	if len(out.written) > 0 || len(recreated.pods) > 0 {
-		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, pods))
+		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
 		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
 	}
-	touched := make(map[string]bool, len(out.written)+len(out.failed)) // their states wait for a later round
+	touched := make(map[string]bool, len(out.written)+len(out.failed)+len(opts.Unseen)) // their states wait for a later round
+	for key := range opts.Unseen {
+		touched[key] = true
+	}
 	for _, w := range out.written {
 		touched[w.Namespace+"/"+w.Name] = true
 	}
@@ -111,7 +113,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		statesLeft = c.syncStates(ctx, ss, plan, touched) || verdictsLeft
 	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
-	evicted := c.repair(ctx, ss, pods, plan, missed)
+	evicted := c.repair(ctx, ss, pods, plan, missed, opts.Unseen)
 	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
@@ -144,6 +146,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
 	case statesAfter > 0:
 		return statesAfter, nil // the states the upgrades left to write
+	case plan.Unseen > 0:
+		return c.podsPeriod, nil // pod events normally requeue sooner, once the cache shows the writes
 	case !plan.Done() || len(evicted.pods) > 0 || statesLeft:
 		return c.podsPeriod * 5, nil // safety net; pod events normally requeue sooner
 	}
@@ -221,6 +225,15 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout
 // apps.ControlPlaneNamespaceLabel).
 func (c *Controller) isExcluded(namespace string) bool {
 	return c.excluded[namespace] || c.pods.skipsControlPlane(namespace)
+}
+
+// seen returns the pods whose writes the cache shows: an evicted pod the cache still shows counts
+// as gone, so that its eviction holds its place until the owner has replaced it.
+func seen(pods []*rollout.Pod, unseen map[string]bool) []*rollout.Pod {
+	if len(unseen) == 0 {
+		return pods
+	}
+	return slices.DeleteFunc(slices.Clone(pods), func(p *rollout.Pod) bool { return unseen[p.Namespace+"/"+p.Name] })
 }
 
 // replace returns pods with the written ones substituted by key.

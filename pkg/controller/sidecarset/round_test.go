@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -198,27 +199,28 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 	}
 }
 
-// TestRoundWaitsForItsWrites: after a pod write, the next round does not plan until the pod cache
-// shows the write: a write that succeeded, one whose outcome is unknown (a timeout) and the server
-// applied, and one the server never applied (the round waits out expectationTTL). A write the
-// server refused is expected by no one: the next round plans at once and tries again.
-func TestRoundWaitsForItsWrites(t *testing.T) {
+// TestRoundHoldsThePodsItWrote: after a pod write, the next rounds send nothing to that pod until
+// the pod cache shows the write, and count it against maxUnavailable (1 here: the other pod waits
+// too): a write that succeeded, one whose outcome is unknown (a timeout) and the server applied,
+// and one the server never applied (held until expectationTTL). A write the server refused is
+// expected by no one: the next round tries again at once.
+func TestRoundHoldsThePodsItWrote(t *testing.T) {
 	timeout := apierrors.NewTimeoutError("the request timed out", 1)
 	for _, tc := range []struct {
 		name string
 		// write answers the first pod patch: apply it or not, then fail with err or not.
 		apply bool
 		err   error
-		// wait says whether the next round waits for the cache.
-		wait bool
+		// hold says whether the next round holds the pod back.
+		hold bool
 	}{
-		{name: "written", apply: true, wait: true},
-		{name: "ambiguous, applied", apply: true, err: timeout, wait: true},
-		{name: "ambiguous, not applied", err: timeout, wait: true},
-		{name: "connection lost, not applied", err: errors.New("connection reset by peer"), wait: true},
-		{name: "client deadline, applied", apply: true, err: fmt.Errorf("patch: %w", context.DeadlineExceeded), wait: true},
-		{name: "term ended, not applied", err: context.Canceled, wait: true},
-		{name: "refused", err: apierrors.NewBadRequest("refused"), wait: false},
+		{name: "written", apply: true, hold: true},
+		{name: "ambiguous, applied", apply: true, err: timeout, hold: true},
+		{name: "ambiguous, not applied", err: timeout, hold: true},
+		{name: "connection lost, not applied", err: errors.New("connection reset by peer"), hold: true},
+		{name: "client deadline, applied", apply: true, err: fmt.Errorf("patch: %w", context.DeadlineExceeded), hold: true},
+		{name: "term ended, not applied", err: context.Canceled, hold: true},
+		{name: "refused", err: apierrors.NewBadRequest("refused"), hold: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, ss := newImage(t)
@@ -243,28 +245,73 @@ func TestRoundWaitsForItsWrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			upgrades := h.podUpgrades()
-			after, err := h.round() // the pod cache has not changed
-			if err != nil {
+			if _, err := h.round(); err != nil { // the pod cache has not changed
 				t.Fatal(err)
 			}
-			if waited := after == podsPeriod && h.podUpgrades() == upgrades; waited != tc.wait {
-				t.Fatalf("the next round waited: %v (after %v, %d pod patches), want %v", waited, after, h.podUpgrades(), tc.wait)
+			if held := h.podUpgrades() == upgrades; held != tc.hold {
+				t.Fatalf("the next round held the pod: %v (%d pod patches), want %v", held, h.podUpgrades()-upgrades, tc.hold)
 			}
-			if !tc.wait {
-				if h.podUpgrades() != upgrades+1 {
-					t.Errorf("the next round sent %d pod patches, want the refused one again", h.podUpgrades()-upgrades)
-				}
+			if !tc.hold {
 				return
 			}
 			if tc.apply {
 				h.sync() // the cache shows the write
-			} else {
-				h.clock.Step(expectationTTL + time.Second) // it never will
+				if _, err := h.round(); err != nil {
+					t.Fatal(err)
+				}
+				if got := h.stored().Status.UpdatedPods; got != 1 {
+					t.Errorf("once the cache shows the write, updatedPods %d, want 1", got)
+				}
+				return
 			}
-			if after, err := h.round(); err != nil || after == podsPeriod {
-				t.Errorf("once the cache shows the write or the wait expires, the round plans: after %v, %v", after, err)
+			h.clock.Step(expectationTTL + time.Second) // the cache never will show it
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			if h.podUpgrades() != upgrades+1 {
+				t.Errorf("once the wait expired, the round sent %d pod patches, want the upgrade again", h.podUpgrades()-upgrades)
 			}
 		})
+	}
+}
+
+// TestRoundHoldsOnlyThePodItWrote: a pod whose write the cache does not show holds its own place
+// of maxUnavailable (2 here), and the round goes on with the other pods: one unknown outcome does
+// not freeze the SidecarSet.
+func TestRoundHoldsOnlyThePodItWrote(t *testing.T) {
+	old, ss := newImage(t)
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ss.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1)) // the first round takes a alone
+	h := newHarness(t, old, ss)
+	patched := map[string]int{}
+	h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		name := a.(k8stesting.PatchAction).GetName()
+		if !strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `"spec"`) {
+			return false, nil, nil // an upgrade-state write
+		}
+		patched[name]++
+		if name == "a" {
+			return true, nil, apierrors.NewTimeoutError("the request timed out", 1) // never applied
+		}
+		return h.patchPod(a)
+	})
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	stored := h.stored()
+	stored.Spec.UpdateStrategy.Partition = nil
+	if _, err := h.own.AppsV1alpha1().SidecarSets().Update(context.Background(), stored, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if patched["a"] != 1 || patched["b"] != 1 {
+		t.Errorf("pod patches %v: want a once (held after its unknown outcome) and b upgraded meanwhile", patched)
 	}
 }
 

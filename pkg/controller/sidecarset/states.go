@@ -39,17 +39,18 @@ const stateQuiet = 3 * time.Second
 
 // podState is the upgrade-state entry the plan gives a pod.
 func podState(pp *rollout.PodPlan) sidecar.UpgradeState {
-	return sidecar.UpgradeState{Revision: pp.Revision, State: string(pp.State), Reason: pp.Reason}
+	return sidecar.UpgradeState{Revision: pp.Revision, State: string(pp.State), Reason: pp.Reason, NotReadyBefore: pp.NotReadyBefore}
 }
 
 // upgradingState is the entry an in-place upgrade writes with the images: the pod's sidecars
-// restart (or resize) from the SidecarSet's latest revision.
-func upgradingState(ss *v1alpha1.SidecarSet, resize bool) sidecar.UpgradeState {
+// restart (or resize) from the SidecarSet's latest revision; notReady when the pod, as the write
+// read it, was not ready for its sidecars (it then holds no place of maxUnavailable).
+func upgradingState(ss *v1alpha1.SidecarSet, resize, notReady bool) sidecar.UpgradeState {
 	reason := rollout.ReasonRestarting
 	if resize {
 		reason = rollout.ReasonResizing
 	}
-	return sidecar.UpgradeState{Revision: ss.Status.LatestRevision, State: string(v1alpha1.PodRolloutUpgrading), Reason: reason}
+	return sidecar.UpgradeState{Revision: ss.Status.LatestRevision, State: string(v1alpha1.PodRolloutUpgrading), Reason: reason, NotReadyBefore: notReady}
 }
 
 // syncStates writes the upgrade-state entries of the plan's pods that differ from the plan, but

@@ -32,6 +32,7 @@ const (
 	ReasonNotSelected       = "NotSelected"
 	ReasonNotUpdateStrategy = "NotUpdateStrategy"
 	ReasonImmutableField    = sidecar.NotUpgradableReason
+	ReasonWritePending      = "WritePending"
 )
 
 // Counts are the SidecarSet status counters (OpenKruise §5.4).
@@ -56,6 +57,9 @@ type PodPlan struct {
 	Message  string
 	// Batch is set by Preview: the round that would upgrade the pod, from 1; 0 for none.
 	Batch int32
+	// NotReadyBefore: the pod was upgraded when it was not ready and has not been available
+	// since; it holds no place of maxUnavailable (sidecar.UpgradeState.NotReadyBefore).
+	NotReadyBefore bool
 }
 
 // Result is the plan of one round.
@@ -84,15 +88,18 @@ type Result struct {
 	Terminating int32
 	// MaxUnavailable and Partition are the resolved strategy values.
 	MaxUnavailable, Partition int32
-	// Unavailable counts the updated pods that are not available (before this round's upgrades),
-	// and the pods whose resize kube-apiserver refused.
+	// Unavailable counts the updated pods that are not available (before this round's upgrades)
+	// but those that were not ready before their upgrade (NotReadyBefore), and the pods whose
+	// last write is not seen yet (Unseen).
 	Unavailable int32
+	// Unseen counts the managed pods whose last write the pods given do not show (Options.Unseen).
+	Unseen int32
 }
 
 // Done reports whether nothing is left to do until something changes: every pod is updated and
 // available, and no reset is due.
 func (r *Result) Done() bool {
-	return r.Counts.Updated == r.Counts.Matched && r.Unavailable == 0 && len(r.Reset) == 0
+	return r.Counts.Updated == r.Counts.Matched && r.Unavailable == 0 && len(r.Reset) == 0 && r.Unseen == 0
 }
 
 // Plan plans a round of the rollout of ss over pods, the pods its selector and namespace rules
@@ -135,8 +142,11 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 	for i, pod := range managed {
 		facts[i] = p.facts(pod)
 		res.Counts.add(&facts[i])
-		if (facts[i].updated && !facts[i].available()) || facts[i].refused != "" {
+		if facts[i].holdsPlace() || facts[i].unseen {
 			res.Unavailable++
+		}
+		if facts[i].unseen {
+			res.Unseen++
 		}
 	}
 	total := res.Counts.Matched
@@ -147,6 +157,17 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 	var candidates []int
 	for i := range managed {
 		plans[i] = p.classify(&facts[i])
+		if facts[i].unseen {
+			plans[i] = PodPlan{Pod: managed[i], Revision: facts[i].revision, State: plans[i].State, Reason: ReasonWritePending}
+			if plans[i].State == "" || plans[i].State == v1alpha1.PodRolloutNotUpgradable {
+				plans[i].State = v1alpha1.PodRolloutWaiting
+			}
+			continue
+		}
+		if facts[i].notReadyBefore {
+			plans[i].NotReadyBefore = true
+			plans[i].Message = strings.TrimPrefix(plans[i].Message+"; "+notReadyBeforeMessage, "; ")
+		}
 		if plans[i].State == "" {
 			candidates = append(candidates, i)
 		}
@@ -281,6 +302,8 @@ func message(res *Result, reason string) string {
 		return "the pod is not ready; it counts against maxUnavailable"
 	case ReasonSelected:
 		return "upgrading in this round"
+	case ReasonWritePending:
+		return "the controller's last write to the pod is not in its cache yet: it counts against maxUnavailable until it is"
 	}
 	return ""
 }
@@ -353,12 +376,26 @@ type podFacts struct {
 	resizing         string // the reason of an outstanding resize, "" when none
 	resizeMsg        string // the kubelet's message on it
 	selected         bool   // by updateStrategy.selector
+	notReadyBefore   bool   // updated, not available, and upgraded when it was not ready
+	unseen           bool   // the controller's last write to it is not seen yet (Options.Unseen)
 }
 
 func (f *podFacts) available() bool { return f.consistent && f.readyForSidecar }
 
+// holdsPlace reports whether the pod takes a place of maxUnavailable: it is updated and not
+// available, and was available before its upgrade. A pod upgraded while it was not ready
+// (Pending, not ready, which any namespace editor can make its pods) is left out until it has
+// been available, and so is a pod whose resize kube-apiserver refused (it runs on unchanged; a
+// namespace's ResourceQuota or LimitRange refuses it): otherwise one such pod would stall the
+// SidecarSet's rollout in every other namespace for as long as it exists.
+func (f *podFacts) holdsPlace() bool {
+	return f.updated && !f.available() && !f.notReadyBefore
+}
+
+const notReadyBeforeMessage = "the pod was not ready before its upgrade and has not been available since: it holds no place of maxUnavailable"
+
 func (p *planner) facts(pod *Pod) podFacts {
-	f := podFacts{pod: pod}
+	f := podFacts{pod: pod, unseen: p.opts.Unseen[pod.Namespace+"/"+pod.Name]}
 	h, _ := pod.Hash(p.ss.Name)
 	f.revision, f.updated = h.Revision(), h.Hash() == p.hash
 	if !f.updated { // upgradability matters for pods to upgrade only
@@ -389,6 +426,10 @@ func (p *planner) facts(pod *Pod) podFacts {
 		}
 	}
 	f.selected = !p.badSelector && (p.selector == nil || p.selector.Matches(pod.Labels))
+	if f.updated && !f.available() {
+		st, ok := pod.UpgradeState(p.ss.Name)
+		f.notReadyBefore = ok && st.NotReadyBefore
+	}
 	return f
 }
 
@@ -445,7 +486,7 @@ func (p *planner) classify(f *podFacts) PodPlan {
 	}
 	switch {
 	case f.refused != "":
-		pp.Message = "kube-apiserver refused to resize the sidecars: " + f.refused + "; roll back or change the resources"
+		pp.Message = "kube-apiserver refused to resize the sidecars: " + f.refused + "; tried again later (roll back or change the resources, or the namespace's quota or limits)"
 		return set(v1alpha1.PodRolloutFailed, ReasonResizeInfeasible)
 	case !f.selected:
 		return set(v1alpha1.PodRolloutWaiting, ReasonNotSelected)
@@ -471,6 +512,9 @@ func (p *planner) resets(pods []*Pod) []*Pod {
 	}
 	var out []*Pod
 	for _, pod := range pods {
+		if p.opts.Unseen[pod.Namespace+"/"+pod.Name] {
+			continue
+		}
 		idle := map[string]bool{}
 		due := false
 		for _, sc := range p.hot {

@@ -62,6 +62,21 @@ func restartingPod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+// upgradedNotReady marks the pod as an in-place upgrade writes one that was not ready.
+func upgradedNotReady(p *corev1.Pod) {
+	sidecar.SetUpgradeState(p.Annotations, "ss", sidecar.UpgradeState{State: "Upgrading", Reason: "Restarting", NotReadyBefore: true})
+}
+
+// unscheduled makes the pod Pending on no node, without container statuses.
+func unscheduled(p *corev1.Pod) {
+	p.Spec.NodeName = ""
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+}
+
+func inNamespace(ns string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Namespace = ns }
+}
+
 func sidecarNotReady(p *corev1.Pod) {
 	statusOf(p, "sidecar").Ready = false
 	notReady(p)
@@ -250,6 +265,39 @@ func TestPlanStates(t *testing.T) {
 			ss:          ssV2,
 			pods:        []*corev1.Pod{updatedPod("u", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), old("a")},
 			want:        map[string]string{"u": "Updated/NotReady", "a": overBudget},
+			counts:      Counts{Matched: 2, Updated: 1, Ready: 1},
+			unavailable: 1,
+		},
+		{
+			name: "a pod upgraded while Pending holds no place: the ready pod of another namespace goes on",
+			ss:   ssV2,
+			pods: []*corev1.Pod{
+				updatedPod("pending", unscheduled, upgradedNotReady),
+				old("other", inNamespace("team-b")),
+			},
+			want:    map[string]string{"pending": "Upgrading/Restarting", "other": selected},
+			upgrade: []string{"other"},
+			counts:  Counts{Matched: 2, Updated: 1, Ready: 1},
+		},
+		{
+			name: "a pod upgraded while not ready holds no place until it has been available",
+			ss:   ssV2,
+			pods: []*corev1.Pod{
+				updatedPod("unready", notReady, upgradedNotReady),
+				old("a"), old("b"),
+			},
+			want:    map[string]string{"unready": "Updated/NotReady", "a": selected, "b": overBudget},
+			upgrade: []string{"a"},
+			counts:  Counts{Matched: 3, Updated: 1, Ready: 2},
+		},
+		{
+			name: "the mark alone exempts nothing: a pod upgraded while ready that is not ready holds its place",
+			ss:   ssV2,
+			pods: []*corev1.Pod{
+				updatedPod("was-ready", notReady),
+				old("a"),
+			},
+			want:        map[string]string{"was-ready": "Updated/NotReady", "a": overBudget},
 			counts:      Counts{Matched: 2, Updated: 1, Ready: 1},
 			unavailable: 1,
 		},

@@ -175,13 +175,17 @@ func (r HashRef) Hash() string { return r.hash.String() }
 func (r HashRef) Revision() string { return r.revision.String() }
 
 // stateRef is one SidecarSet's entry in the upgrade-state annotation.
-type stateRef struct{ sidecarSet, revision, state, reason text }
+type stateRef struct {
+	sidecarSet, revision, state, reason text
+	notReadyBefore                      bool
+}
 
 // UpgradeState returns the SidecarSet's entry in the upgrade-state annotation.
 func (p *Pod) UpgradeState(sidecarSet string) (sidecar.UpgradeState, bool) {
 	for _, s := range p.states {
 		if s.sidecarSet.String() == sidecarSet {
-			return sidecar.UpgradeState{Revision: s.revision.String(), State: s.state.String(), Reason: s.reason.String()}, true
+			return sidecar.UpgradeState{Revision: s.revision.String(), State: s.state.String(), Reason: s.reason.String(),
+				NotReadyBefore: s.notReadyBefore}, true
 		}
 	}
 	return sidecar.UpgradeState{}, false
@@ -382,7 +386,7 @@ func (p *Pod) decodeAnnotations(a map[string]string) {
 	for _, name := range sidecar.ParseInjectedList(p.InjectedList()) {
 		ss := newText(name)
 		if st, ok := states[name]; ok {
-			p.states = append(p.states, stateRef{sidecarSet: ss, revision: newText(st.Revision), state: newText(st.State), reason: newText(st.Reason)})
+			p.states = append(p.states, stateRef{sidecarSet: ss, revision: newText(st.Revision), state: newText(st.State), reason: newText(st.Reason), notReadyBefore: st.NotReadyBefore})
 		}
 		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashAnnotation], name); ok {
 			p.Hashes = append(p.Hashes, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})

@@ -41,12 +41,17 @@ type Options struct {
 	// spec in images and resources only (hash.WithoutImagesAndResources): pods injected from them
 	// are upgraded in place, resources included.
 	ResizableRevisions map[string]bool
-	// ResizeRefused are the pods (by UID) whose resize to the current spec kube-apiserver refused,
-	// with its message: they fail, holding a place of maxUnavailable, until the spec changes.
+	// ResizeRefused are the pods (by UID) whose resize to the current spec kube-apiserver refused
+	// lately, with its message: they fail, holding no place of maxUnavailable (they run on
+	// unchanged), until the controller tries them again after a backoff.
 	ResizeRefused map[types.UID]string
 	// InFlightEvictions counts the controller's evictions whose owners have not replaced the pod
 	// yet (InFlight): each holds a place of maxUnavailable.
 	InFlightEvictions int
+	// Unseen are the pods (namespace/name) the controller wrote and whose writes the pods given
+	// do not show yet: each holds a place of maxUnavailable (the write may have taken it down),
+	// and nothing is planned for it until its write is seen (ReasonWritePending).
+	Unseen map[string]bool
 }
 
 // Resize returns the kubelet's pending or in-progress resize of the pod (the PodResizePending

@@ -144,8 +144,9 @@ func TestPlanResizeProgress(t *testing.T) {
 	}
 }
 
-// TestPlanResizeRefused: a pod whose resize kube-apiserver refused fails with its message and
-// holds a place of maxUnavailable (the rollout stalls there), until the spec changes.
+// TestPlanResizeRefused: a pod whose resize kube-apiserver refused lately fails with its message
+// and holds no place of maxUnavailable (it runs on unchanged; a namespace's quota may be what
+// refused it): the next pod is upgraded.
 func TestPlanResizeRefused(t *testing.T) {
 	v1 := newSidecarSet("sidecar:1", "h1", "n1", withResources(resources("100m", "32Mi", "200m", "64Mi")))
 	v2 := withVersion(v1, "sidecar:1", "h2", "n2")
@@ -162,12 +163,12 @@ func TestPlanResizeRefused(t *testing.T) {
 	for _, pp := range res.Pods {
 		states[pp.Pod.Name] = string(pp.State) + "/" + pp.Reason
 	}
-	want := map[string]string{"a": "Failed/" + ReasonResizeInfeasible, "b": "Waiting/" + ReasonMaxUnavailable, "c": "Waiting/" + ReasonMaxUnavailable}
+	want := map[string]string{"a": "Failed/" + ReasonResizeInfeasible, "b": "Upgrading/" + ReasonSelected, "c": "Waiting/" + ReasonMaxUnavailable}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	if len(res.Upgrade) != 0 || res.Unavailable != 1 {
-		t.Errorf("upgrade %d pods, %d unavailable; want none and 1", len(res.Upgrade), res.Unavailable)
+	if len(res.Upgrade) != 1 || res.Unavailable != 0 {
+		t.Errorf("upgrade %d pods, %d unavailable; want 1 and none", len(res.Upgrade), res.Unavailable)
 	}
 	if !strings.Contains(res.Pods[0].Message, "allocatable") {
 		t.Errorf("message %q does not carry kube-apiserver's", res.Pods[0].Message)
