@@ -65,8 +65,9 @@ type HistoryPlan struct {
 	Adopt []*v1alpha1.SidecarSetRevision
 }
 
-// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions named in
-// inUse (those pods still run) are never pruned.
+// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions pinned by
+// injectionStrategy.revision or named in inUse (those pods run, as their annotations claim) are
+// kept beyond revisionHistoryLimit, up to RevisionCap revisions in all.
 func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (HistoryPlan, error) {
 	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
@@ -130,37 +131,88 @@ func adopt(r *v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) {
 	r.OwnerReferences = append(r.OwnerReferences, *metav1.NewControllerRef(ss, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet")))
 }
 
-// prunable returns the oldest revisions beyond revisionHistoryLimit (at least 1 kept), never the
-// latest, one named by injectionStrategy.revision, nor one pods run.
-func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
-	limit := 10
+// DefaultRevisionHistoryLimit is the revisionHistoryLimit of a SidecarSet that sets none.
+const DefaultRevisionHistoryLimit = 10
+
+// MinRevisionCap is the least hard cap on the revisions stored for one SidecarSet or
+// NamespacedSidecarSet: pinned revisions and revisions pods name are kept beyond
+// revisionHistoryLimit, but not beyond max(revisionHistoryLimit, MinRevisionCap). Ten is
+// Kubernetes' default revisionHistoryLimit (Deployments, StatefulSets) and this server's: a
+// SidecarSet keeping the default history is never cut by the cap, one keeping less still has room
+// for a few pins and pods on older revisions, and a namespace editor cannot grow the revisions of
+// one object past ten whatever its pods' (forgeable) annotations claim.
+const MinRevisionCap = 10
+
+// historyLimit is the number of revisions ss keeps when none is pinned or in use (at least 1).
+func historyLimit(ss *v1alpha1.SidecarSet) int {
 	if l := ss.Spec.RevisionHistoryLimit; l != nil {
-		limit = max(1, int(*l))
+		return max(1, int(*l))
 	}
-	excess := len(revs) - limit
+	return DefaultRevisionHistoryLimit
+}
+
+// RevisionCap returns the most revisions of ss kept, pinned and in-use ones included:
+// max(revisionHistoryLimit, MinRevisionCap).
+func RevisionCap(ss *v1alpha1.SidecarSet) int {
+	return max(historyLimit(ss), MinRevisionCap)
+}
+
+// prunable returns the revisions to delete, oldest first; revs is sorted oldest first and
+// includes the latest. It never returns the latest. First the oldest revisions neither pinned nor
+// in use go, down to revisionHistoryLimit; if more than RevisionCap remain (pinned and in-use
+// ones), the oldest of those go too, down to the cap. A name in inUse that is not one of revs (a
+// revision of another SidecarSet, or one never recorded) protects nothing.
+func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
+	protected := protectedRevisions(ss, revs, inUse)
+	pruned := sets.New[string]()
+	pruneOldest(revs, len(revs)-historyLimit(ss), pruned, func(r *v1alpha1.SidecarSetRevision) bool {
+		return r.Name != latest && !protected.Has(r.Name)
+	})
+	pruneOldest(revs, len(revs)-pruned.Len()-RevisionCap(ss), pruned, func(r *v1alpha1.SidecarSetRevision) bool {
+		return r.Name != latest && !pruned.Has(r.Name)
+	})
 	var out []string
 	for _, r := range revs {
-		if excess <= 0 {
-			break
+		if pruned.Has(r.Name) {
+			out = append(out, r.Name)
 		}
-		if r.Name == latest || pinned(ss, r) || inUse.Has(r.Name) {
-			continue
-		}
-		out = append(out, r.Name)
-		excess--
 	}
 	return out
 }
 
-func pinned(ss *v1alpha1.SidecarSet, r *v1alpha1.SidecarSetRevision) bool {
+// pruneOldest adds to pruned the names of the oldest n revisions of revs that may go.
+func pruneOldest(revs []*v1alpha1.SidecarSetRevision, n int, pruned sets.Set[string], mayGo func(*v1alpha1.SidecarSetRevision) bool) {
+	for _, r := range revs {
+		if n <= 0 {
+			return
+		}
+		if mayGo(r) {
+			pruned.Insert(r.Name)
+			n--
+		}
+	}
+}
+
+// protectedRevisions returns the names of the revisions of revs (sorted oldest first) kept beyond
+// revisionHistoryLimit: the one injectionStrategy.revision.revisionName names, the newest one
+// labelled with injectionStrategy.revision.customVersion (the one injection picks; older ones
+// of the same custom version are not), and those pods run (inUse).
+func protectedRevisions(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) sets.Set[string] {
+	out := sets.New[string]()
 	pin := ss.Spec.InjectionStrategy.Revision
-	if pin == nil {
-		return false
+	var newestOfVersion string
+	for _, r := range revs {
+		if inUse.Has(r.Name) || (pin != nil && pin.RevisionName != nil && *pin.RevisionName == r.Name) {
+			out.Insert(r.Name)
+		}
+		if pin != nil && pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion {
+			newestOfVersion = r.Name
+		}
 	}
-	if pin.RevisionName != nil && *pin.RevisionName == r.Name {
-		return true
+	if newestOfVersion != "" {
+		out.Insert(newestOfVersion)
 	}
-	return pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion
+	return out
 }
 
 // RevisionsInUse returns the revisions the SidecarSet's managed pods run, as their hash

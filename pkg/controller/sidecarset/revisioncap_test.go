@@ -1,0 +1,174 @@
+package sidecarset
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// history returns revisions 1..n of SidecarSet "s", of images img:1..img:n, oldest first.
+func history(t *testing.T, n int) []*v1alpha1.SidecarSetRevision {
+	t.Helper()
+	out := make([]*v1alpha1.SidecarSetRevision, n)
+	for i := range out {
+		out[i] = revisionOf(t, fmt.Sprintf("img:%d", i+1), int64(i+1))
+	}
+	return out
+}
+
+// labelled sets the custom version label of revisions from..to (numbers, inclusive) of revs.
+func labelled(revs []*v1alpha1.SidecarSetRevision, version string, from, to int) []*v1alpha1.SidecarSetRevision {
+	for _, r := range revs[from-1 : to] {
+		r.Labels[v1alpha1.SidecarSetCustomVersionLabel] = version
+	}
+	return revs
+}
+
+// namesOf returns the names of revisions from..to (numbers, inclusive) of revs.
+func namesOf(revs []*v1alpha1.SidecarSetRevision, from, to int) []string {
+	var out []string
+	for _, r := range revs[from-1 : to] {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// foreignNames returns the names of n revisions of another SidecarSet, "other".
+func foreignNames(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for i := 1; i <= n; i++ {
+		ss := sidecarSet(fmt.Sprintf("img:%d", i), 10)
+		ss.Name = "other"
+		name, err := revision.Name(ss.Name, revision.Snapshot(ss), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// numbers returns the revision numbers kept, in order: existing (renumbered by the plan) and
+// created, less the pruned.
+func numbers(existing []*v1alpha1.SidecarSetRevision, plan HistoryPlan) []int64 {
+	pruned := sets.New(plan.Prune...)
+	var out []int64
+	for _, r := range append(existing, plan.Create) {
+		if r == nil || pruned.Has(r.Name) {
+			continue
+		}
+		if plan.Renumber != nil && plan.Renumber.Name == r.Name {
+			r = plan.Renumber
+		}
+		out = append(out, r.Revision)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for n := from; n <= to; n++ {
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestPlanHistoryCap: pinned revisions and revisions pods name are kept beyond
+// revisionHistoryLimit up to RevisionCap (max(limit, 10)); beyond it the oldest of them go, never
+// the latest; a name that is not one of the SidecarSet's revisions protects nothing.
+func TestPlanHistoryCap(t *testing.T) {
+	type setup struct {
+		ss       *v1alpha1.SidecarSet
+		existing []*v1alpha1.SidecarSetRevision
+		inUse    []string
+	}
+	withPin := func(ss *v1alpha1.SidecarSet, pin v1alpha1.SidecarSetInjectRevision) *v1alpha1.SidecarSet {
+		ss.Spec.InjectionStrategy.Revision = &pin
+		return ss
+	}
+	withVersion := func(ss *v1alpha1.SidecarSet, version string) *v1alpha1.SidecarSet {
+		ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: version}
+		return ss
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) setup
+		want  []int64 // revision numbers kept, oldest first
+	}{
+		{"30 changes, limit 1, pinned custom version of every revision", func(t *testing.T) setup {
+			revs := labelled(history(t, 30), "v1", 1, 30)
+			ss := withPin(withVersion(sidecarSet("img:31", 1), "v1"), v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")})
+			return setup{ss, revs, nil}
+		}, []int64{31}},
+		{"30 changes, limit 1, forged annotations naming every old revision", func(t *testing.T) setup {
+			revs := history(t, 30)
+			return setup{sidecarSet("img:31", 1), revs, namesOf(revs, 1, 30)}
+		}, span(22, 31)},
+		{"pinned custom version and forged annotations together", func(t *testing.T) setup {
+			revs := labelled(history(t, 30), "v1", 1, 30)
+			ss := withPin(withVersion(sidecarSet("img:31", 1), "v1"), v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")})
+			return setup{ss, revs, namesOf(revs, 1, 30)}
+		}, span(22, 31)},
+		{"pods naming another SidecarSet's revisions", func(t *testing.T) setup {
+			return setup{sidecarSet("img:31", 1), history(t, 30), foreignNames(t, 30)}
+		}, []int64{31}},
+		{"pods naming revisions never written", func(t *testing.T) setup {
+			return setup{sidecarSet("img:31", 1), history(t, 30), []string{"s-forged", "s-7c9d4b8f6", ""}}
+		}, []int64{31}},
+		{"older revisions of the pinned custom version are not pinned", func(t *testing.T) setup {
+			revs := labelled(labelled(history(t, 8), "v1", 1, 5), "v2", 6, 8)
+			ss := withPin(withVersion(sidecarSet("img:8", 1), "v2"), v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")})
+			return setup{ss, revs, nil}
+		}, []int64{5, 8}},
+		{"revision pinned by name", func(t *testing.T) setup {
+			revs := history(t, 30)
+			ss := withPin(sidecarSet("img:31", 1), v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(revs[2].Name)})
+			return setup{ss, revs, nil}
+		}, []int64{3, 31}},
+		{"in-use revisions within the cap kept", func(t *testing.T) setup {
+			revs := history(t, 30)
+			return setup{sidecarSet("img:30", 1), revs, []string{revs[4].Name, revs[6].Name}}
+		}, []int64{5, 7, 30}},
+		{"unused revisions go before in-use ones", func(t *testing.T) setup {
+			revs := history(t, 20)
+			return setup{sidecarSet("img:20", 3), revs, namesOf(revs, 1, 12)}
+		}, append(span(4, 12), 20)},
+		{"a limit above the cap's constant is the cap", func(t *testing.T) setup {
+			revs := history(t, 30)
+			return setup{sidecarSet("img:30", 15), revs, namesOf(revs, 1, 20)}
+		}, append(span(7, 20), 30)},
+		{"no limit set keeps the default 10", func(t *testing.T) setup {
+			ss := sidecarSet("img:12", 0)
+			ss.Spec.RevisionHistoryLimit = nil
+			return setup{ss, history(t, 12), nil}
+		}, span(3, 12)},
+		{"a rollback to a revision in use keeps it as the latest", func(t *testing.T) setup {
+			revs := history(t, 20)
+			return setup{sidecarSet("img:1", 1), revs, namesOf(revs, 1, 20)}
+		}, span(12, 21)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.setup(t)
+			got, err := PlanHistory(s.ss, s.existing, 0, sets.New(s.inUse...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, numbers(s.existing, got)); diff != "" {
+				t.Errorf("revisions kept (-want +got):\n%s", diff)
+			}
+			if sets.New(got.Prune...).Has(got.Latest) {
+				t.Errorf("latest revision %s pruned", got.Latest)
+			}
+		})
+	}
+}
