@@ -137,10 +137,12 @@ const DefaultRevisionHistoryLimit = 10
 // MinRevisionCap is the least hard cap on the revisions stored for one SidecarSet or
 // NamespacedSidecarSet: pinned revisions and revisions pods name are kept beyond
 // revisionHistoryLimit, but not beyond max(revisionHistoryLimit, MinRevisionCap). Ten is
-// Kubernetes' default revisionHistoryLimit (Deployments, StatefulSets) and this server's: a
-// SidecarSet keeping the default history is never cut by the cap, one keeping less still has room
-// for a few pins and pods on older revisions, and a namespace editor cannot grow the revisions of
-// one object past ten whatever its pods' (forgeable) annotations claim.
+// Kubernetes' default revisionHistoryLimit (Deployments, StatefulSets, DaemonSets) and this
+// server's: with the default history, pinned and in-use revisions take the places of the oldest
+// unused ones and no longer add to them; a SidecarSet keeping less history still has room for a
+// few pins and pods on older revisions; and a namespace editor cannot grow the revisions of one
+// object past ten (or its own revisionHistoryLimit, at most 100) whatever its pods' annotations,
+// which it can write, claim.
 const MinRevisionCap = 10
 
 // historyLimit is the number of revisions ss keeps when none is pinned or in use (at least 1).
@@ -158,19 +160,30 @@ func RevisionCap(ss *v1alpha1.SidecarSet) int {
 }
 
 // prunable returns the revisions to delete, oldest first; revs is sorted oldest first and
-// includes the latest. It never returns the latest. First the oldest revisions neither pinned nor
-// in use go, down to revisionHistoryLimit; if more than RevisionCap remain (pinned and in-use
-// ones), the oldest of those go too, down to the cap. A name in inUse that is not one of revs (a
-// revision of another SidecarSet, or one never recorded) protects nothing.
+// includes the latest, which it never returns. The oldest revisions go first, in three kinds:
+// those neither pinned nor in use, down to revisionHistoryLimit; then, while more than RevisionCap
+// remain, those pods name (in use, as their annotations claim, which their owners can write), then
+// those injectionStrategy.revision pins (at most two, so only a cap below three reaches them). A
+// name in inUse that is not one of revs (a revision of another SidecarSet, or one never recorded)
+// protects nothing.
 func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
-	protected := protectedRevisions(ss, revs, inUse)
+	pinned := pinnedRevisions(ss, revs)
 	pruned := sets.New[string]()
-	pruneOldest(revs, len(revs)-historyLimit(ss), pruned, func(r *v1alpha1.SidecarSetRevision) bool {
-		return r.Name != latest && !protected.Has(r.Name)
-	})
-	pruneOldest(revs, len(revs)-pruned.Len()-RevisionCap(ss), pruned, func(r *v1alpha1.SidecarSetRevision) bool {
-		return r.Name != latest && !pruned.Has(r.Name)
-	})
+	prune := func(keep int, mayGo func(name string) bool) {
+		n := len(revs) - pruned.Len() - keep
+		for _, r := range revs {
+			if n <= 0 {
+				return
+			}
+			if r.Name != latest && !pruned.Has(r.Name) && mayGo(r.Name) {
+				pruned.Insert(r.Name)
+				n--
+			}
+		}
+	}
+	prune(historyLimit(ss), func(name string) bool { return !pinned.Has(name) && !inUse.Has(name) })
+	prune(RevisionCap(ss), func(name string) bool { return !pinned.Has(name) })
+	prune(RevisionCap(ss), func(string) bool { return true })
 	var out []string
 	for _, r := range revs {
 		if pruned.Has(r.Name) {
@@ -180,32 +193,21 @@ func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, late
 	return out
 }
 
-// pruneOldest adds to pruned the names of the oldest n revisions of revs that may go.
-func pruneOldest(revs []*v1alpha1.SidecarSetRevision, n int, pruned sets.Set[string], mayGo func(*v1alpha1.SidecarSetRevision) bool) {
-	for _, r := range revs {
-		if n <= 0 {
-			return
-		}
-		if mayGo(r) {
-			pruned.Insert(r.Name)
-			n--
-		}
-	}
-}
-
-// protectedRevisions returns the names of the revisions of revs (sorted oldest first) kept beyond
-// revisionHistoryLimit: the one injectionStrategy.revision.revisionName names, the newest one
-// labelled with injectionStrategy.revision.customVersion (the one injection picks; older ones
-// of the same custom version are not), and those pods run (inUse).
-func protectedRevisions(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) sets.Set[string] {
+// pinnedRevisions returns the names of the revisions of revs (sorted oldest first) that
+// injectionStrategy.revision pins: the one revisionName names and the newest one labelled with
+// customVersion (the one injection picks; older ones of the same custom version are not pinned).
+func pinnedRevisions(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision) sets.Set[string] {
 	out := sets.New[string]()
 	pin := ss.Spec.InjectionStrategy.Revision
+	if pin == nil {
+		return out
+	}
 	var newestOfVersion string
 	for _, r := range revs {
-		if inUse.Has(r.Name) || (pin != nil && pin.RevisionName != nil && *pin.RevisionName == r.Name) {
+		if pin.RevisionName != nil && *pin.RevisionName == r.Name {
 			out.Insert(r.Name)
 		}
-		if pin != nil && pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion {
+		if pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion {
 			newestOfVersion = r.Name
 		}
 	}

@@ -83,8 +83,9 @@ func span(from, to int64) []int64 {
 }
 
 // TestPlanHistoryCap: pinned revisions and revisions pods name are kept beyond
-// revisionHistoryLimit up to RevisionCap (max(limit, 10)); beyond it the oldest of them go, never
-// the latest; a name that is not one of the SidecarSet's revisions protects nothing.
+// revisionHistoryLimit up to RevisionCap (max(limit, 10)); beyond it the oldest of those pods name
+// go, never the latest nor a pinned one; a name that is not one of the SidecarSet's revisions
+// protects nothing.
 func TestPlanHistoryCap(t *testing.T) {
 	type setup struct {
 		ss       *v1alpha1.SidecarSet
@@ -129,6 +130,16 @@ func TestPlanHistoryCap(t *testing.T) {
 			ss := withPin(withVersion(sidecarSet("img:8", 1), "v2"), v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")})
 			return setup{ss, revs, nil}
 		}, []int64{5, 8}},
+		{"a pinned custom version outlives forged annotations", func(t *testing.T) setup {
+			revs := labelled(labelled(history(t, 30), "v1", 1, 5), "v2", 6, 30)
+			ss := withPin(withVersion(sidecarSet("img:31", 1), "v2"), v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")})
+			return setup{ss, revs, namesOf(revs, 1, 30)}
+		}, append([]int64{5}, span(23, 31)...)},
+		{"a revision pinned by name outlives forged annotations", func(t *testing.T) setup {
+			revs := history(t, 30)
+			ss := withPin(sidecarSet("img:31", 1), v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(revs[0].Name)})
+			return setup{ss, revs, namesOf(revs, 1, 30)}
+		}, append([]int64{1}, span(23, 31)...)},
 		{"revision pinned by name", func(t *testing.T) setup {
 			revs := history(t, 30)
 			ss := withPin(sidecarSet("img:31", 1), v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(revs[2].Name)})
@@ -171,4 +182,81 @@ func TestPlanHistoryCap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRevisionCapOverAHistory simulates whole histories: a SidecarSet changes its image 40
+// times (rolling back now and then) while a namespace editor makes its pods name every revision
+// stored, another SidecarSet's revisions and names never written. At every step the stored
+// revisions are at most RevisionCap, the latest is stored, and so is the revision a custom
+// version pin injects.
+func TestRevisionCapOverAHistory(t *testing.T) {
+	for _, limit := range []*int32{nil, ptr.To[int32](0), ptr.To[int32](1), ptr.To[int32](3), ptr.To[int32](10), ptr.To[int32](15)} {
+		for _, pin := range []bool{false, true} {
+			name := "limit unset"
+			if limit != nil {
+				name = fmt.Sprintf("limit %d", *limit)
+			}
+			t.Run(fmt.Sprintf("%s, pinned %v", name, pin), func(t *testing.T) {
+				simulateHistory(t, limit, pin)
+			})
+		}
+	}
+}
+
+func simulateHistory(t *testing.T, limit *int32, pin bool) {
+	stored := map[string]*v1alpha1.SidecarSetRevision{}
+	foreign := foreignNames(t, 5)
+	for step := 1; step <= 40; step++ {
+		image := step
+		if step%7 == 0 {
+			image = step - 5 // a rollback
+		}
+		ss := sidecarSet(fmt.Sprintf("img:%d", image), 0)
+		ss.Spec.RevisionHistoryLimit = limit
+		ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: fmt.Sprintf("v%d", step/10)}
+		if pin {
+			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v0")}
+		}
+		inUse := sets.New(append(foreign, "s-never-written")...)
+		existing := make([]*v1alpha1.SidecarSetRevision, 0, len(stored))
+		for name, r := range stored {
+			inUse.Insert(name)
+			existing = append(existing, r)
+		}
+		plan, err := PlanHistory(ss, existing, 0, inUse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyPlan(stored, plan)
+		if len(stored) > RevisionCap(ss) {
+			t.Fatalf("step %d: %d revisions stored, cap %d", step, len(stored), RevisionCap(ss))
+		}
+		if stored[plan.Latest] == nil {
+			t.Fatalf("step %d: latest revision %s not stored", step, plan.Latest)
+		}
+		if pin && !hasVersion(stored, "v0") {
+			t.Fatalf("step %d: no revision of the pinned custom version v0 stored", step)
+		}
+	}
+}
+
+// applyPlan does to stored what the history writer does to storage.
+func applyPlan(stored map[string]*v1alpha1.SidecarSetRevision, plan HistoryPlan) {
+	for _, r := range []*v1alpha1.SidecarSetRevision{plan.Create, plan.Renumber, plan.Relabel} {
+		if r != nil {
+			stored[r.Name] = r
+		}
+	}
+	for _, name := range plan.Prune {
+		delete(stored, name)
+	}
+}
+
+func hasVersion(stored map[string]*v1alpha1.SidecarSetRevision, version string) bool {
+	for _, r := range stored {
+		if r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == version {
+			return true
+		}
+	}
+	return false
 }
