@@ -260,3 +260,46 @@ func hasVersion(stored map[string]*v1alpha1.SidecarSetRevision, version string) 
 	}
 	return false
 }
+
+// FuzzPlanHistoryCap: whatever the history, limit, pin and revisions pods name, the plan keeps
+// at most RevisionCap revisions, never prunes the latest nor a pinned one, and prunes only
+// revisions it was given.
+func FuzzPlanHistoryCap(f *testing.F) {
+	f.Add(uint8(30), int8(1), uint64(1<<30-1), uint8(3), false)
+	f.Add(uint8(12), int8(-1), uint64(0), uint8(0), true)
+	f.Add(uint8(40), int8(15), uint64(0xf0f0f0f0f0), uint8(39), false)
+	f.Fuzz(func(t *testing.T, n uint8, limit int8, inUseMask uint64, pinned uint8, changed bool) {
+		revs := history(t, int(n%48)+1)
+		image := len(revs)
+		if changed {
+			image++
+		}
+		ss := sidecarSet(fmt.Sprintf("img:%d", image), 0)
+		ss.Spec.RevisionHistoryLimit = nil
+		if limit >= 0 {
+			ss.Spec.RevisionHistoryLimit = ptr.To(int32(limit))
+		}
+		pin := revs[int(pinned)%len(revs)].Name
+		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(pin)}
+		inUse := sets.New("s-never-written")
+		for i, r := range revs {
+			if i < 64 && inUseMask&(1<<i) != 0 {
+				inUse.Insert(r.Name)
+			}
+		}
+		plan, err := PlanHistory(ss, revs, 0, inUse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := numbers(revs, plan)
+		if len(kept) > RevisionCap(ss) {
+			t.Errorf("%d revisions kept, cap %d", len(kept), RevisionCap(ss))
+		}
+		given := sets.New(namesOf(revs, 1, len(revs))...)
+		for _, name := range plan.Prune {
+			if name == plan.Latest || name == pin || !given.Has(name) {
+				t.Errorf("pruned %s (latest %s, pinned %s)", name, plan.Latest, pin)
+			}
+		}
+	})
+}
