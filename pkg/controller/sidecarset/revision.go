@@ -60,6 +60,9 @@ type HistoryPlan struct {
 	Latest string
 	// Prune lists revisions to delete, oldest first.
 	Prune []string
+	// OverCap lists the revisions of Prune that were pinned or in use: kept beyond
+	// revisionHistoryLimit but not past RevisionCap. Oldest first.
+	OverCap []string
 	// Adopt lists revisions without a controlling SidecarSet (imported), each with the
 	// SidecarSet set as its controller, to write; a revision renumbered is adopted by Renumber.
 	Adopt []*v1alpha1.SidecarSetRevision
@@ -104,7 +107,7 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 		plan.Latest = name
 		revs = append(revs, plan.Create)
 	}
-	plan.Prune = prunable(ss, revs, plan.Latest, inUse)
+	plan.Prune, plan.OverCap = prunable(ss, revs, plan.Latest, inUse)
 	pruned := sets.New(plan.Prune...)
 	for _, r := range existing {
 		if metav1.GetControllerOfNoCopy(r) != nil || pruned.Has(r.Name) {
@@ -159,17 +162,17 @@ func RevisionCap(ss *v1alpha1.SidecarSet) int {
 	return max(historyLimit(ss), MinRevisionCap)
 }
 
-// prunable returns the revisions to delete, oldest first; revs is sorted oldest first and
-// includes the latest, which it never returns. The oldest revisions go first, in three kinds:
-// those neither pinned nor in use, down to revisionHistoryLimit; then, while more than RevisionCap
-// remain, those pods name (in use, as their annotations claim, which their owners can write), then
-// those injectionStrategy.revision pins (at most two, so only a cap below three reaches them). A
-// name in inUse that is not one of revs (a revision of another SidecarSet, or one never recorded)
-// protects nothing.
-func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
+// prunable returns the revisions to delete, oldest first, and those of them that were pinned or
+// in use; revs is sorted oldest first and includes the latest, which it never returns. The oldest
+// revisions go first, in three kinds: those neither pinned nor in use, down to
+// revisionHistoryLimit; then, while more than RevisionCap remain, those pods name (in use, as
+// their annotations claim, which their owners can write), then those injectionStrategy.revision
+// pins (at most two, so only a cap below three reaches them). A name in inUse that is not one of
+// revs (a revision of another SidecarSet, or one never recorded) protects nothing.
+func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) (prune, overCap []string) {
 	pinned := pinnedRevisions(ss, revs)
 	pruned := sets.New[string]()
-	prune := func(keep int, mayGo func(name string) bool) {
+	pruneOldest := func(keep int, mayGo func(name string) bool) {
 		n := len(revs) - pruned.Len() - keep
 		for _, r := range revs {
 			if n <= 0 {
@@ -181,16 +184,19 @@ func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, late
 			}
 		}
 	}
-	prune(historyLimit(ss), func(name string) bool { return !pinned.Has(name) && !inUse.Has(name) })
-	prune(RevisionCap(ss), func(name string) bool { return !pinned.Has(name) })
-	prune(RevisionCap(ss), func(string) bool { return true })
-	var out []string
+	pruneOldest(historyLimit(ss), func(name string) bool { return !pinned.Has(name) && !inUse.Has(name) })
+	pruneOldest(RevisionCap(ss), func(name string) bool { return !pinned.Has(name) })
+	pruneOldest(RevisionCap(ss), func(string) bool { return true })
 	for _, r := range revs {
-		if pruned.Has(r.Name) {
-			out = append(out, r.Name)
+		if !pruned.Has(r.Name) {
+			continue
+		}
+		prune = append(prune, r.Name)
+		if pinned.Has(r.Name) || inUse.Has(r.Name) {
+			overCap = append(overCap, r.Name)
 		}
 	}
-	return out
+	return prune, overCap
 }
 
 // pinnedRevisions returns the names of the revisions of revs (sorted oldest first) that

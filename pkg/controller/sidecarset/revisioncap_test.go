@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
@@ -292,6 +293,12 @@ func FuzzPlanHistoryCap(f *testing.F) {
 			t.Fatal(err)
 		}
 		kept := numbers(revs, plan)
+		pruned := sets.New(plan.Prune...)
+		for _, name := range plan.OverCap {
+			if !pruned.Has(name) || (!inUse.Has(name) && name != pin) {
+				t.Errorf("over cap %s: pruned %v, in use %v", name, pruned.Has(name), inUse.Has(name))
+			}
+		}
 		if len(kept) > RevisionCap(ss) {
 			t.Errorf("%d revisions kept, cap %d", len(kept), RevisionCap(ss))
 		}
@@ -302,4 +309,65 @@ func FuzzPlanHistoryCap(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlanHistoryOverCap: the plan lists, apart, the pruned revisions that pods named or a pin
+// held, those the cap took, for the writer's warning.
+func TestPlanHistoryOverCap(t *testing.T) {
+	revs := history(t, 30)
+	for _, tc := range []struct {
+		name  string
+		limit int32
+		inUse []string
+		want  []string
+	}{
+		{"nothing in use", 1, nil, nil},
+		{"in use within the cap", 1, namesOf(revs, 25, 30), nil},
+		{"in use past the cap", 1, namesOf(revs, 1, 30), namesOf(revs, 1, 21)},
+		{"unused ones pruned first, not listed", 3, namesOf(revs, 15, 30), namesOf(revs, 15, 21)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := PlanHistory(sidecarSet("img:31", tc.limit), revs, 0, sets.New(tc.inUse...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.OverCap); diff != "" {
+				t.Errorf("over cap (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHistoryEvents: a revision created or rolled back to is a Normal event; revisions the cap
+// took from pods or a pin are a Warning naming them and the cap.
+func TestHistoryEvents(t *testing.T) {
+	ss := sidecarSet("img:1", 1)
+	rev := revisionOf(t, "img:1", 3)
+	for _, tc := range []struct {
+		name    string
+		written historyWritten
+		want    []string // reason: message
+	}{
+		{"nothing written", historyWritten{}, nil},
+		{"created", historyWritten{changed: rev, created: true},
+			[]string{"RevisionCreated: recorded revision " + rev.Name + " (number 3) of the new spec"}},
+		{"rolled back", historyWritten{changed: rev},
+			[]string{"RolledBack: the spec is that of revision " + rev.Name + " again, now number 3"}},
+		{"over the cap", historyWritten{changed: rev, created: true, overCap: []string{"s-a", "s-b"}}, []string{
+			"RevisionCreated: recorded revision " + rev.Name + " (number 3) of the new spec",
+			"RevisionCapReached: deleted revisions s-a, s-b, pinned or named by pods: at most 10 revisions are kept (max(revisionHistoryLimit, 10))"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range historyEvents(ss, tc.written) {
+				got = append(got, e.reason+": "+e.message)
+				if (e.reason == "RevisionCapReached") != (e.eventType == corev1.EventTypeWarning) {
+					t.Errorf("event %s of type %s", e.reason, e.eventType)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
