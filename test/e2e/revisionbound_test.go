@@ -29,7 +29,7 @@ const revisionStorageCap = 10
 // env value, keeps one revision (revisionHistoryLimit 1), is labelled with a custom version and
 // pinned to it (so every revision recorded carries the pinned version), and its pods' hash
 // annotations are rewritten by the editor to name old revisions; 30 image changes later the
-// server stores exactly the cap, never more on the way.
+// server stores exactly the cap, never more on the way, and a warning event tells the editor.
 func TestRevisionStorageBounded(t *testing.T) {
 	parallelTest(t)
 	ctx := context.Background()
@@ -92,6 +92,15 @@ func TestRevisionStorageBounded(t *testing.T) {
 	eventually(t, fmt.Sprintf("%d revisions of %s stored", revisionStorageCap, engine), time.Minute, func(ctx context.Context) (bool, string) {
 		n, err := storedRevisions(ctx, engine)
 		return err == nil && n == revisionStorageCap, fmt.Sprintf("%d stored (%v)", n, err)
+	})
+	// The editor is told, on its own object, which revisions the cap took.
+	eventually(t, "a RevisionCapReached event on the NamespacedSidecarSet", time.Minute, func(ctx context.Context) (bool, string) {
+		events, err := editorKube.CoreV1().Events(own).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=NamespacedSidecarSet,involvedObject.name=" +
+			name + ",reason=RevisionCapReached"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(events.Items) > 0 && events.Items[0].Type == corev1.EventTypeWarning, fmt.Sprintf("%d events", len(events.Items))
 	})
 }
 
