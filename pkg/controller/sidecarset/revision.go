@@ -18,7 +18,8 @@ import (
 // migrate). The newest revision always equals the live spec; an older identical revision is
 // renumbered instead of duplicated. A revision recorded elsewhere (OpenKruise's, imported by
 // kubectl sidecarset migrate) is reused whatever its name; a revision without a controlling
-// SidecarSet is adopted by the SidecarSet it is labelled with.
+// SidecarSet is adopted by the SidecarSet it is labelled with. Pruning never deletes the latest
+// revision and never keeps more than RevisionCap revisions, pinned and in-use ones included.
 
 // NewRevision builds the revision of the SidecarSet's current spec, numbered next.
 func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
