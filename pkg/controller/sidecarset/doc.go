@@ -7,8 +7,10 @@
 //
 //  1. gathers the SidecarSet, its revisions and the pods it selects from informer caches (the pod
 //     cache keeps only what planning reads of each pod, rollout.Pod: see PodSource);
-//  2. records its current spec as a SidecarSetRevision and prunes old ones (revision.go plans,
-//     pure; history.go writes);
+//  2. records its current spec as a SidecarSetRevision and prunes old ones: beyond
+//     revisionHistoryLimit, and pinned or in-use ones only past RevisionCap, so that whatever
+//     pods claim at most max(revisionHistoryLimit, 10) are stored (revision.go plans, pure;
+//     history.go writes);
 //  3. plans the rollout with the pure planner of package rollout, unless the pod cache does not
 //     show the controller's own last pod writes yet (expectations.go): planning on such a cache
 //     could take more pods down than maxUnavailable allows;

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -103,27 +104,50 @@ func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet,
 	if err := c.deleteRevisions(ctx, stale); err != nil {
 		return nil, err
 	}
-	var (
-		err     error
-		changed *v1alpha1.SidecarSetRevision
-		created bool
-	)
-	ss.Status.LatestRevision, ss.Status.CollisionCount, changed, created, err = c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
-	if err != nil || changed == nil {
+	written, err := c.applyHistory(ctx, ss, revs, RevisionsInUse(ss, pods))
+	if err != nil {
 		return nil, err
 	}
-	if created {
-		return []event{{ss, corev1.EventTypeNormal, "RevisionCreated",
-			fmt.Sprintf("recorded revision %s (number %d) of the new spec", changed.Name, changed.Revision)}}, nil
+	ss.Status.LatestRevision, ss.Status.CollisionCount = written.latest, &written.collisions
+	return historyEvents(ss, written), nil
+}
+
+// historyEvents returns the events of what applyHistory wrote.
+func historyEvents(ss *v1alpha1.SidecarSet, written historyWritten) []event {
+	var events []event
+	switch {
+	case written.changed == nil:
+	case written.created:
+		events = append(events, event{ss, corev1.EventTypeNormal, "RevisionCreated",
+			fmt.Sprintf("recorded revision %s (number %d) of the new spec", written.changed.Name, written.changed.Revision)})
+	default:
+		events = append(events, event{ss, corev1.EventTypeNormal, "RolledBack",
+			fmt.Sprintf("the spec is that of revision %s again, now number %d", written.changed.Name, written.changed.Revision)})
 	}
-	return []event{{ss, corev1.EventTypeNormal, "RolledBack",
-		fmt.Sprintf("the spec is that of revision %s again, now number %d", changed.Name, changed.Revision)}}, nil
+	if len(written.overCap) > 0 {
+		events = append(events, event{ss, corev1.EventTypeWarning, "RevisionCapReached", fmt.Sprintf(
+			"deleted revisions %s, pinned or named by pods: at most %d revisions are kept (max(revisionHistoryLimit, %d))",
+			strings.Join(written.overCap, ", "), RevisionCap(ss), MinRevisionCap)})
+	}
+	return events
+}
+
+// historyWritten is what applyHistory wrote.
+type historyWritten struct {
+	// latest is the name of the revision of the current spec.
+	latest string
+	// collisions is the collision count its name was found with.
+	collisions int32
+	// changed is the revision created (created) or renumbered, nil when none was written.
+	changed *v1alpha1.SidecarSetRevision
+	created bool
+	// overCap lists the pinned or in-use revisions deleted to keep within RevisionCap.
+	overCap []string
 }
 
 // applyHistory records the current spec, retrying name collisions with a higher count, and
-// returns the latest revision's name and the collision count; revisions in inUse are kept.
-// It also returns the revision it created (created) or renumbered, nil when it wrote none.
-func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (string, *int32, *v1alpha1.SidecarSetRevision, bool, error) {
+// prunes old revisions (pinned and in-use ones, inUse, only past RevisionCap).
+func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, inUse sets.Set[string]) (historyWritten, error) {
 	collisions := int32(0)
 	if ss.Status.CollisionCount != nil {
 		collisions = *ss.Status.CollisionCount
@@ -131,49 +155,64 @@ func (c *Controller) applyHistory(ctx context.Context, ss *v1alpha1.SidecarSet, 
 	for attempt := 0; attempt < 5; attempt++ {
 		plan, err := PlanHistory(ss, revs, collisions, inUse)
 		if err != nil {
-			return "", nil, nil, false, err
+			return historyWritten{}, err
 		}
-		var changed *v1alpha1.SidecarSetRevision
-		created := false
-		switch {
-		case plan.Create != nil:
-			err = c.writer.Create(ctx, plan.Create)
-			changed, created = plan.Create, err == nil
-			if apierrors.IsAlreadyExists(err) {
-				// The revision cache may lag behind a revision this controller just wrote: only a
-				// revision with different data under the same name is a collision.
-				same, getErr := c.recorded(ctx, plan.Create)
-				if getErr != nil {
-					return "", nil, nil, false, getErr
-				}
-				if !same {
-					collisions++
-					continue
-				}
-				err, changed = nil, nil // written by an earlier round
-			}
-		case plan.Renumber != nil:
-			err = c.writer.Update(ctx, plan.Renumber)
-			changed = plan.Renumber
-		case plan.Relabel != nil: // the same revision, now also of the new custom version
-			err = c.writer.Update(ctx, plan.Relabel)
-		}
+		written := historyWritten{latest: plan.Latest, collisions: collisions, overCap: plan.OverCap}
+		collided, err := c.writeLatest(ctx, plan, &written)
 		if err != nil {
-			return "", nil, nil, false, err
+			return historyWritten{}, err
 		}
-		for _, r := range plan.Adopt {
-			if err := c.writer.Update(ctx, r); err != nil && !apierrors.IsNotFound(err) {
-				return "", nil, nil, false, fmt.Errorf("adopting revision %s: %w", r.Name, err)
-			}
+		if collided {
+			collisions++
+			continue
 		}
-		for _, old := range plan.Prune {
-			if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
-				return "", nil, nil, false, err
-			}
+		if err := c.adoptAndPrune(ctx, plan); err != nil {
+			return historyWritten{}, err
 		}
-		return plan.Latest, &collisions, changed, created, nil
+		return written, nil
 	}
-	return "", nil, nil, false, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+	return historyWritten{}, fmt.Errorf("too many revision name collisions for SidecarSet %q", ss.Name)
+}
+
+// writeLatest writes the plan's revision of the current spec (created, renumbered or relabelled)
+// and notes in written the revision created or renumbered. It reports whether the created
+// revision's name collides with another spec's (nothing written then).
+func (c *Controller) writeLatest(ctx context.Context, plan HistoryPlan, written *historyWritten) (collided bool, err error) {
+	switch {
+	case plan.Create != nil:
+		err = c.writer.Create(ctx, plan.Create)
+		if apierrors.IsAlreadyExists(err) {
+			// The revision cache may lag behind a revision this controller just wrote: only a
+			// revision with different data under the same name is a collision.
+			same, getErr := c.recorded(ctx, plan.Create)
+			return getErr == nil && !same, getErr // when same, written by an earlier round
+		}
+		if err == nil {
+			written.changed, written.created = plan.Create, true
+		}
+		return false, err
+	case plan.Renumber != nil:
+		written.changed = plan.Renumber
+		return false, c.writer.Update(ctx, plan.Renumber)
+	case plan.Relabel != nil: // the same revision, now also of the new custom version
+		return false, c.writer.Update(ctx, plan.Relabel)
+	}
+	return false, nil
+}
+
+// adoptAndPrune adopts the plan's revisions without a controller and deletes those it prunes.
+func (c *Controller) adoptAndPrune(ctx context.Context, plan HistoryPlan) error {
+	for _, r := range plan.Adopt {
+		if err := c.writer.Update(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("adopting revision %s: %w", r.Name, err)
+		}
+	}
+	for _, old := range plan.Prune {
+		if err := c.writer.Delete(ctx, old); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // recorded reports whether the stored revision named like want records the same spec.

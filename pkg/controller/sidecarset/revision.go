@@ -18,7 +18,8 @@ import (
 // migrate). The newest revision always equals the live spec; an older identical revision is
 // renumbered instead of duplicated. A revision recorded elsewhere (OpenKruise's, imported by
 // kubectl sidecarset migrate) is reused whatever its name; a revision without a controlling
-// SidecarSet is adopted by the SidecarSet it is labelled with.
+// SidecarSet is adopted by the SidecarSet it is labelled with. Pruning never deletes the latest
+// revision and never keeps more than RevisionCap revisions, pinned and in-use ones included.
 
 // NewRevision builds the revision of the SidecarSet's current spec, numbered next.
 func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
@@ -60,13 +61,17 @@ type HistoryPlan struct {
 	Latest string
 	// Prune lists revisions to delete, oldest first.
 	Prune []string
+	// OverCap lists the revisions of Prune that were pinned or in use: kept beyond
+	// revisionHistoryLimit but not past RevisionCap. Oldest first.
+	OverCap []string
 	// Adopt lists revisions without a controlling SidecarSet (imported), each with the
 	// SidecarSet set as its controller, to write; a revision renumbered is adopted by Renumber.
 	Adopt []*v1alpha1.SidecarSetRevision
 }
 
-// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions named in
-// inUse (those pods still run) are never pruned.
+// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions pinned by
+// injectionStrategy.revision or named in inUse (those pods run, as their annotations claim) are
+// kept beyond revisionHistoryLimit, up to RevisionCap revisions in all.
 func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (HistoryPlan, error) {
 	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
@@ -103,7 +108,7 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 		plan.Latest = name
 		revs = append(revs, plan.Create)
 	}
-	plan.Prune = prunable(ss, revs, plan.Latest, inUse)
+	plan.Prune, plan.OverCap = prunable(ss, revs, plan.Latest, inUse)
 	pruned := sets.New(plan.Prune...)
 	for _, r := range existing {
 		if metav1.GetControllerOfNoCopy(r) != nil || pruned.Has(r.Name) {
@@ -130,37 +135,93 @@ func adopt(r *v1alpha1.SidecarSetRevision, ss *v1alpha1.SidecarSet) {
 	r.OwnerReferences = append(r.OwnerReferences, *metav1.NewControllerRef(ss, v1alpha1.SchemeGroupVersion.WithKind("SidecarSet")))
 }
 
-// prunable returns the oldest revisions beyond revisionHistoryLimit (at least 1 kept), never the
-// latest, one named by injectionStrategy.revision, nor one pods run.
-func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) []string {
-	limit := 10
+// DefaultRevisionHistoryLimit is the revisionHistoryLimit of a SidecarSet that sets none.
+const DefaultRevisionHistoryLimit = 10
+
+// MinRevisionCap is the least hard cap on the revisions stored for one SidecarSet or
+// NamespacedSidecarSet: pinned revisions and revisions pods name are kept beyond
+// revisionHistoryLimit, but not beyond max(revisionHistoryLimit, MinRevisionCap). Ten is
+// Kubernetes' default revisionHistoryLimit (Deployments, StatefulSets, DaemonSets) and this
+// server's: with the default history, pinned and in-use revisions take the places of the oldest
+// unused ones and no longer add to them; a SidecarSet keeping less history still has room for a
+// few pins and pods on older revisions; and a namespace editor cannot grow the revisions of one
+// object past ten (or its own revisionHistoryLimit, at most 100) whatever its pods' annotations,
+// which it can write, claim.
+const MinRevisionCap = 10
+
+// historyLimit is the number of revisions ss keeps when none is pinned or in use (at least 1).
+func historyLimit(ss *v1alpha1.SidecarSet) int {
 	if l := ss.Spec.RevisionHistoryLimit; l != nil {
-		limit = max(1, int(*l))
+		return max(1, int(*l))
 	}
-	excess := len(revs) - limit
-	var out []string
-	for _, r := range revs {
-		if excess <= 0 {
-			break
-		}
-		if r.Name == latest || pinned(ss, r) || inUse.Has(r.Name) {
-			continue
-		}
-		out = append(out, r.Name)
-		excess--
-	}
-	return out
+	return DefaultRevisionHistoryLimit
 }
 
-func pinned(ss *v1alpha1.SidecarSet, r *v1alpha1.SidecarSetRevision) bool {
+// RevisionCap returns the most revisions of ss kept, pinned and in-use ones included:
+// max(revisionHistoryLimit, MinRevisionCap).
+func RevisionCap(ss *v1alpha1.SidecarSet) int {
+	return max(historyLimit(ss), MinRevisionCap)
+}
+
+// prunable returns the revisions to delete, oldest first, and those of them that were pinned or
+// in use; revs is sorted oldest first and includes the latest, which it never returns. The oldest
+// revisions go first, in three kinds: those neither pinned nor in use, down to
+// revisionHistoryLimit; then, while more than RevisionCap remain, those pods name (in use, as
+// their annotations claim, which their owners can write), then those injectionStrategy.revision
+// pins (at most two, so only a cap below three reaches them). A name in inUse that is not one of
+// revs (a revision of another SidecarSet, or one never recorded) protects nothing.
+func prunable(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision, latest string, inUse sets.Set[string]) (prune, overCap []string) {
+	pinned := pinnedRevisions(ss, revs)
+	pruned := sets.New[string]()
+	pruneOldest := func(keep int, mayGo func(name string) bool) {
+		n := len(revs) - pruned.Len() - keep
+		for _, r := range revs {
+			if n <= 0 {
+				return
+			}
+			if r.Name != latest && !pruned.Has(r.Name) && mayGo(r.Name) {
+				pruned.Insert(r.Name)
+				n--
+			}
+		}
+	}
+	pruneOldest(historyLimit(ss), func(name string) bool { return !pinned.Has(name) && !inUse.Has(name) })
+	pruneOldest(RevisionCap(ss), func(name string) bool { return !pinned.Has(name) })
+	pruneOldest(RevisionCap(ss), func(string) bool { return true })
+	for _, r := range revs {
+		if !pruned.Has(r.Name) {
+			continue
+		}
+		prune = append(prune, r.Name)
+		if pinned.Has(r.Name) || inUse.Has(r.Name) {
+			overCap = append(overCap, r.Name)
+		}
+	}
+	return prune, overCap
+}
+
+// pinnedRevisions returns the names of the revisions of revs (sorted oldest first) that
+// injectionStrategy.revision pins: the one revisionName names and the newest one labelled with
+// customVersion (the one injection picks; older ones of the same custom version are not pinned).
+func pinnedRevisions(ss *v1alpha1.SidecarSet, revs []*v1alpha1.SidecarSetRevision) sets.Set[string] {
+	out := sets.New[string]()
 	pin := ss.Spec.InjectionStrategy.Revision
 	if pin == nil {
-		return false
+		return out
 	}
-	if pin.RevisionName != nil && *pin.RevisionName == r.Name {
-		return true
+	var newestOfVersion string
+	for _, r := range revs {
+		if pin.RevisionName != nil && *pin.RevisionName == r.Name {
+			out.Insert(r.Name)
+		}
+		if pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion {
+			newestOfVersion = r.Name
+		}
 	}
-	return pin.CustomVersion != nil && r.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion
+	if newestOfVersion != "" {
+		out.Insert(newestOfVersion)
+	}
+	return out
 }
 
 // RevisionsInUse returns the revisions the SidecarSet's managed pods run, as their hash
