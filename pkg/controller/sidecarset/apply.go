@@ -45,6 +45,9 @@ type applied struct {
 	failed  []podFailure   // the pods it could not write
 	left    []*rollout.Pod // the pods it left to a later round (upgrade)
 	events  []event        // to record once the status is written
+	// more: the plan took more pods than a round writes (maxUpgradesPerRound); the next round,
+	// soon, takes the rest.
+	more bool
 }
 
 // apply carries out a planned round: not-upgradable conditions, hot-upgrade resets, then in-place
@@ -73,6 +76,7 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			out.written = append(out.written, w)
 		}
 	}
+	out.more = len(plan.Upgrade) > maxUpgradesPerRound
 	upgraded, failed, left := c.upgrade(ctx, ss, plan)
 	out.written = append(out.written, upgraded...)
 	out.failed = append(out.failed, failed...)
@@ -85,6 +89,15 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 // as many pods at once.
 const upgradeParallelism = 16
 
+// maxUpgradesPerRound is how many pods a round upgrades at most, in the plan's order; the rest
+// of what the plan took waits for the next round, which the SidecarSet takes again at once behind
+// the others in the queue. The workers and the client's request rate are shared by every
+// SidecarSet: a NamespacedSidecarSet of a namespace with thousands of pods at a maxUnavailable of
+// 100% would otherwise hold a worker, and most of the rate, for a minute (two requests a pod at
+// --kube-api-qps 100), while other namespaces' rounds wait. A prefix of a plan's upgrades is
+// always within its budget.
+const maxUpgradesPerRound = 128
+
 // upgrade upgrades the plan's pods in place, several at once, and marks them upgradable: first
 // the resources of those in resize through the pod resize subresource, then images and
 // annotations. The SidecarSetUpgradable condition of a pod whose images changed and whose
@@ -96,7 +109,7 @@ const upgradeParallelism = 16
 // is left alone, with a resize not yet written: the next round counts it against
 // maxUnavailable. It returns the pods it wrote, those it could not, and those it left.
 func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod) {
-	pods, resize := plan.Upgrade, plan.Resize
+	pods, resize := plan.Upgrade[:min(len(plan.Upgrade), maxUpgradesPerRound)], plan.Resize
 	readyForSidecar := rollout.ReadyForSidecar(ss)
 	written := make([]*corev1.Pod, len(pods))
 	failures := make([]*podFailure, len(pods))

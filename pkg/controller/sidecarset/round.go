@@ -142,6 +142,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	}
 	c.record(c.report(ss, plan, missed, out))
 	switch {
+	case out.more:
+		return time.Millisecond, nil // the rest of what the plan took, once the queue's others had a turn
 	case len(out.failed) > 0:
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round
 	case statesAfter > 0:

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -555,5 +556,38 @@ func TestRoundReadsNotReadyPodsAgain(t *testing.T) {
 	}
 	if want := map[string]string{"a": "log:1", "b": "log:2"}; !cmp.Equal(images, want) || h.podUpgrades() != 1 {
 		t.Errorf("images %v after %d pod upgrades, want %v after 1", images, h.podUpgrades(), want)
+	}
+}
+
+// TestRoundUpgradesABoundedBatch: a plan that takes more pods than maxUpgradesPerRound (here
+// every pod, at maxUnavailable 100%) is written a batch at a time, the SidecarSet coming back at
+// once for the rest: other SidecarSets' rounds get the shared workers and request rate between
+// its batches.
+func TestRoundUpgradesABoundedBatch(t *testing.T) {
+	old, ss := newImage(t)
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("100%"))
+	h := newHarness(t, old, ss)
+	const n = maxUpgradesPerRound + 40 // with a and b
+	for i := range n - 2 {
+		p := inplacetest.InjectedPod(t, old)
+		p.Name, p.UID, p.ResourceVersion = fmt.Sprintf("p-%03d", i), types.UID(fmt.Sprintf("uid-p-%03d", i)), "20"
+		if err := h.kube.Tracker().Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.sync()
+	after, err := h.round()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.podUpgrades(); got != maxUpgradesPerRound || after > 10*time.Millisecond {
+		t.Fatalf("first round: %d pod upgrades, next round after %v; want %d and at once", got, after, maxUpgradesPerRound)
+	}
+	h.sync()
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.podUpgrades(); got != n {
+		t.Errorf("after the second round: %d pod upgrades, want all %d", got, n)
 	}
 }
