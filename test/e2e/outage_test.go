@@ -15,9 +15,10 @@ import (
 // TestNamespaceDeletionStallReported stops this server and its etcd, then deletes a namespace
 // holding a pod: kube-controller-manager's namespace controller cannot discover the server's
 // group versions, so the namespace stays Terminating with the condition
-// NamespaceDeletionDiscoveryFailure naming them, and `kubectl sidecarset check` names it (finding
-// namespace-deletion, an error: exit 1) with how long and the fix. Once the server is back, the
-// namespace goes. Serial: it stops the server (hack/e2e.sh runs it in a serial shard).
+// NamespaceDeletionDiscoveryFailure naming them (its pod is deleted meanwhile), and `kubectl
+// sidecarset check` names it (finding namespace-deletion, an error: exit 1) with how long and the
+// fix. Once the server is back, the namespace goes. Serial: it stops the server (hack/e2e.sh runs
+// it in a serial shard).
 func TestNamespaceDeletionStallReported(t *testing.T) {
 	serialOnly(t, "stopping the server")
 	ctx := context.Background()
@@ -55,6 +56,11 @@ func TestNamespaceDeletionStallReported(t *testing.T) {
 		}
 		return false, fmt.Sprintf("phase %s, conditions %+v", n.Status.Phase, n.Status.Conditions)
 	})
+	// The controller deletes what it can discover: the pod goes, the Namespace stays.
+	waitGone(t, ns, pod.Name)
+	if n, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil || n.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("namespace %s once its pod is gone, with the server down: %v, want it Terminating", ns, err)
+	}
 
 	// Every second: each try runs the plugin. kube-apiserver marks the APIServices unavailable
 	// within its availability check's period.

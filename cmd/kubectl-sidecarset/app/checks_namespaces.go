@@ -76,16 +76,13 @@ func blockingCondition(ns *corev1.Namespace) *corev1.NamespaceCondition {
 }
 
 // unavailableAPIServices are this server's APIServices that route to a Service and are not
-// Available, each with why.
+// Available (the apiservices finding says why).
 func (f *clusterFacts) unavailableAPIServices() []string {
 	var out []string
 	for _, name := range apiServiceNames {
 		as := f.APIServices[name]
-		if as == nil || as.Spec.Service == nil {
-			continue
-		}
-		if why := availability(as); why != "" {
-			out = append(out, name+" ("+why+")")
+		if as != nil && as.Spec.Service != nil && availability(as) != "" {
+			out = append(out, name)
 		}
 	}
 	return out
@@ -118,8 +115,13 @@ func checkNamespaceDeletion(f *clusterFacts) checkResult {
 		named = strings.Join(stuck[:maxNamedNamespaces], ", ") + fmt.Sprintf(" and %d more", len(stuck)-maxNamedNamespaces)
 	}
 	if down := f.unavailableAPIServices(); len(down) > 0 {
+		verb := "are"
+		if len(down) == 1 {
+			verb = "is"
+		}
 		r := result("namespace-deletion", checkError, fmt.Sprintf("%s stuck Terminating: %s. kube-controller-manager cannot discover the server's group versions "+
-			"while %s: every namespace deletion in the cluster waits until the server is back", namespaces(len(stuck)), named, strings.Join(down, "; ")))
+			"while %s %s not Available (see apiservices): every namespace deletion in the cluster waits until the server is back",
+			namespaces(len(stuck)), named, strings.Join(down, ", "), verb))
 		r.Hint = namespaceDeletionHintDown
 		return r
 	}

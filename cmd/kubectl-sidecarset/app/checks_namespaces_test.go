@@ -35,11 +35,16 @@ func nsCondition(typ corev1.NamespaceConditionType, status corev1.ConditionStatu
 	return corev1.NamespaceCondition{Type: typ, Status: status, Message: message}
 }
 
-// serverDown makes the APIService v1.admission.kruise.io unavailable, as kube-apiserver reports a
-// server that does not answer.
-func serverDown(f *clusterFacts) {
-	f.APIServices["v1.admission.kruise.io"].Status.Conditions[0] = apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available,
-		Status: apiregistrationv1.ConditionFalse, Reason: "FailedDiscoveryCheck", Message: "connection refused"}
+// serverDown makes the named APIServices (v1.admission.kruise.io when none is named) unavailable,
+// as kube-apiserver reports a server that does not answer.
+func serverDown(f *clusterFacts, names ...string) {
+	if len(names) == 0 {
+		names = []string{"v1.admission.kruise.io"}
+	}
+	for _, name := range names {
+		f.APIServices[name].Status.Conditions[0] = apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available,
+			Status: apiregistrationv1.ConditionFalse, Reason: "FailedDiscoveryCheck", Message: "connection refused"}
+	}
 }
 
 // TestCheckNamespaceDeletion: Namespaces Terminating on a condition naming the server's groups
@@ -48,48 +53,54 @@ func serverDown(f *clusterFacts) {
 // server's doing.
 func TestCheckNamespaceDeletion(t *testing.T) {
 	discovery := nsCondition(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, discoveryFailure)
+	admission := []string{"v1.admission.kruise.io"}
 	for _, tc := range []struct {
 		name string
-		down bool
+		down []string // the APIServices not Available
 		nss  []corev1.Namespace
 		want checkResult
 	}{
-		{"nothing Terminating", true, nil,
+		{"nothing Terminating", admission, nil,
 			checkResult{Name: "namespace-deletion", Status: checkOK, Message: "no namespace is Terminating because of this server's APIServices (0 Terminating)"}},
-		{"stuck on discovery while the server is down", true, []corev1.Namespace{
+		{"stuck on discovery while the server is down", admission, []corev1.Namespace{
 			terminating("shop", 72*time.Second, discovery),
 			terminating("ci-1234", 10*time.Minute, nsCondition(corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionFalse, "All legacy kube types successfully parsed"), discovery),
 		}, checkResult{Name: "namespace-deletion", Status: checkError, Hint: namespaceDeletionHintDown,
 			Message: "2 namespaces stuck Terminating: ci-1234 (Terminating for 10m: NamespaceDeletionDiscoveryFailure), shop (Terminating for 72s: NamespaceDeletionDiscoveryFailure). " +
-				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io (FailedDiscoveryCheck: connection refused): " +
+				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io is not Available (see apiservices): " +
 				"every namespace deletion in the cluster waits until the server is back"}},
-		{"content of the server's groups remaining", true, []corev1.Namespace{
+		{"every APIService down", apiServiceNames, []corev1.Namespace{terminating("shop", 72*time.Second, discovery)},
+			checkResult{Name: "namespace-deletion", Status: checkError, Hint: namespaceDeletionHintDown,
+				Message: "1 namespace stuck Terminating: shop (Terminating for 72s: NamespaceDeletionDiscoveryFailure). " +
+					"kube-controller-manager cannot discover the server's group versions while v1alpha1.apps.kruise.io, v1beta1.apps.kruise.io, v1.admission.kruise.io are not Available (see apiservices): " +
+					"every namespace deletion in the cluster waits until the server is back"}},
+		{"content of the server's groups remaining", admission, []corev1.Namespace{
 			terminating("shop", time.Minute, nsCondition(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "Some resources are remaining: namespacedsidecarsets.apps.kruise.io has 1 resource instances")),
 		}, checkResult{Name: "namespace-deletion", Status: checkError, Hint: namespaceDeletionHintDown,
 			Message: "1 namespace stuck Terminating: shop (Terminating for 60s: NamespaceContentRemaining). " +
-				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io (FailedDiscoveryCheck: connection refused): " +
+				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io is not Available (see apiservices): " +
 				"every namespace deletion in the cluster waits until the server is back"}},
-		{"the group version parsing failing on admission.kruise.io", true, []corev1.Namespace{
+		{"the group version parsing failing on admission.kruise.io", admission, []corev1.Namespace{
 			terminating("shop", time.Minute, nsCondition(corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionTrue, "admission.kruise.io/v1: unexpected GroupVersion")),
 		}, checkResult{Name: "namespace-deletion", Status: checkError, Hint: namespaceDeletionHintDown,
 			Message: "1 namespace stuck Terminating: shop (Terminating for 60s: NamespaceDeletionGroupVersionParsingFailure). " +
-				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io (FailedDiscoveryCheck: connection refused): " +
+				"kube-controller-manager cannot discover the server's group versions while v1.admission.kruise.io is not Available (see apiservices): " +
 				"every namespace deletion in the cluster waits until the server is back"}},
-		{"another aggregated API, a finalizer, a condition turned False", true, []corev1.Namespace{
+		{"another aggregated API, a finalizer, a condition turned False", admission, []corev1.Namespace{
 			terminating("metrics", time.Minute, nsCondition(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue,
 				"Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1")),
 			terminating("pvc", time.Minute, nsCondition(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "Some content in the namespace has finalizers remaining: kubernetes.io/pvc-protection in 1 resource instances")),
 			terminating("over", time.Minute, nsCondition(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionFalse, "All resources successfully discovered")),
 		}, checkResult{Name: "namespace-deletion", Status: checkOK, Message: "no namespace is Terminating because of this server's APIServices (3 Terminating)"}},
-		{"the server back, the controller not yet retried", false, []corev1.Namespace{terminating("shop", 80*time.Second, discovery)},
+		{"the server back, the controller not yet retried", nil, []corev1.Namespace{terminating("shop", 80*time.Second, discovery)},
 			checkResult{Name: "namespace-deletion", Status: checkWarning, Hint: namespaceDeletionHintUp,
 				Message: "1 namespace Terminating with a condition naming the server's groups (apps.kruise.io, admission.kruise.io), whose APIServices are Available again: " +
 					"shop (Terminating for 80s: NamespaceDeletionDiscoveryFailure)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := installedFacts(t)
-			if tc.down {
-				serverDown(f)
+			if len(tc.down) > 0 {
+				serverDown(f, tc.down...)
 			}
 			f.TerminatingNamespaces = tc.nss
 			if diff := cmp.Diff(tc.want, checkNamespaceDeletion(f)); diff != "" {
