@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,24 @@ func TestGatherTerminatingNamespaces(t *testing.T) {
 			t.Errorf("namespace-deletion without the right to list namespaces: %s %q, want skipped", c.Status, c.Message)
 		}
 	}
+}
+
+// FuzzBlockingCondition: whatever a condition says, a Namespace is tied to this server only while
+// Terminating, by a blocking condition that is True and names one of the server's groups.
+func FuzzBlockingCondition(f *testing.F) {
+	f.Add(string(corev1.NamespaceDeletionDiscoveryFailure), "True", discoveryFailure, true)
+	f.Add(string(corev1.NamespaceContentRemaining), "True", "Some resources are remaining: pods. has 1 resource instances", true)
+	f.Add(string(corev1.NamespaceFinalizersRemaining), "True", "apps.kruise.io", false)
+	f.Fuzz(func(t *testing.T, typ, status, message string, isTerminating bool) {
+		ns := terminating("ns", time.Minute, nsCondition(corev1.NamespaceConditionType(typ), corev1.ConditionStatus(status), message))
+		if !isTerminating {
+			ns.Status.Phase = corev1.NamespaceActive
+		}
+		c := blockingCondition(&ns)
+		names := strings.Contains(message, "apps.kruise.io") || strings.Contains(message, "admission.kruise.io")
+		blocking := slices.Contains(namespaceBlockingConditions, corev1.NamespaceConditionType(typ))
+		if want := isTerminating && status == "True" && names && blocking; (c != nil) != want {
+			t.Errorf("condition %s=%s %q, Terminating %v: tied to the server %v, want %v", typ, status, message, isTerminating, c != nil, want)
+		}
+	})
 }
