@@ -84,6 +84,32 @@ eval instant at 1m ALERT
   {name="v1alpha1.apps.kruise.io"} 1
   {name="v1.admission.kruise.io"} 1
 `},
+		// Namespace "stuck" is held up by discovery while v1.admission.kruise.io is unavailable;
+		// "waiting" only on its content, "done" no longer. Then the same namespace while only
+		// another aggregated API is unavailable: not this server's doing.
+		{"SidecarSetNamespaceDeletionStalled", `
+load 1m
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="stuck", condition="NamespaceDeletionDiscoveryFailure", status="true"} 1 1
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="stuck", condition="NamespaceDeletionDiscoveryFailure", status="false"} 0 0
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="waiting", condition="NamespaceDeletionDiscoveryFailure", status="true"} 0 0
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="waiting", condition="NamespaceContentRemaining", status="true"} 1 1
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="done", condition="NamespaceDeletionDiscoveryFailure", status="true"} 0 0
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1alpha1.apps.kruise.io"} 0 0
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1.admission.kruise.io"} 1 1
+  aggregator_unavailable_apiservice{job="apiserver", instance="b", name="v1.admission.kruise.io"} 0 0
+
+eval instant at 1m ALERT
+  {namespace="stuck"} 1
+
+clear
+
+load 1m
+  kube_namespace_status_condition{job="kube-state-metrics", namespace="stuck", condition="NamespaceDeletionDiscoveryFailure", status="true"} 1 1
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1alpha1.apps.kruise.io"} 0 0
+  aggregator_unavailable_apiservice{job="apiserver", instance="a", name="v1beta1.metrics.k8s.io"} 1 1
+
+eval instant at 1m ALERT
+`},
 		{"SidecarSetEtcdNoLeader", `
 load 1m
   etcd_server_has_leader{job="sidecarset-etcd", namespace="ns", pod="sidecarset-etcd-0"} 0 0

@@ -54,6 +54,7 @@ var origins = map[string]Origin{
 	"kube_job_failed":                          KubeStateMetrics,
 	"kube_job_status_start_time":               KubeStateMetrics,
 	"kube_cronjob_status_last_successful_time": KubeStateMetrics,
+	"kube_namespace_status_condition":          KubeStateMetrics,
 }
 
 func root(t *testing.T) string {

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
@@ -49,8 +51,8 @@ docs/plugin.md#CATEGORY:
   openkruise            OpenKruise's CRDs of apps.kruise.io (hidden by the server's APIServices),
                         its webhook configurations and manager, APIServices routed elsewhere, and
                         SidecarSets relying on OpenKruise features this server lacks
-  sidecarset-apiserver  the APIServices Available, the server's /healthz, its webhook
-                        configurations and recorded version
+  sidecarset-apiserver  the APIServices Available, no namespace stuck Terminating on them,
+                        the server's /healthz, its webhook configurations and recorded version
   etcd                  a quorum read through the server, its etcd check, the database size
                         against the quota
   certificates          the CAs kube-apiserver trusts for the server and its serving certificate
@@ -161,7 +163,22 @@ func (o *options) gatherCluster(ctx context.Context, t checkTargets) (*clusterFa
 	}
 	o.gatherServer(ctx, c.clients, t, f)
 	gatherHealth(ctx, c, f)
+	gatherTerminatingNamespaces(ctx, c.kube, f)
 	return f, nil
+}
+
+// gatherTerminatingNamespaces reads the Namespaces being deleted (namespace-deletion).
+func gatherTerminatingNamespaces(ctx context.Context, kube kubernetes.Interface, f *clusterFacts) {
+	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "status.phase=" + string(corev1.NamespaceTerminating)})
+	if err != nil {
+		f.unread("namespace-deletion", "namespaces", err)
+		return
+	}
+	for _, ns := range list.Items {
+		if ns.Status.Phase == corev1.NamespaceTerminating { // the field selector, where a client ignores it
+			f.TerminatingNamespaces = append(f.TerminatingNamespaces, ns)
+		}
+	}
 }
 
 // unread records a failed read of what for the check name.

@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,6 +145,9 @@ type clusterFacts struct {
 	StorageBytes, EtcdQuota int64
 	// ServingCertificate is the server's serving certificate (PEM) from its Secret, when readable.
 	ServingCertificate []byte
+	// TerminatingNamespaces are the Namespaces being deleted (phase Terminating), with the
+	// conditions by which the namespace controller says what holds them up.
+	TerminatingNamespaces []corev1.Namespace
 }
 
 // unreadFact is a read that failed.
@@ -204,6 +208,7 @@ var checkInfos = map[string]checkInfo{
 	"openkruise-features":   {categoryOpenKruise, "replace OpenKruise's container launch priority and Job sidecar terminator with native sidecars (initContainers with restartPolicy: Always)"},
 	"server":                {categoryServer, "install the server (helm install sidecarset-apiserver charts/sidecarset-apiserver), then run check again, with --wait 5m"},
 	"apiservices":           {categoryServer, "kubectl describe apiservice v1alpha1.apps.kruise.io; the server's pods must be ready (kubectl -n NAMESPACE get pods) and its Service must have endpoints"},
+	"namespace-deletion":    {categoryServer, namespaceDeletionHintDown},
 	"server-health":         {categoryServer, "kubectl -n NAMESPACE logs deploy/sidecarset-apiserver; a failing check names the part that is not ready"},
 	"webhooks":              {categoryServer, "the server's leader writes NAME-active from the shipped template: check that its pods run and hold the lease (kubectl -n NAMESPACE get lease)"},
 	"version":               {categoryServer, "the leader records its version when it writes the webhooks; wait for it, or upgrade a server that predates it"},
@@ -230,7 +235,7 @@ func assessCluster(f *clusterFacts) checkReport {
 	case !r.Installed:
 		r.Checks = append(r.Checks, result("server", checkSkipped, "not installed: no APIService "+strings.Join(apiServiceNames, ", ")))
 	default:
-		r.Checks = append(r.Checks, checkAPIServices(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkStorage(f),
+		r.Checks = append(r.Checks, checkAPIServices(f), checkNamespaceDeletion(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkStorage(f),
 			checkEtcdHealth(f), checkEtcdQuota(f), checkCertificates(f), checkInjection(f), checkConditions(f), checkOpenKruiseFeatures(f))
 	}
 	for i := range r.Checks {
