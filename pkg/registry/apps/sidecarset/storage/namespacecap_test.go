@@ -58,7 +58,6 @@ func capReplicas(t *testing.T, n int, limit int, cached func(string) (int, error
 	return out, scheme
 }
 
-
 // capObject is a defaulted NamespacedSidecarSet of namespace team-a.
 func capObject(t *testing.T, scheme *runtime.Scheme, name string) *apps.NamespacedSidecarSet {
 	t.Helper()
