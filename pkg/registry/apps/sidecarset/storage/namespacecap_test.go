@@ -35,7 +35,7 @@ func (g optionsGetter) GetRESTOptions(schema.GroupResource, runtime.Object) (gen
 
 // capReplicas builds n namespacedsidecarsets storages on one embedded etcd, as n replicas of the
 // server, holding limit with a cache that counts cached.
-func capReplicas(t *testing.T, n int, limit int, cached func(string) (int, error)) ([]*REST, *runtime.Scheme) {
+func capReplicas(t testing.TB, n int, limit int, cached func(string) (int, error)) ([]*REST, *runtime.Scheme) {
 	t.Helper()
 	_, config := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
 	scheme := runtime.NewScheme()
@@ -59,7 +59,7 @@ func capReplicas(t *testing.T, n int, limit int, cached func(string) (int, error
 }
 
 // capObject is a defaulted NamespacedSidecarSet of namespace team-a.
-func capObject(t *testing.T, scheme *runtime.Scheme, name string) *apps.NamespacedSidecarSet {
+func capObject(t testing.TB, scheme *runtime.Scheme, name string) *apps.NamespacedSidecarSet {
 	t.Helper()
 	in := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
 		Spec: v1alpha1.SidecarSetSpec{
@@ -188,5 +188,34 @@ func create(opts *metav1.CreateOptions) func(*REST, *apps.NamespacedSidecarSet) 
 	return func(r *REST, o *apps.NamespacedSidecarSet) error {
 		_, err := r.Create(teamA(), o, rest.ValidateAllObjectFunc, opts)
 		return err
+	}
+}
+
+// BenchmarkNamespacedCreate measures a create without a cap, far from the cap (what it costs
+// besides the write: a count in the cache and the namespace's in-flight count) and near it (the
+// settling read at the create's revision).
+func BenchmarkNamespacedCreate(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		limit  int
+		cached int
+	}{
+		{"no cap", 0, 0},
+		{"far from the cap", 1 << 30, 0},
+		{"near the cap", 1 << 30, 1<<30 - 1},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			replicas, scheme := capReplicas(b, 1, bc.limit, count(bc.cached))
+			objs := make([]*apps.NamespacedSidecarSet, b.N)
+			for i := range objs {
+				objs[i] = capObject(b, scheme, fmt.Sprintf("bench-%d", i))
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := replicas[0].Create(teamA(), objs[i], rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
