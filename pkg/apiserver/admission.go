@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,8 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
+	"github.com/sidecarset/apiserver/pkg/namespacecap"
+	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
 )
 
 // AdmissionInitializers returns the initializers handing the SidecarSetCrossValidation admission
@@ -173,15 +176,34 @@ func countNamespaced(inf cache.SharedIndexInformer) (func(context.Context, strin
 	}, nil
 }
 
+// namespaceCap is the cap on the NamespacedSidecarSets of a namespace the storage holds under
+// concurrent creates, counting from the SidecarSet informer while it is synced.
+func (c completedConfig) namespaceCap() (sidecarsetstorage.NamespaceCap, error) {
+	limit := namespacecap.Limit(c.ExtraConfig.MaxNamespacedPerNamespace)
+	if !limit.Enabled() || c.ExtraConfig.informers == nil {
+		return sidecarsetstorage.NamespaceCap{Limit: limit}, nil
+	}
+	inf := c.ExtraConfig.informers.own.Apps().V1alpha1().SidecarSets().Informer()
+	count, err := countNamespaced(inf)
+	if err != nil {
+		return sidecarsetstorage.NamespaceCap{}, err
+	}
+	return sidecarsetstorage.NamespaceCap{Limit: limit, Cached: func(ns string) (int, error) {
+		if !inf.HasSynced() {
+			return 0, errors.New("the SidecarSet cache has not synced yet")
+		}
+		return count(context.Background(), ns)
+	}}, nil
+}
+
 // nearCapFromStorage counts with cached, and from storage (at most limit+1 objects) when cached
 // comes within a margin of the cap: the cache may not show the last creates yet, which matters
 // only near the cap, and a namespace far from it costs a create no read of storage.
 func nearCapFromStorage(cached func(context.Context, string) (int, error), limit int,
 	stored func(ctx context.Context, ns string, limit int64) (int, error)) func(context.Context, string) (int, error) {
-	margin := limit/10 + 2
 	return func(ctx context.Context, ns string) (int, error) {
 		n, err := cached(ctx, ns)
-		if err != nil || limit <= 0 || n+margin < limit {
+		if err != nil || !namespacecap.Limit(limit).Near(n) {
 			return n, err
 		}
 		return stored(ctx, ns, int64(limit)+1)

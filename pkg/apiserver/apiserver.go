@@ -226,7 +226,11 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, fmt.Errorf("sidecarsets storage: %w", err)
 	}
-	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl)
+	limit, err := c.namespaceCap()
+	if err != nil {
+		return nil, err
+	}
+	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, limit)
 	if err != nil {
 		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/cmd/apiserver/app"
@@ -33,10 +34,31 @@ type Server struct {
 	EtcdPrefix string
 }
 
+// Option changes the server's options before it starts (a flag the test sets).
+type Option func(*app.Options)
+
 // StartServer starts the server and stops it when the test ends.
-func StartServer(t testing.TB) *Server {
+func StartServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	return StartReplicas(t, 1, opts...)[0]
+}
+
+// StartReplicas starts n servers sharing one etcd, as the replicas of one deployment are (each
+// with its own caches and controllers), and stops them when the test ends.
+func StartReplicas(t testing.TB, n int, opts ...Option) []*Server {
 	t.Helper()
 	etcdServer, etcdConfig := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	servers := make([]*Server, n)
+	for i := range servers {
+		servers[i] = start(t, *etcdConfig, opts)
+		servers[i].Etcd, servers[i].EtcdPrefix = etcdServer.V3Client.Client, etcdConfig.Prefix
+	}
+	return servers
+}
+
+// start starts one server on etcdConfig.
+func start(t testing.TB, etcdConfig storagebackend.Config, opts []Option) *Server {
+	t.Helper()
 	o := app.NewOptions()
 	o.LeaderElect = false
 	o.RecommendedOptions.Etcd.StorageConfig.Transport = etcdConfig.Transport
@@ -54,6 +76,9 @@ func StartServer(t testing.TB) *Server {
 	o.RecommendedOptions.SecureServing.Listener = listener
 	o.RecommendedOptions.SecureServing.BindPort = port
 	o.RecommendedOptions.SecureServing.ServerCert.CertDirectory = t.TempDir()
+	for _, opt := range opts {
+		opt(o)
+	}
 
 	cfg, err := o.Config()
 	if err != nil {
@@ -75,7 +100,7 @@ func StartServer(t testing.TB) *Server {
 
 	loopback := rest.CopyConfig(cfg.GenericConfig.LoopbackClientConfig)
 	waitReady(t, loopback)
-	return &Server{Config: loopback, Client: clientset.NewForConfigOrDie(loopback), Etcd: etcdServer.V3Client.Client, EtcdPrefix: etcdConfig.Prefix}
+	return &Server{Config: loopback, Client: clientset.NewForConfigOrDie(loopback)}
 }
 
 func waitReady(t testing.TB, cfg *rest.Config) {

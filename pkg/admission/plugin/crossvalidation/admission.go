@@ -27,6 +27,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/namespacecap"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -166,8 +167,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 
 // checkNamespaceCap refuses one more NamespacedSidecarSet in ns when ns holds MaxPerNamespace
 // already: every one of them takes part in planning the policies and webhooks of its namespace,
-// and a ResourceQuota is the namespace owner's to set; this cap is the cluster's. (Creates in
-// flight at the same moment are each counted without the others.)
+// and a ResourceQuota is the namespace owner's to set; this cap is the cluster's. Creates in
+// flight at the same moment are each counted without the others: near the cap the storage
+// settles each once written (package namespacecap), and this check spares most of them the write.
 func (p *Plugin) checkNamespaceCap(ctx context.Context, ns string) error {
 	if p.in.MaxPerNamespace <= 0 || p.in.CountNamespaced == nil {
 		return nil
@@ -176,9 +178,8 @@ func (p *Plugin) checkNamespaceCap(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
-	if n >= p.in.MaxPerNamespace {
-		return fmt.Errorf("namespace %s already holds %d NamespacedSidecarSets, the most this server allows in one namespace (--max-namespaced-sidecarsets-per-namespace=%d)",
-			ns, n, p.in.MaxPerNamespace)
+	if limit := namespacecap.Limit(p.in.MaxPerNamespace); !limit.Keeps(n) {
+		return limit.Refusal(ns, n)
 	}
 	return nil
 }

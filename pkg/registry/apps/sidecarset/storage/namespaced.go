@@ -13,8 +13,9 @@ import (
 
 // NewNamespacedStorage builds the storage of namespacedsidecarsets and its subresources, which
 // behave as those of sidecarsets; the revisions are SidecarSetRevisions named after
-// apps.NamespacedName.
-func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface) (SidecarSetStorage, error) {
+// apps.NamespacedName. limit is the cap on the objects of one namespace, held under concurrent
+// creates.
+func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface, limit NamespaceCap) (SidecarSetStorage, error) {
 	strategy := namespacedsidecarset.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &apps.NamespacedSidecarSet{} },
@@ -28,6 +29,7 @@ func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptions
 		ResetFieldsStrategy:       strategy,
 		TableConvertor:            sidecarset.TableConvertor{},
 	}
-	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: NamespacedSidecarSetKind}
+	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: NamespacedSidecarSetKind,
+		guard: newCapGuard(limit)}
 	return complete(store, namespacedsidecarset.GetAttrs, namespacedsidecarset.NewStatusStrategy(strategy), optsGetter, parts)
 }

@@ -54,6 +54,8 @@ type subresourceParts struct {
 	admit     admission.Interface
 	scheme    *runtime.Scheme
 	kind      Kind
+	// guard settles the creates of the main resource under the namespace cap; nil for none.
+	guard *capGuard
 }
 
 // statusStrategy is the update strategy of a status subresource.
@@ -71,16 +73,36 @@ func complete(store *genericregistry.Store, attrs storage.AttrFunc, status statu
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
 	return SidecarSetStorage{
-		SidecarSet: &REST{store},
+		SidecarSet: &REST{Store: store, guard: p.guard},
 		Status:     &StatusREST{store: &statusStore},
 		Revisions:  &RevisionsREST{sidecarSets: store, revisions: p.revisions, kind: p.kind},
 		Rollout:    &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind},
 	}, nil
 }
 
-// REST is the storage of sidecarsets.
+// REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap.
 type REST struct {
 	*genericregistry.Store
+	guard *capGuard
+}
+
+// Create stores a new object; a NamespacedSidecarSet near its namespace's cap is settled once
+// written (see NamespaceCap).
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if r.guard == nil {
+		return r.Store.Create(ctx, obj, createValidation, options)
+	}
+	return r.guard.create(ctx, r.Store, obj, createValidation, options)
+}
+
+// Update changes an object; one it creates (server-side apply) is settled as a create.
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	out, created, err := r.Store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+	if err != nil || !created || r.guard == nil {
+		return out, created, err
+	}
+	out, err = r.guard.createdByUpdate(ctx, r.Store, out, options)
+	return out, err == nil, err
 }
 
 // StatusREST is the storage of sidecarsets/status.
