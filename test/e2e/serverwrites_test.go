@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
+)
+
+// TestServerWritesLimitedByPolicy: with the server's own token, the shipped guards hold the
+// server's writes to what injection and in-place upgrades need. Its MutatingAdmissionPolicies
+// (the static guard of artifacts/deploy/static) select only pod creations, under its own names
+// and label; its pod writes (the stored sidecarset-apiserver-pod-guard of
+// artifacts/deploy/base/server-guard.yaml) change only the containers it injected, its own
+// annotations and its SidecarSetUpgradable condition. What the server does write passes, and an
+// administrator's writes are not evaluated at all.
+func TestServerWritesLimitedByPolicy(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localState(), "server.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := kubernetes.NewForConfigOrDie(cfg)
+	// A test that uninstalled the deployment may have left the stored guards just re-created.
+	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts", "deploy", "base", "server-guard.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Run("policies", func(t *testing.T) { serverPolicyWrites(ctx, t, server) })
+	t.Run("pods", func(t *testing.T) { serverPodWrites(ctx, t, server) })
+}
+
+// refusedWith reports a write that should have been refused with want in its message.
+func refusedWith(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("with the server's token, %s: want refused (%q), got %v", what, want, err)
+	}
+}
+
+func serverPolicyWrites(ctx context.Context, t *testing.T, server kubernetes.Interface) {
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	owned := map[string]string{apps.ManagedByLabel: apps.ManagedByValue}
+	policies := server.AdmissionregistrationV1().MutatingAdmissionPolicies()
+	const onlyPods = "mutate only pod creations"
+	const ownsOnly = "writes only the admission policies and bindings it owns"
+
+	secrets := guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", owned)
+	secrets.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"secrets"}
+	_, err := policies.Create(ctx, secrets, dryRun)
+	refusedWith(t, "create its own policy for secrets", err, onlyPods)
+
+	updates := guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", owned)
+	updates.Spec.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	_, err = policies.Create(ctx, updates, dryRun)
+	refusedWith(t, "create its own policy for pod updates", err, onlyPods)
+
+	subresource := guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", owned)
+	subresource.Spec.MatchConstraints.ResourceRules[0].Resources = []string{"pods", "pods/status"}
+	_, err = policies.Create(ctx, subresource, dryRun)
+	refusedWith(t, "create its own policy for pods/status", err, onlyPods)
+
+	_, err = policies.Create(ctx, guardTestPolicy("e2e-not-the-servers", owned), dryRun)
+	refusedWith(t, "create a labelled policy under a foreign name", err, ownsOnly)
+	_, err = policies.Create(ctx, guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", map[string]string{apps.ManagedByLabel: "someone-else"}), dryRun)
+	refusedWith(t, "create a sidecarsets-* policy with a foreign managed-by label", err, ownsOnly)
+
+	if _, err := policies.Create(ctx, guardTestPolicy(apps.PolicyNamePrefix+"e2e-guard", owned), dryRun); err != nil {
+		t.Errorf("with the server's token, create its own policy for pod creations: %v", err)
+	}
+	if _, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, secrets, dryRun); err != nil {
+		t.Errorf("an administrator's policy for secrets is refused: the guard must hold the server only: %v", err)
+	}
+}
+
+func serverPodWrites(ctx context.Context, t *testing.T, server kubernetes.Interface) {
+	ns := labelledNamespace(t, "e2e-server-writes-", nil)
+	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns, Labels: map[string]string{"e2e-guard": "pods"},
+		Annotations: map[string]string{"example.com/owner": "team-a"}},
+		Spec: corev1.PodSpec{AutomountServiceAccountToken: new(bool), Containers: []corev1.Container{
+			{Name: "app", Image: "nginx:1.15.1", Resources: requests},
+			{Name: "sidecar", Image: "busybox:1.0", Resources: requests,
+				Env: []corev1.EnvVar{{Name: sidecar.InjectedEnv, Value: "true"}}},
+		}}}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := server.CoreV1().Pods(ns)
+	dryRun := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	patch := func(body string, subresources ...string) error {
+		_, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(body), dryRun, subresources...)
+		return err
+	}
+	appImage := `{"spec":{"containers":[{"name":"app","image":"nginx:1.16"}]}}`
+	// kube-apiserver takes a moment to load a policy applied at registration: the first refusal
+	// is waited for, refusedWith reports what the last try returned.
+	var err error
+	_, _ = poll(time.Minute, func(context.Context) (bool, string) {
+		err = patch(appImage)
+		return err != nil, ""
+	})
+	const containers = "changes only the containers it injected"
+	refusedWith(t, "change an application container's image", err, containers)
+	refusedWith(t, "resize an application container", patch(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"20m"}}}]}}`, "resize"), containers)
+	refusedWith(t, "set activeDeadlineSeconds", patch(`{"spec":{"activeDeadlineSeconds":60}}`), "not spec.activeDeadlineSeconds")
+	refusedWith(t, "add a toleration", patch(`{"spec":{"tolerations":[{"key":"e2e","operator":"Exists"}]}}`), "not spec.tolerations")
+	refusedWith(t, "change a label", patch(`{"metadata":{"labels":{"e2e-guard":"other"}}}`), "not metadata.labels")
+	refusedWith(t, "change a foreign annotation", patch(`{"metadata":{"annotations":{"example.com/owner":"team-b"}}}`), "not example.com/owner")
+	refusedWith(t, "remove a foreign annotation", patch(`{"metadata":{"annotations":{"example.com/owner":null}}}`), "not example.com/owner")
+	refusedWith(t, "add a foreign annotation", patch(`{"metadata":{"annotations":{"kruise.io.example.com/x":"1"}}}`), "not kruise.io.example.com/x")
+	refusedWith(t, "write another pod condition", patch(`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`, "status"), "not status.conditions other than SidecarSetUpgradable")
+	refusedWith(t, "change the pod phase", patch(`{"status":{"phase":"Failed"}}`, "status"), "not status.phase")
+
+	allowed := map[string]error{
+		"change its sidecar's image": patch(`{"spec":{"containers":[{"name":"sidecar","image":"busybox:2.0"}]}}`),
+		"write its annotations": patch(`{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"{}",` +
+			`"kruise.io/sidecarset-inplace-update-state":"{}","version.sidecarset.kruise.io/sidecar":"1"}}}`),
+		"write its SidecarSetUpgradable condition": patch(`{"status":{"conditions":[{"type":"SidecarSetUpgradable","status":"True",` +
+			`"reason":"AllSidecarsetUpgradable","message":"{\"e2e\":true}"}]}}`, "status"),
+	}
+	for what, err := range allowed {
+		if err != nil {
+			t.Errorf("with the server's token, %s: %v", what, err)
+		}
+	}
+	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(appImage), dryRun); err != nil {
+		t.Errorf("an administrator's change of the application image is refused: the guard must hold the server only: %v", err)
+	}
+}
