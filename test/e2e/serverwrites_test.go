@@ -125,9 +125,10 @@ func serverPodWrites(ctx context.Context, t *testing.T, server kubernetes.Interf
 
 	allowed := map[string]error{
 		"change its sidecar's image": patch(`{"spec":{"containers":[{"name":"sidecar","image":"busybox:2.0"}]}}`),
+		"resize its sidecar":         patch(`{"spec":{"containers":[{"name":"sidecar","resources":{"requests":{"cpu":"20m"}}}]}}`, "resize"),
 		"write its annotations": patch(`{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"{}",` +
 			`"kruise.io/sidecarset-inplace-update-state":"{}","version.sidecarset.kruise.io/sidecar":"1"}}}`),
-		"write its SidecarSetUpgradable condition": patch(`{"status":{"conditions":[{"type":"SidecarSetUpgradable","status":"True",` +
+		"write its SidecarSetUpgradable condition": patch(`{"status":{"conditions":[{"type":"SidecarSetUpgradable","status":"True",`+
 			`"reason":"AllSidecarsetUpgradable","message":"{\"e2e\":true}"}]}}`, "status"),
 	}
 	for what, err := range allowed {
