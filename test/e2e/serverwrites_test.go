@@ -2,20 +2,27 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
@@ -138,5 +145,75 @@ func serverPodWrites(ctx context.Context, t *testing.T, server kubernetes.Interf
 	}
 	if _, err := kube.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(appImage), dryRun); err != nil {
 		t.Errorf("an administrator's change of the application image is refused: the guard must hold the server only: %v", err)
+	}
+}
+
+// TestEvictionForbiddenReported: without pods/eviction in the server's ClusterRole (the chart's
+// rbac.evictions=false), a SidecarSet that asks for the repair of a pod created before it gets a
+// Warning event EvictionForbidden saying why, and the pod stays. The rule is put back afterwards.
+func TestEvictionForbiddenReported(t *testing.T) {
+	ctx := context.Background()
+	roles := kube.RbacV1().ClusterRoles()
+	role, err := roles.Get(ctx, "sidecarset-apiserver", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := role.Rules
+	role.Rules = slices.DeleteFunc(slices.Clone(saved), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") })
+	if len(role.Rules) == len(saved) {
+		t.Fatal("the server's ClusterRole grants no pods/eviction: the local cluster does not run the shipped RBAC")
+	}
+	if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		role, err := roles.Get(ctx, "sidecarset-apiserver", metav1.GetOptions{})
+		if err == nil {
+			role.Rules = saved
+			_, err = roles.Update(ctx, role, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("putting pods/eviction back into the server's ClusterRole: %v", err)
+		}
+	})
+
+	const name = "e2e-evict-forbidden"
+	ns := labelledNamespace(t, name+"-", nil)
+	labels := map[string]string{"app": name}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "999d"}}}}}}}
+	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	eventually(t, "the Deployment's pod ready", rolloutTimeout, func(ctx context.Context) (bool, string) {
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 || !podIsReady(&list.Items[0]) {
+			return false, fmt.Sprintf("%v %v", list, err)
+		}
+		pod = list.Items[0]
+		return true, ""
+	})
+	time.Sleep(time.Second) // creation timestamps have a one-second resolution
+	ss := simpleSidecarSet(name, "busybox:1.36", ptr.To(intstr.FromInt32(1)))
+	ss.Annotations = map[string]string{rollout.RepairAnnotation: "true"}
+	if err := applySidecarSet(t, ss); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteSidecarSets(t, name) })
+	eventually(t, "a Warning event EvictionForbidden on the SidecarSet", rolloutTimeout, func(ctx context.Context) (bool, string) {
+		events, err := kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=EvictionForbidden,involvedObject.name=" + name})
+		if err != nil || len(events.Items) == 0 {
+			return false, fmt.Sprintf("%v", err)
+		}
+		e := events.Items[0]
+		return e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "rbac.evictions"), e.Message
+	})
+	got, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || got.UID != pod.UID || got.DeletionTimestamp != nil {
+		t.Errorf("the pod was evicted though the server may not evict: %v", err)
 	}
 }
