@@ -46,6 +46,7 @@ func TestServerWritesLimitedByPolicy(t *testing.T) {
 	}
 	t.Run("policies", func(t *testing.T) { serverPolicyWrites(ctx, t, server) })
 	t.Run("pods", func(t *testing.T) { serverPodWrites(ctx, t, server) })
+	t.Run("large pod", func(t *testing.T) { serverLargePodWrites(ctx, t, server) })
 }
 
 // refusedWith reports a write that should have been refused with want in its message.
@@ -216,4 +217,52 @@ func TestEvictionForbiddenReported(t *testing.T) {
 	if err != nil || got.UID != pod.UID || got.DeletionTimestamp != nil {
 		t.Errorf("the pod was evicted though the server may not evict: %v", err)
 	}
+}
+
+// serverLargePodWrites: the pod guard's expressions stay within kube-apiserver's CEL cost limits
+// on a pod far larger than usual (60 containers of 20 env vars each, 10 of them sidecars, 10 init
+// containers, 400 annotations): the server's write passes and a foreign one is refused by the
+// guard's own verdict, not by a cost limit.
+func serverLargePodWrites(ctx context.Context, t *testing.T, server kubernetes.Interface) {
+	ns := labelledNamespace(t, "e2e-server-writes-large-", nil)
+	env := make([]corev1.EnvVar, 20)
+	for i := range env {
+		env[i] = corev1.EnvVar{Name: fmt.Sprintf("E%d", i), Value: strings.Repeat("v", 20)}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "large", Namespace: ns, Labels: map[string]string{"e2e-guard": "pods"},
+		Annotations: map[string]string{}}, Spec: corev1.PodSpec{AutomountServiceAccountToken: new(bool)}}
+	for i := range 400 {
+		pod.Annotations[fmt.Sprintf("example.com/a%d", i)] = strings.Repeat("x", 40)
+	}
+	for i := range 60 {
+		c := corev1.Container{Name: fmt.Sprintf("app-%d", i), Image: "busybox:1.36", Env: slices.Clone(env)}
+		if i >= 50 {
+			c.Name = fmt.Sprintf("sidecar-%d", i)
+			c.Env = append(c.Env, corev1.EnvVar{Name: sidecar.InjectedEnv, Value: "true"})
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	for i := range 10 {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("init-%d", i), Image: "busybox:1.36", Env: slices.Clone(env)})
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dryRun := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	patch := func(body string) error {
+		_, err := server.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(body), dryRun)
+		return err
+	}
+	var own []string
+	for i := range 50 {
+		own = append(own, fmt.Sprintf(`"version.sidecarset.kruise.io/c%d":"1"`, i))
+	}
+	if err := patch(`{"metadata":{"annotations":{` + strings.Join(own, ",") + `}},` +
+		`"spec":{"containers":[{"name":"sidecar-59","image":"busybox:1.37"},{"name":"sidecar-50","image":"busybox:1.37"}]}}`); err != nil {
+		t.Errorf("with the server's token, upgrade two sidecars of a large pod and write 50 annotations: %v", err)
+	}
+	refusedWith(t, "change the image of a large pod's last application container",
+		patch(`{"spec":{"containers":[{"name":"app-49","image":"busybox:1.37"}]}}`), "changes only the containers it injected (env IS_INJECTED=true), not app-49")
+	refusedWith(t, "change a foreign annotation of a large pod",
+		patch(`{"metadata":{"annotations":{"example.com/a399":"y"}}}`), "not example.com/a399")
 }
