@@ -253,12 +253,12 @@ func serverLargePodWrites(ctx context.Context, t *testing.T, server kubernetes.I
 		_, err := server.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(body), dryRun)
 		return err
 	}
-	var own []string
+	ops := []string{`{"op":"replace","path":"/spec/containers/50/image","value":"busybox:1.37"}`,
+		`{"op":"replace","path":"/spec/containers/59/image","value":"busybox:1.37"}`}
 	for i := range 50 {
-		own = append(own, fmt.Sprintf(`"version.sidecarset.kruise.io/c%d":"1"`, i))
+		ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/metadata/annotations/version.sidecarset.kruise.io~1c%d","value":"1"}`, i))
 	}
-	if err := patch(`{"metadata":{"annotations":{` + strings.Join(own, ",") + `}},` +
-		`"spec":{"containers":[{"name":"sidecar-59","image":"busybox:1.37"},{"name":"sidecar-50","image":"busybox:1.37"}]}}`); err != nil {
+	if _, err := server.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.JSONPatchType, []byte("["+strings.Join(ops, ",")+"]"), dryRun); err != nil {
 		t.Errorf("with the server's token, upgrade two sidecars of a large pod and write 50 annotations: %v", err)
 	}
 	refusedWith(t, "change the image of a large pod's last application container",
