@@ -173,8 +173,8 @@ func TestChartRendersEveryObject(t *testing.T) {
 		namespaced("CronJob", backupJobs...),
 		cluster("APIService", "v1beta1.apps.kruise.io", "v1alpha1.apps.kruise.io", "v1.admission.kruise.io"),
 		cluster("MutatingWebhookConfiguration", "sidecarset-injector"),
-		cluster("ValidatingAdmissionPolicy", "sidecarset-apiserver-webhook-scope", "sidecarset-apiserver-webhook-guard"),
-		cluster("ValidatingAdmissionPolicyBinding", "sidecarset-apiserver-webhook-scope", "sidecarset-apiserver-webhook-guard"),
+		cluster("ValidatingAdmissionPolicy", "sidecarset-apiserver-webhook-scope", "sidecarset-apiserver-webhook-guard", "sidecarset-apiserver-pod-guard"),
+		cluster("ValidatingAdmissionPolicyBinding", "sidecarset-apiserver-webhook-scope", "sidecarset-apiserver-webhook-guard", "sidecarset-apiserver-pod-guard"),
 	)
 	for _, tc := range []struct {
 		name          string

@@ -3,6 +3,7 @@ package chart
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -374,5 +375,47 @@ func TestSchemaRefusesTypos(t *testing.T) {
 				t.Errorf("helm template --set %s: %v, does not say %q:\n%s", tc.value, err, tc.want, out)
 			}
 		})
+	}
+}
+
+// TestChartServerGuardValues: rbac.evictions adds or leaves out pods/eviction in the server's
+// ClusterRole; the pod guard selects the server's ServiceAccount in the release's namespace and
+// allows the annotation keys of serverGuard.podAnnotationKeyExprs besides the kruise.io domain.
+func TestChartServerGuardValues(t *testing.T) {
+	e := setup(t)
+	evicts := func(objs map[Key]*unstructured.Unstructured) bool {
+		rules, _, _ := unstructured.NestedSlice(get(t, objs, Key{"ClusterRole", "", "sidecarset-apiserver"}).Object, "rules")
+		for _, r := range rules {
+			res, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "resources")
+			if slices.Contains(res, "pods/eviction") {
+				return true
+			}
+		}
+		return false
+	}
+	args := CertFlags(e.certs)
+	if objs := e.template(t, args...); !evicts(objs) {
+		t.Error("by default the server's ClusterRole does not grant pods/eviction")
+	}
+	objs := e.template(t, with(args, "rbac.evictions=false", `serverGuard.podAnnotationKeyExprs={^acc[.]example[.]com/}`)...)
+	if evicts(objs) {
+		t.Error("with rbac.evictions=false the server's ClusterRole still grants pods/eviction")
+	}
+	guard := get(t, objs, Key{"ValidatingAdmissionPolicy", "", "sidecarset-apiserver-pod-guard"})
+	conds, _, _ := unstructured.NestedSlice(guard.Object, "spec", "matchConditions")
+	want := `request.userInfo.username == "system:serviceaccount:` + Namespace + `:sidecarset-apiserver"`
+	if len(conds) != 1 || conds[0].(map[string]interface{})["expression"] != want {
+		t.Errorf("the pod guard's match conditions %v, want only %s", conds, want)
+	}
+	vars, _, _ := unstructured.NestedSlice(guard.Object, "spec", "variables")
+	found := false
+	for _, v := range vars {
+		m := v.(map[string]interface{})
+		if m["name"] == "foreignAnnotations" {
+			found = strings.Contains(m["expression"].(string), `!k.matches("^acc[.]example[.]com/")`)
+		}
+	}
+	if !found {
+		t.Errorf("the pod guard's foreignAnnotations does not allow serverGuard.podAnnotationKeyExprs: %v", vars)
 	}
 }

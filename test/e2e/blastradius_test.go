@@ -70,6 +70,8 @@ func TestShippedObjectsBoundedBlastRadius(t *testing.T) {
 		{"ValidatingAdmissionPolicyBinding", "sidecarset-apiserver-webhook-guard", binding("sidecarset-apiserver-webhook-guard")},
 		{"ValidatingAdmissionPolicy", "sidecarset-apiserver-webhook-scope", policy("sidecarset-apiserver-webhook-scope")},
 		{"ValidatingAdmissionPolicyBinding", "sidecarset-apiserver-webhook-scope", binding("sidecarset-apiserver-webhook-scope")},
+		{"ValidatingAdmissionPolicy", "sidecarset-apiserver-pod-guard", policy("sidecarset-apiserver-pod-guard")},
+		{"ValidatingAdmissionPolicyBinding", "sidecarset-apiserver-pod-guard", binding("sidecarset-apiserver-pod-guard")},
 	}
 	for _, o := range objects {
 		t.Run(o.kind+"/"+o.name, func(t *testing.T) {

@@ -97,7 +97,8 @@ func TestServerGuard(t *testing.T) {
 	refused("delete its webhook configuration", err, "forbidden") // RBAC refuses it before the guard would
 }
 
-// guardTestPolicy is a minimal MutatingAdmissionPolicy (it labels ConfigMaps).
+// guardTestPolicy is a minimal MutatingAdmissionPolicy of the shape the server writes: it labels
+// pods at their creation.
 func guardTestPolicy(name string, labels map[string]string) *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -105,7 +106,7 @@ func guardTestPolicy(name string, labels map[string]string) *admissionregistrati
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 				}}}},
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,

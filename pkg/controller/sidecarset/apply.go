@@ -187,17 +187,33 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 }
 
 // reportFailures publishes the pods a round could not write (the metric
-// sidecarset_pod_write_errors_total) and returns an event on each.
+// sidecarset_pod_write_errors_total) and returns an event on each. Evictions the server may not
+// make (403: its ClusterRole lacks pods/eviction, the chart's rbac.evictions=false) also give one
+// event on the SidecarSet, EvictionForbidden: the repair or recreate it asks for cannot happen
+// until the role allows it.
 func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) []event {
 	var events []event
-	for _, f := range failed {
+	var forbidden *podFailure
+	for i, f := range failed {
 		podWriteErrors.WithLabelValues(ss.Name, f.action).Inc()
 		klog.ErrorS(f.err, "skipping a pod this round", "sidecarset", ss.Name, "pod", klog.KRef(f.pod.Namespace, f.pod.Name), "action", f.action)
 		events = append(events, event{f.pod.Ref(), corev1.EventTypeWarning, "SidecarSetPodWriteFailed",
 			fmt.Sprintf("SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)})
+		if f.action == actionEvict && apierrors.IsForbidden(f.err) && forbidden == nil {
+			forbidden = &failed[i]
+		}
+	}
+	if forbidden != nil {
+		events = append(events, event{ss, corev1.EventTypeWarning, ReasonEvictionForbidden,
+			fmt.Sprintf("the server may not evict pods, which this SidecarSet's repair or recreate needs: grant pods/eviction create "+
+				"to its ServiceAccount (Helm value rbac.evictions=true) or remove the annotation asking for it; retried with a backoff: %v", forbidden.err)})
 	}
 	return events
 }
+
+// ReasonEvictionForbidden is the reason of the SidecarSet event telling that the server's
+// ServiceAccount may not evict the pods its repair or recreate chose.
+const ReasonEvictionForbidden = "EvictionForbidden"
 
 // writePod reads the pod the cache shows, applies mutate and patches what mutate changed, guarded
 // by the resourceVersion it read, retrying on conflicts: the cache keeps only what planning reads.

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,47 @@ func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 				t.Errorf("evictions tried %s, want c again once its backoff passed", got)
 			}
 		})
+	}
+}
+
+// TestEvictionForbiddenIsReported: when the server's ClusterRole lacks pods/eviction (the chart's
+// rbac.evictions=false), a SidecarSet that asks for repairs gets a Warning event
+// EvictionForbidden saying why, each pod gets SidecarSetPodWriteFailed, the round succeeds and the
+// refused pod waits for its backoff: no failing loop.
+func TestEvictionForbiddenIsReported(t *testing.T) {
+	old, _ := newImage(t)
+	ss := old.DeepCopy()
+	ss.Annotations[rollout.RepairAnnotation] = "true"
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	h := newHarness(t, old, ss)
+	h.addMissedPod("c", true)
+	tries := 0
+	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		tries++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods/eviction"), "c",
+			errors.New(`User "system:serviceaccount:sidecarset-system:sidecarset-apiserver" cannot create resource "pods/eviction"`))
+	})
+	h.sync()
+	for range 2 {
+		if _, err := h.round(); err != nil {
+			t.Fatalf("a forbidden eviction fails the round: %v", err)
+		}
+	}
+	if tries != 1 {
+		t.Errorf("evictions tried %d times, want once until the backoff passes", tries)
+	}
+	var reasons []string
+	for len(h.events.Events) > 0 {
+		e := <-h.events.Events
+		if strings.Contains(e, ReasonEvictionForbidden) && !strings.Contains(e, "rbac.evictions") {
+			t.Errorf("event %q does not say how to allow evictions", e)
+		}
+		reasons = append(reasons, strings.Fields(e)[1])
+	}
+	if !slices.Contains(reasons, ReasonEvictionForbidden) || !slices.Contains(reasons, "SidecarSetPodWriteFailed") {
+		t.Errorf("event reasons %v, want EvictionForbidden and SidecarSetPodWriteFailed", reasons)
 	}
 }
