@@ -130,12 +130,18 @@ func serverPodWrites(ctx context.Context, t *testing.T, server kubernetes.Interf
 	refusedWith(t, "add a foreign annotation", patch(`{"metadata":{"annotations":{"kruise.io.example.com/x":"1"}}}`), "not kruise.io.example.com/x")
 	refusedWith(t, "write another pod condition", patch(`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`, "status"), "not status.conditions other than SidecarSetUpgradable")
 	refusedWith(t, "change the pod phase", patch(`{"status":{"phase":"Failed"}}`, "status"), "not status.phase")
+	// An in-place upgrade (a new hash entry) re-applies its SidecarSet's patchPodMetadata, which
+	// sets keys outside kruise.io (the manual's oom-score, custom.example.com/...), never removes one.
+	refusedWith(t, "remove a foreign annotation in an upgrade", patch(`{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"{\"e2e\":1}",`+
+		`"example.com/owner":null}},"spec":{"containers":[{"name":"sidecar","image":"busybox:2.0"}]}}`), "not example.com/owner")
 
 	allowed := map[string]error{
 		"change its sidecar's image": patch(`{"spec":{"containers":[{"name":"sidecar","image":"busybox:2.0"}]}}`),
 		"resize its sidecar":         patch(`{"spec":{"containers":[{"name":"sidecar","resources":{"requests":{"cpu":"20m"}}}]}}`, "resize"),
 		"write its annotations": patch(`{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"{}",` +
 			`"kruise.io/sidecarset-inplace-update-state":"{}","version.sidecarset.kruise.io/sidecar":"1"}}}`),
+		"set its patchPodMetadata keys in an upgrade": patch(`{"metadata":{"annotations":{"kruise.io/sidecarset-hash":"{\"e2e\":2}",` +
+			`"oom-score":"{\"log-agent\": 1}","example.com/owner":"team-a,log-agent"}},"spec":{"containers":[{"name":"sidecar","image":"busybox:2.0"}]}}`),
 		"write its SidecarSetUpgradable condition": patch(`{"status":{"conditions":[{"type":"SidecarSetUpgradable","status":"True",`+
 			`"reason":"AllSidecarsetUpgradable","message":"{\"e2e\":true}"}]}}`, "status"),
 	}
