@@ -27,15 +27,29 @@ func Inject(in Input) (Result, error) {
 	}
 	views, present, decisions, err := selectViews(&in)
 	res.Decisions = decisions
-	if err != nil || len(views) == 0 {
+	if err != nil {
 		return res, err
 	}
+	bases, present := overriddenPresent(views, present)
+	if len(views) == 0 && len(bases) == 0 {
+		return res, nil
+	}
 	views, res.Warnings, err = withoutShadowed(views, present, decisions)
-	if err != nil || len(views) == 0 {
+	if err != nil || (len(views) == 0 && len(bases) == 0) {
 		return res, err
 	}
 
 	pod := in.Pod.DeepCopy()
+	for _, ss := range bases {
+		if err := withdraw(pod, ss); err != nil {
+			return res, err
+		}
+		for i := range res.Decisions {
+			if d := &res.Decisions[i]; d.SidecarSet == ss.Name {
+				d.Matched, d.Reason = true, ReasonOverriddenByCanary
+			}
+		}
+	}
 	for i := range views {
 		annotations, _, err := sidecar.PatchPodMetadata(pod.Annotations, views[i].patchPodMetadata)
 		if err != nil {
@@ -119,7 +133,7 @@ func selectViews(in *Input) ([]view, []*v1alpha1.SidecarSet, []Decision, error) 
 		d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
 		views = append(views, v)
 	}
-	return withoutCanaryBases(views, decisions), present, decisions, nil
+	return withoutCanaryBases(views, present, decisions), present, decisions, nil
 }
 
 // alreadyInjected reports whether the pod's injected-list names ss and the pod carries ss's
@@ -151,17 +165,23 @@ func match(ss *v1alpha1.SidecarSet, ns string, nsLabels, podLabels map[string]st
 	return "", nil
 }
 
-// withoutCanaryBases removes the SidecarSets named as base by a matching canary (§4.4).
-func withoutCanaryBases(views []view, decisions []Decision) []view {
+// withoutCanaryBases removes the SidecarSets named as base by a matching canary (§4.4), to inject
+// or injected earlier in the admission (a reinvocation must not bring the base back).
+func withoutCanaryBases(views []view, present []*v1alpha1.SidecarSet, decisions []Decision) []view {
 	var bases map[string]bool
-	for i := range views {
-		a := views[i].ss.Annotations
+	mark := func(a map[string]string) {
 		if base, ok := apps.CanaryBase(a); ok {
 			if bases == nil {
 				bases = map[string]bool{}
 			}
 			bases[base] = true
 		}
+	}
+	for i := range views {
+		mark(views[i].ss.Annotations)
+	}
+	for _, ss := range present {
+		mark(ss.Annotations)
 	}
 	if bases == nil {
 		return views
