@@ -9,12 +9,14 @@ import (
 )
 
 // overriddenPresent returns the SidecarSets of present that a matching canary, to inject or
-// present too, names as its base, and present without them. Such a base was injected earlier in
-// the admission by a policy compiled before its canary existed, which kube-apiserver still runs
-// for a moment; the webhook alone would have left it out.
-func overriddenPresent(views []view, present []*v1alpha1.SidecarSet) (bases, rest []*v1alpha1.SidecarSet) {
+// present too, names as its base, the present canaries that name them, and present without
+// either. Such a base was injected earlier in the admission by a policy compiled before its
+// canary existed, which kube-apiserver still runs for a moment; the webhook alone would have left
+// it out. Its sidecars may share names with the canary's, so a present canary is taken out with
+// it and injected again.
+func overriddenPresent(views []view, present []*v1alpha1.SidecarSet) (bases, canaries, rest []*v1alpha1.SidecarSet) {
 	if len(present) == 0 {
-		return nil, present
+		return nil, nil, present
 	}
 	named := map[string]bool{}
 	for i := range views {
@@ -28,17 +30,27 @@ func overriddenPresent(views []view, present []*v1alpha1.SidecarSet) (bases, res
 		}
 	}
 	if len(named) == 0 {
-		return nil, present
+		return nil, nil, present
 	}
-	rest = make([]*v1alpha1.SidecarSet, 0, len(present))
+	withdrawn := map[string]bool{}
 	for _, ss := range present {
 		if named[ss.Name] {
 			bases = append(bases, ss)
-		} else {
+			withdrawn[ss.Name] = true
+		}
+	}
+	if len(bases) == 0 {
+		return nil, nil, present
+	}
+	rest = make([]*v1alpha1.SidecarSet, 0, len(present))
+	for _, ss := range present {
+		if base, ok := apps.CanaryBase(ss.Annotations); ok && withdrawn[base] {
+			canaries = append(canaries, ss)
+		} else if !withdrawn[ss.Name] {
 			rest = append(rest, ss)
 		}
 	}
-	return bases, rest
+	return bases, canaries, rest
 }
 
 // withdraw takes out of pod what ss injected into it: its containers and init containers (hot

@@ -75,4 +75,17 @@ spec:
 	if len(again.Patch) != 0 {
 		t.Errorf("reinvocation patches %v, want nothing", again.Patch)
 	}
+	// The base's policy, run again after the webhook, puts its envoy back in place of the
+	// canary's: the webhook's reinvocation gives the pod of the webhook alone again.
+	rerun, err := Inject(Input{Pod: got.Pod, SidecarSets: []*v1alpha1.SidecarSet{base}, Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := Inject(Input{Pod: rerun.Pod, SidecarSets: []*v1alpha1.SidecarSet{other, base, canary}, Now: testNow, Options: Options{SkipInjected: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(alone.Pod, last.Pod); diff != "" {
+		t.Errorf("after the base's policy ran again, the pod differs from the webhook's alone (-alone +got):\n%s", diff)
+	}
 }

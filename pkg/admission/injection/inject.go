@@ -30,25 +30,19 @@ func Inject(in Input) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	bases, present := overriddenPresent(views, present)
+	bases, canaries, present := overriddenPresent(views, present)
 	if len(views) == 0 && len(bases) == 0 {
 		return res, nil
 	}
-	views, res.Warnings, err = withoutShadowed(views, present, decisions)
-	if err != nil || (len(views) == 0 && len(bases) == 0) {
-		return res, err
-	}
-
 	pod := in.Pod.DeepCopy()
-	for _, ss := range bases {
-		if err := withdraw(pod, ss); err != nil {
+	if len(bases) > 0 {
+		if views, err = withdrawBases(pod, views, bases, canaries, &in, res.Decisions); err != nil {
 			return res, err
 		}
-		for i := range res.Decisions {
-			if d := &res.Decisions[i]; d.SidecarSet == ss.Name {
-				d.Matched, d.Reason = true, ReasonOverriddenByCanary
-			}
-		}
+	}
+	views, res.Warnings, err = withoutShadowed(views, present, res.Decisions)
+	if err != nil || (len(views) == 0 && len(bases) == 0) {
+		return res, err
 	}
 	for i := range views {
 		annotations, _, err := sidecar.PatchPodMetadata(pod.Annotations, views[i].patchPodMetadata)
@@ -75,6 +69,37 @@ func Inject(in Input) (Result, error) {
 		res.Pod = pod
 	}
 	return res, nil
+}
+
+// withdrawBases takes the canary bases and the present canaries that name them out of pod (see
+// overriddenPresent) and returns views with those canaries to inject again, in name order.
+func withdrawBases(pod *corev1.Pod, views []view, bases, canaries []*v1alpha1.SidecarSet, in *Input, decisions []Decision) ([]view, error) {
+	for _, ss := range append(append([]*v1alpha1.SidecarSet(nil), bases...), canaries...) {
+		if err := withdraw(pod, ss); err != nil {
+			return nil, err
+		}
+	}
+	for i := range decisions {
+		for _, ss := range bases {
+			if d := &decisions[i]; d.SidecarSet == ss.Name {
+				d.Matched, d.Reason = true, ReasonOverriddenByCanary
+			}
+		}
+	}
+	for _, ss := range canaries {
+		v, err := chooseVersion(ss, in.Pod, in)
+		if err != nil {
+			return nil, err
+		}
+		for i := range decisions {
+			if d := &decisions[i]; d.SidecarSet == ss.Name {
+				d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
+			}
+		}
+		views = append(views, v)
+	}
+	sort.SliceStable(views, func(i, j int) bool { return views[i].ss.Name < views[j].ss.Name })
+	return views, nil
 }
 
 // namespaceOf returns the namespace to match and its labels, with kubernetes.io/metadata.name
