@@ -197,7 +197,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 
 // intakeHold is how long one SidecarSet write keeps every pod going to the server (see
 // injectionsync.Intake): writes within half of it of the last one do not write the webhooks.
-const intakeHold = 30 * time.Second
+const intakeHold = 10 * time.Second
 
 // apiServiceOwner returns a function that reads the owner reference of the APIService name (the
 // policies and bindings are garbage-collected with it), nil without a name.
