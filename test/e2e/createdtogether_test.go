@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // TestPodsCreatedWithTheirSidecarSet applies SidecarSets and the pods they select in one request
@@ -94,6 +96,50 @@ spec:
 	if len(missed) > 0 {
 		t.Errorf("%d of %d pods created right after their SidecarSet lack its version:\n%s", len(missed), len(want), strings.Join(missed, "\n"))
 	}
+
+	t.Run("dry-run pods right after each create", func(t *testing.T) {
+		ctx := context.Background()
+		var missed []string
+		for i := 0; i < 5; i++ {
+			name := fmt.Sprintf("together-%s-dry-%d", id, i)
+			key := fmt.Sprintf("together-%s-dry", id)
+			cleanupSidecarSets(t, name)
+			ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{key: fmt.Sprint(i)}},
+					Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "dry-sidecar", Image: "busybox:1"}}}}}
+			if _, err := sidecars.AppsV1alpha1().SidecarSets().Create(ctx, ss, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			nss := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dry-%d", i), Namespace: ns},
+				Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team-dry": fmt.Sprint(i)}},
+					Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "team-dry-sidecar", Image: "busybox:1"}}}}}
+			if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(ns).Create(ctx, nss, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for j := 0; j < 5; j++ {
+				for _, c := range []struct {
+					labels  map[string]string
+					sidecar string
+				}{
+					{map[string]string{key: fmt.Sprint(i)}, "dry-sidecar"},
+					{map[string]string{"team-dry": fmt.Sprint(i)}, "team-dry-sidecar"},
+				} {
+					pod := nginxPod(ns, fmt.Sprintf("dry-%d-%d", i, j))
+					pod.Labels = c.labels
+					got, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !hasContainer(got, c.sidecar) {
+						missed = append(missed, fmt.Sprintf("%v: no %s", c.labels, c.sidecar))
+					}
+				}
+			}
+		}
+		if len(missed) > 0 {
+			t.Errorf("%d of 50 dry-run pods created right after their SidecarSet's create returned lack it:\n%s", len(missed), strings.Join(missed, "\n"))
+		}
+	})
 
 	t.Run("canary and base", func(t *testing.T) {
 		for trial := 0; trial < 3; trial++ {
