@@ -23,8 +23,8 @@ import (
 // artifacts/deploy/static that kube-apiserver loads). With the server's own token, an admission
 // policy it does not own cannot be written, nor a webhook configuration other than its own, nor
 // where its webhooks send pods, nor have one fail open but an intake webhook; what the server
-// does write (its labelled policies, its webhooks'
-// selectors) is allowed. The rest of the suite runs under the same guards.
+// does write (its labelled policies, its webhooks' selectors, intake webhooks) is allowed. The
+// rest of the suite runs under the same guards.
 func TestServerGuard(t *testing.T) {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localState(), "server.kubeconfig"))
