@@ -91,6 +91,9 @@ type Settings struct {
 	ExcludedNamespaces []string
 	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
 	PolicyGrace time.Duration
+	// WebhookLoadDelay is how long kube-apiserver may take to load a write of the injection
+	// webhooks' configuration (see injectionsync.Intake).
+	WebhookLoadDelay time.Duration
 	// PatchPodMetadataDefaultsAllowed allows patchPodMetadata without a whitelist ConfigMap.
 	PatchPodMetadataDefaultsAllowed bool
 	// SortSidecarContainersByName places injected sidecar containers in name order (feature gate
@@ -109,6 +112,7 @@ type ExtraConfig struct {
 
 	informers   *informerSet // the informers every part of the server reads; see AdmissionInitializers
 	storageGate *StorageGate // see Config.ServeWithoutStorage
+	intake      *intakeGate  // see Config.Complete and injectionsync.Intake
 }
 
 // Config is the server configuration.
@@ -154,6 +158,14 @@ type Server struct {
 func (cfg *Config) Complete() CompletedConfig {
 	if cfg.ExtraConfig.storageGate == nil {
 		cfg.ServeWithoutStorage()
+	}
+	if cfg.ExtraConfig.intake == nil {
+		gate := &intakeGate{}
+		cfg.ExtraConfig.intake = gate
+		next := cfg.GenericConfig.BuildHandlerChainFunc
+		cfg.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+			return next(gate.Wrap(h), gc) // inside authentication and authorization
+		}
 	}
 	return CompletedConfig{&completedConfig{cfg.GenericConfig.Complete(), &cfg.ExtraConfig, cfg.GenericConfig.ClientConfig}}
 }

@@ -164,6 +164,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		ExcludedNamespaces:   c.ExtraConfig.excludedNamespaces(),
 		Resync:               5 * time.Minute,
 		Grace:                c.ExtraConfig.PolicyGrace,
+		LoadDelay:            c.ExtraConfig.WebhookLoadDelay,
 		WebhookOnly:          paths.webhookOnly,
 		Owner:                apiServiceOwner(kube, c.ExtraConfig.InjectionOwner),
 		Version:              version.Get().GitVersion,
@@ -187,8 +188,16 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
+	if c.ExtraConfig.intake != nil {
+		c.ExtraConfig.intake.Set(&injectionsync.Intake{Kube: kube, Template: opts.WebhookConfiguration,
+			ExcludedNamespaces: opts.ExcludedNamespaces, Hold: intakeHold, LoadDelay: opts.LoadDelay})
+	}
 	return ctrl, func(stop <-chan struct{}) { owned.Start(stop); webhooks.Start(stop) }, nil
 }
+
+// intakeHold is how long one SidecarSet write keeps every pod going to the server (see
+// injectionsync.Intake): writes within half of it of the last one do not write the webhooks.
+const intakeHold = 10 * time.Second
 
 // apiServiceOwner returns a function that reads the owner reference of the APIService name (the
 // policies and bindings are garbage-collected with it), nil without a name.

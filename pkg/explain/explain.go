@@ -181,8 +181,8 @@ func entry(in *Input, ns string, sets map[string]*v1alpha1.SidecarSet, d injecti
 func carried(pod *corev1.Pod, d injection.Decision, e Entry) Entry {
 	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], d.SidecarSet) {
 		e.Reason = ReasonMissed
-		e.Message = "the SidecarSet selects the pod, but the pod does not carry it: the pod was created before the SidecarSet " +
-			"(or before it selected the pod), or while injection was unavailable"
+		e.Message = "the SidecarSet selects the pod, but the pod does not carry it: the pod was created before the SidecarSet's " +
+			"create or update that selects it returned (pods created afterwards are injected), or while injection was unavailable"
 		return e
 	}
 	e.Reason = ReasonInjected

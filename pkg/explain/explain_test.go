@@ -133,7 +133,7 @@ status: {latestRevision: s-1}`,
 		set:     logs,
 		created: func(t *testing.T) *corev1.Pod { return pod(t, webPod) },
 		want: Entry{SidecarSet: "logs", Reason: "MissedInjection", Message: "the SidecarSet selects the pod, but the pod does not carry it: " +
-			"the pod was created before the SidecarSet (or before it selected the pod), or while injection was unavailable"},
+			"the pod was created before the SidecarSet's create or update that selects it returned (pods created afterwards are injected), or while injection was unavailable"},
 	}, {
 		name: "existing injected pod",
 		set:  logs,

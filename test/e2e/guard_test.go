@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
@@ -21,8 +22,9 @@ import (
 // shipped guards (artifacts/deploy/base/server-guard.yaml, and the static policy of
 // artifacts/deploy/static that kube-apiserver loads). With the server's own token, an admission
 // policy it does not own cannot be written, nor a webhook configuration other than its own, nor
-// where its webhooks send pods; what the server does write (its labelled policies, its webhooks'
-// selectors) is allowed. The rest of the suite runs under the same guards.
+// where its webhooks send pods, nor have one fail open but an intake webhook; what the server
+// does write (its labelled policies, its webhooks' selectors, intake webhooks) is allowed. The
+// rest of the suite runs under the same guards.
 func TestServerGuard(t *testing.T) {
 	ctx := context.Background()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(localState(), "server.kubeconfig"))
@@ -86,6 +88,16 @@ func TestServerGuard(t *testing.T) {
 	wider.Webhooks[0].Rules[0].Operations = append(wider.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Update)
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, wider, update)
 	refused("widen what a webhook receives", err, "never where they send pods")
+	failOpen := active.DeepCopy()
+	failOpen.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, failOpen, update)
+	refused("have a webhook fail open", err, "never where they send pods")
+	intake := active.DeepCopy()
+	selective, _ := policy.SplitIntake(intake.Webhooks)
+	intake.Webhooks = append(selective, policy.IntakeWebhooks(selective[:1], nil)...)
+	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, intake, update); err != nil {
+		t.Errorf("with the server's token, add an intake webhook that fails open: %v", err)
+	}
 	other := active.DeepCopy()
 	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)

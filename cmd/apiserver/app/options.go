@@ -55,6 +55,7 @@ func NewOptions() *Options {
 			WebhookConfiguration: "sidecarset-injector",
 			InjectionOwner:       "v1alpha1.apps.kruise.io",
 			PolicyGrace:          10 * time.Second,
+			WebhookLoadDelay:     time.Second,
 			// A namespace's NamespacedSidecarSets are planned together; a ResourceQuota can set less.
 			MaxNamespacedPerNamespace: 200,
 		},
@@ -95,6 +96,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhooks' namespaceSelectors; kube-system is injected, as by OpenKruise).")
 	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,
 		"How long the webhook keeps injecting a SidecarSet after its policy was created or changed: kube-apiserver loads policies asynchronously (about every second).")
+	fs.DurationVar(&o.WebhookLoadDelay, "webhook-load-delay", o.WebhookLoadDelay,
+		"How long kube-apiserver may take to load a write of the injection webhooks' configuration: the first SidecarSet write of a burst waits this long for the webhooks that send every pod to the server (0: no wait).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Queries per second the controller may send to the main cluster (pod upgrades, events).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
@@ -119,6 +122,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))
+	}
+	if o.WebhookLoadDelay < 0 {
+		errs = append(errs, fmt.Errorf("--webhook-load-delay must not be negative"))
 	}
 	if o.Injection != apiserver.InjectionPolicy && o.Injection != apiserver.InjectionWebhook {
 		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", apiserver.InjectionPolicy, apiserver.InjectionWebhook, o.Injection))

@@ -27,15 +27,23 @@ func Inject(in Input) (Result, error) {
 	}
 	views, present, decisions, err := selectViews(&in)
 	res.Decisions = decisions
-	if err != nil || len(views) == 0 {
+	if err != nil {
 		return res, err
 	}
-	views, res.Warnings, err = withoutShadowed(views, present, decisions)
-	if err != nil || len(views) == 0 {
-		return res, err
+	bases, canaries, present := overriddenPresent(views, present)
+	if len(views) == 0 && len(bases) == 0 {
+		return res, nil
 	}
-
 	pod := in.Pod.DeepCopy()
+	if len(bases) > 0 {
+		if views, err = withdrawBases(pod, views, bases, canaries, &in, res.Decisions); err != nil {
+			return res, err
+		}
+	}
+	views, res.Warnings, err = withoutShadowed(views, present, res.Decisions)
+	if err != nil || (len(views) == 0 && len(bases) == 0) {
+		return res, err
+	}
 	for i := range views {
 		annotations, _, err := sidecar.PatchPodMetadata(pod.Annotations, views[i].patchPodMetadata)
 		if err != nil {
@@ -61,6 +69,37 @@ func Inject(in Input) (Result, error) {
 		res.Pod = pod
 	}
 	return res, nil
+}
+
+// withdrawBases takes the canary bases and the present canaries that name them out of pod (see
+// overriddenPresent) and returns views with those canaries to inject again, in name order.
+func withdrawBases(pod *corev1.Pod, views []view, bases, canaries []*v1alpha1.SidecarSet, in *Input, decisions []Decision) ([]view, error) {
+	for _, ss := range append(append([]*v1alpha1.SidecarSet(nil), bases...), canaries...) {
+		if err := withdraw(pod, ss); err != nil {
+			return nil, err
+		}
+	}
+	for i := range decisions {
+		for _, ss := range bases {
+			if d := &decisions[i]; d.SidecarSet == ss.Name {
+				d.Matched, d.Reason = true, ReasonOverriddenByCanary
+			}
+		}
+	}
+	for _, ss := range canaries {
+		v, err := chooseVersion(ss, in.Pod, in)
+		if err != nil {
+			return nil, err
+		}
+		for i := range decisions {
+			if d := &decisions[i]; d.SidecarSet == ss.Name {
+				d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
+			}
+		}
+		views = append(views, v)
+	}
+	sort.SliceStable(views, func(i, j int) bool { return views[i].ss.Name < views[j].ss.Name })
+	return views, nil
 }
 
 // namespaceOf returns the namespace to match and its labels, with kubernetes.io/metadata.name
@@ -119,7 +158,7 @@ func selectViews(in *Input) ([]view, []*v1alpha1.SidecarSet, []Decision, error) 
 		d.Matched, d.Latest, d.Revision, d.Hash, d.Reason = true, v.latest, v.controllerRevision, v.hash, v.reason
 		views = append(views, v)
 	}
-	return withoutCanaryBases(views, decisions), present, decisions, nil
+	return withoutCanaryBases(views, present, decisions), present, decisions, nil
 }
 
 // alreadyInjected reports whether the pod's injected-list names ss and the pod carries ss's
@@ -151,17 +190,23 @@ func match(ss *v1alpha1.SidecarSet, ns string, nsLabels, podLabels map[string]st
 	return "", nil
 }
 
-// withoutCanaryBases removes the SidecarSets named as base by a matching canary (§4.4).
-func withoutCanaryBases(views []view, decisions []Decision) []view {
+// withoutCanaryBases removes the SidecarSets named as base by a matching canary (§4.4), to inject
+// or injected earlier in the admission (a reinvocation must not bring the base back).
+func withoutCanaryBases(views []view, present []*v1alpha1.SidecarSet, decisions []Decision) []view {
 	var bases map[string]bool
-	for i := range views {
-		a := views[i].ss.Annotations
+	mark := func(a map[string]string) {
 		if base, ok := apps.CanaryBase(a); ok {
 			if bases == nil {
 				bases = map[string]bool{}
 			}
 			bases[base] = true
 		}
+	}
+	for i := range views {
+		mark(views[i].ss.Annotations)
+	}
+	for _, ss := range present {
+		mark(ss.Annotations)
 	}
 	if bases == nil {
 		return views

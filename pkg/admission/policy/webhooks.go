@@ -382,3 +382,38 @@ func isIndex(s string) bool {
 	_, err := strconv.ParseUint(s, 10, 0)
 	return err == nil
 }
+
+// intakePrefix starts the names of the intake webhooks: "intake.<template webhook>".
+const intakePrefix = "intake."
+
+// IntakeWebhooks returns the intake webhooks of the injection configuration: one per template
+// webhook (a class of namespace), named "intake.<template webhook>", that sends every pod of the
+// class to the server, with no object selector and no condition. They are added while a
+// SidecarSet write is under way, before kube-apiserver has loaded the selective webhooks that
+// route its pods (see ExpandWebhooks). They fail open (failurePolicy Ignore): they only add pods
+// for a few seconds, and a server that stops meanwhile must not have every pod of the cluster
+// refused until a leader removes them; the pods the selective webhooks send keep the template's.
+func IntakeWebhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string) []admissionregistrationv1.MutatingWebhook {
+	out := ExpandWebhooks(TemplateWebhooks(template), []WebhookMatch{{}}, excluded)
+	ignore := admissionregistrationv1.Ignore
+	for i := range out {
+		out[i].Name = intakePrefix + out[i].Name
+		out[i].FailurePolicy = &ignore
+	}
+	return out
+}
+
+// IsIntakeWebhook reports whether name is an intake webhook's (IntakeWebhooks).
+func IsIntakeWebhook(name string) bool { return strings.HasPrefix(name, intakePrefix) }
+
+// SplitIntake returns the webhooks of a configuration without the intake webhooks, and those.
+func SplitIntake(webhooks []admissionregistrationv1.MutatingWebhook) (selective, intake []admissionregistrationv1.MutatingWebhook) {
+	for i := range webhooks {
+		if IsIntakeWebhook(webhooks[i].Name) {
+			intake = append(intake, webhooks[i])
+		} else {
+			selective = append(selective, webhooks[i])
+		}
+	}
+	return selective, intake
+}

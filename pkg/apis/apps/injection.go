@@ -27,6 +27,13 @@ const (
 	// ServerVersionAnnotation on the active injection webhook configuration is the version of the
 	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
 	ServerVersionAnnotation = "apps.kruise.io/server-version"
+	// IntakeOpenedAnnotation and IntakeUntilAnnotation on the active injection webhook
+	// configuration, while it holds the intake webhooks (every pod to the server: a SidecarSet
+	// write is under way), record when they were added and until when the last write holds them
+	// (RFC 3339 times); the leader removes them once the selective webhooks serve every
+	// SidecarSet written until then.
+	IntakeOpenedAnnotation = "apps.kruise.io/intake-opened"
+	IntakeUntilAnnotation  = "apps.kruise.io/intake-until"
 )
 
 // InjectionPath says which admission path injects a SidecarSet (RolloutInjection.Path).

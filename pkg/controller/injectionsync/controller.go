@@ -74,6 +74,9 @@ type Options struct {
 	// Grace keeps a policy compiled anew in the webhook's match condition for this long
 	// (admission/policy.PlanInput.Grace).
 	Grace time.Duration
+	// LoadDelay is how long kube-apiserver may take to load a write of the webhook configuration
+	// (plan.Input.LoadDelay).
+	LoadDelay time.Duration
 	// WebhookOnly turns policy injection off: owned policies and bindings are deleted and the
 	// webhook's match condition selects the pods of every SidecarSet.
 	WebhookOnly bool
@@ -85,7 +88,6 @@ type Options struct {
 	Version string
 }
 
-// Controller reconciles policy injection.
 // Controller reconciles policy injection.
 type Controller struct {
 	opts Options
@@ -241,7 +243,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // gather reads everything the plan needs: the stored SidecarSets, the owned objects as the
 // informers show them, since when each has been so, and the owner.
 func (c *Controller) gather(ctx context.Context) (plan.Input, error) {
-	in := plan.Input{Now: c.opts.Clock.Now(), Grace: c.opts.Grace, ExcludedNamespaces: c.opts.ExcludedNamespaces, Memo: &c.memo,
+	in := plan.Input{Now: c.opts.Clock.Now(), Grace: c.opts.Grace, LoadDelay: c.opts.LoadDelay, ExcludedNamespaces: c.opts.ExcludedNamespaces, Memo: &c.memo,
 		SortSidecarContainersByName: c.opts.SortSidecarContainersByName, WebhookOnly: c.opts.WebhookOnly, Version: c.opts.Version}
 	var err error
 	if in.SidecarSets, err = c.sets.List(labels.Everything()); err != nil {

@@ -53,6 +53,10 @@ type Input struct {
 	Now time.Time
 	// Grace is policy.PlanInput.Grace: how long kube-apiserver may take to load a write.
 	Grace time.Duration
+	// LoadDelay is how long kube-apiserver may take to load a write of the webhook configuration:
+	// the intake webhooks (policy.IntakeWebhooks) are removed only once the selective webhooks
+	// have been in place that long, and their hold has passed by as much.
+	LoadDelay time.Duration
 	// ExcludedNamespaces, SortSidecarContainersByName, WebhookOnly, Owner and Memo are passed to
 	// policy.PlanPolicies.
 	ExcludedNamespaces          []string
@@ -261,7 +265,11 @@ func Sync(in Input) (Result, error) {
 			r.Held[ss.Name] = "a policy serves it once the controller has recorded its revision"
 		}
 	}
-	r.Writes = webhookWrites(in, p.WebhookMatches, sortedKeys(p.Results))
+	var intakeRecheck time.Duration
+	r.Writes, intakeRecheck = webhookWrites(in, p.WebhookMatches, sortedKeys(p.Results))
+	if intakeRecheck > 0 && (r.RecheckAfter <= 0 || intakeRecheck < r.RecheckAfter) {
+		r.RecheckAfter = intakeRecheck
+	}
 	wantPolicies, wantBindings := p.Policies, p.Bindings
 	if r.WithdrawAfter = withdrawWait(in, len(r.Writes) > 0); r.WithdrawAfter > 0 {
 		r.Withdrawing = policy.Withdrawing(compiled, p.Policies)
@@ -443,12 +451,13 @@ func copyWith[T metav1.Object](o T, rv string) T {
 
 // webhookWrites returns the writes of the webhook configurations: the template's, when it holds
 // webhooks an earlier version expanded into it (policy.TemplateWebhooks), then the active one's,
-// when it is missing or differs from matches. Either failing holds every SidecarSet (all); the
-// active one is written only if the template's write succeeds.
-func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Write {
+// when it is missing or differs from matches (and the intake, see intake). Either failing holds
+// every SidecarSet (all); the active one is written only if the template's write succeeds. The
+// duration, when positive, is when to plan again to remove the intake webhooks.
+func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) ([]Write, time.Duration) {
 	tmpl := in.Template
 	if tmpl == nil {
-		return nil
+		return nil, 0
 	}
 	var out []Write
 	var cond *Condition
@@ -470,11 +479,16 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Writ
 		want.OwnerReferences = []metav1.OwnerReference{*in.Owner}
 	}
 	have := in.Active
-	switch {
-	case have == nil:
-		return append(out, Write{Op: Create, Kind: Webhooks, Name: want.Name, Object: want, If: cond, Holds: all, Reason: "missing"})
-	case equality.Semantic.DeepEqual(have.Webhooks, want.Webhooks) && sameObject(have, want, nil, nil):
-		return out
+	if have == nil {
+		return append(out, Write{Op: Create, Kind: Webhooks, Name: want.Name, Object: want, If: cond, Holds: all, Reason: "missing"}), 0
+	}
+	keepIntake, recheck := intake(in, want.Webhooks)
+	_, open := policy.SplitIntake(have.Webhooks)
+	if keepIntake {
+		want.Webhooks = append(want.Webhooks, open...)
+	}
+	if equality.Semantic.DeepEqual(have.Webhooks, want.Webhooks) && sameObject(have, want, nil, nil) {
+		return out, recheck
 	}
 	update := have.DeepCopy()
 	update.Webhooks, update.OwnerReferences = want.Webhooks, want.OwnerReferences
@@ -485,7 +499,38 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) []Writ
 	for k, v := range want.Annotations {
 		metav1.SetMetaDataAnnotation(&update.ObjectMeta, k, v)
 	}
-	return append(out, Write{Op: Update, Kind: Webhooks, Name: want.Name, Object: update, If: cond, Holds: all, Reason: "differs from the plan"})
+	reason := "differs from the plan"
+	if len(open) > 0 && !keepIntake {
+		delete(update.Annotations, apps.IntakeOpenedAnnotation)
+		delete(update.Annotations, apps.IntakeUntilAnnotation)
+		reason = "the selective webhooks serve every SidecarSet written while the intake was open"
+	}
+	return append(out, Write{Op: Update, Kind: Webhooks, Name: want.Name, Object: update, If: cond, Holds: all, Reason: reason}), recheck
+}
+
+// intake decides whether the intake webhooks of the active configuration stay (see
+// policy.IntakeWebhooks; a replica adds them before a SidecarSet write, and holds them until the
+// time of apps.IntakeUntilAnnotation). They stay while the hold, plus LoadDelay, has not passed
+// (a write admitted before it may still be reaching the informer), while the selective webhooks
+// differ from selective (they are written now, and not loaded before LoadDelay), and until they
+// have been in place for LoadDelay. The duration, when positive, is when they may go.
+func intake(in Input, selective []admissionregistrationv1.MutatingWebhook) (bool, time.Duration) {
+	have, open := policy.SplitIntake(in.Active.Webhooks)
+	if len(open) == 0 {
+		return false, 0
+	}
+	if !equality.Semantic.DeepEqual(have, selective) {
+		return true, in.LoadDelay + time.Millisecond
+	}
+	until, _ := time.Parse(time.RFC3339Nano, in.Active.Annotations[apps.IntakeUntilAnnotation])
+	at := until.Add(in.LoadDelay)
+	if loaded := since(in, WebhooksKey(in.Active.Name)).Add(in.LoadDelay); loaded.After(at) {
+		at = loaded
+	}
+	if wait := at.Sub(in.Now); wait > 0 {
+		return true, wait
+	}
+	return false, 0
 }
 
 // ActiveWebhooks names the configuration of the injection webhooks the sync writes, from the

@@ -21,8 +21,14 @@ const RepairAnnotation = "apps.kruise.io/repair-not-injected"
 // Reasons a selected pod runs without the SidecarSet's sidecars.
 const (
 	// ReasonCreatedBefore: the pod was created before the SidecarSet (injection happens only when
-	// a pod is created).
+	// a pod is created): its creationTimestamp is an earlier second than the SidecarSet's.
 	ReasonCreatedBefore = "CreatedBeforeSidecarSet"
+	// ReasonCreatedWith: the pod was created in the same second as the SidecarSet. Creation times
+	// are whole seconds, and pods (in the main cluster's etcd) and SidecarSets (in the server's)
+	// have resourceVersions of different sequences, so nothing orders the two: the pod was most
+	// likely created while the SidecarSet's create was in progress (a pod created once it
+	// returned is injected).
+	ReasonCreatedWith = "CreatedWithSidecarSet"
 	// ReasonNamespaceExcluded: the pod's namespace is excluded from injection by the server's
 	// admission configuration.
 	ReasonNamespaceExcluded = "NamespaceExcluded"
@@ -52,9 +58,14 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 		case excluded != nil && excluded(p.Namespace):
 			m.Reason = ReasonNamespaceExcluded
 			m.Message = fmt.Sprintf("namespace %s is excluded from sidecar injection by the server's admission configuration", p.Namespace)
-		case !p.Created.After(ss.CreationTimestamp.Time):
+		case p.Created.Before(ss.CreationTimestamp.Time):
 			m.Reason = ReasonCreatedBefore
-			m.Message = "the pod was created before the SidecarSet; sidecars are injected only when a pod is created: recreate it"
+			m.Message = fmt.Sprintf("the pod was created at %s, before the SidecarSet (%s); sidecars are injected only when a pod is created: recreate it",
+				stamp(p.Created), stamp(ss.CreationTimestamp.Time))
+		case p.Created.Equal(ss.CreationTimestamp.Time):
+			m.Reason = ReasonCreatedWith
+			m.Message = fmt.Sprintf("the pod was created in the same second as the SidecarSet (%s), most likely while the SidecarSet's create was in progress "+
+				"(creation times are whole seconds; pods created once the create returned are injected): recreate it", stamp(p.Created))
 		default:
 			if by := shadowedBy(ss, p, cluster); by != "" {
 				m.Reason = ReasonShadowed
@@ -62,12 +73,16 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 				break
 			}
 			m.Reason = ReasonAdmittedWithout
-			m.Message = "the pod was admitted without the sidecars (injection was unavailable or skipped when it was created): recreate it"
+			m.Message = fmt.Sprintf("the pod was created at %s, after the SidecarSet (%s), and admitted without its sidecars (injection was unavailable or skipped): recreate it",
+				stamp(p.Created), stamp(ss.CreationTimestamp.Time))
 		}
 		out = append(out, m)
 	}
 	return out
 }
+
+// stamp renders a creation time as its object shows it.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // shadowedBy returns, for a NamespacedSidecarSet (named <namespace>.<name>), the cluster
 // SidecarSet injected into p that it collides with (injection.Collision: the injector left it out

@@ -67,7 +67,7 @@ func TestExplainMissed(t *testing.T) {
 		{"a namespaced one does not shadow", tenant, newPod("p", tenant, uninjected, at(time.Minute), carries("team-a.other")), ReasonAdmittedWithout},
 		{"a cluster SidecarSet is never shadowed", ss, newPod("p", ss, uninjected, at(time.Minute), carries("mesh")), ReasonAdmittedWithout},
 		{"created before", ss, newPod("p", ss, uninjected, at(-time.Minute)), ReasonCreatedBefore},
-		{"created in the same second", ss, newPod("p", ss, uninjected, at(0)), ReasonCreatedBefore},
+		{"created in the same second", ss, newPod("p", ss, uninjected, at(0)), ReasonCreatedWith},
 		{"created after", ss, newPod("p", ss, uninjected, at(time.Minute)), ReasonAdmittedWithout},
 		{"excluded namespace, created after", ss, newPod("p", ss, uninjected, at(time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
 		{"excluded namespace, created before", ss, newPod("p", ss, uninjected, at(-time.Minute), inNamespace("kruise-system")), ReasonNamespaceExcluded},
