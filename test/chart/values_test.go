@@ -408,14 +408,14 @@ func TestChartServerGuardValues(t *testing.T) {
 		t.Errorf("the pod guard's match conditions %v, want only %s", conds, want)
 	}
 	vars, _, _ := unstructured.NestedSlice(guard.Object, "spec", "variables")
-	found := false
+	allows := map[string]bool{} // the variables of the keys set and removed: both leave the listed keys out
 	for _, v := range vars {
 		m := v.(map[string]interface{})
-		if m["name"] == "foreignAnnotations" {
-			found = strings.Contains(m["expression"].(string), `!k.matches("^acc[.]example[.]com/")`)
+		if name := m["name"].(string); name == "foreignSet" || name == "foreignRemoved" {
+			allows[name] = strings.Contains(m["expression"].(string), `!k.matches("^acc[.]example[.]com/")`)
 		}
 	}
-	if !found {
-		t.Errorf("the pod guard's foreignAnnotations does not allow serverGuard.podAnnotationKeyExprs: %v", vars)
+	if !allows["foreignSet"] || !allows["foreignRemoved"] {
+		t.Errorf("the pod guard's foreignSet and foreignRemoved do not both allow serverGuard.podAnnotationKeyExprs (%v): %v", allows, vars)
 	}
 }
