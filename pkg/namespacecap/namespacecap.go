@@ -1,6 +1,8 @@
 // Package namespacecap is the rule of the per-namespace cap on NamespacedSidecarSets
-// (--max-namespaced-sidecarsets-per-namespace), which must hold however many creates race,
-// in one replica or across replicas sharing one etcd.
+// (--max-namespaced-sidecarsets-per-namespace), which holds however many creates race near the
+// cap, in one replica or across replicas sharing one etcd (far from the cap a burst larger than
+// the margin that lands on another replica faster than this one's cache follows can pass it:
+// docs/tenancy.md).
 //
 // A create is first checked before it is written (an admission check counting the namespace's
 // objects), which refuses most creates beyond the cap; creates in flight at the same moment are

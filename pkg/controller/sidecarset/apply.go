@@ -76,8 +76,8 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 			out.written = append(out.written, w)
 		}
 	}
-	out.more = len(plan.Upgrade) > maxUpgradesPerRound
-	upgraded, failed, left := c.upgrade(ctx, ss, plan)
+	upgraded, failed, left, more := c.upgrade(ctx, ss, plan)
+	out.more = more
 	out.written = append(out.written, upgraded...)
 	out.failed = append(out.failed, failed...)
 	out.left = left
@@ -108,7 +108,8 @@ const maxUpgradesPerRound = 128
 // entry: the next round resizes it again. A pod the plan took without the budget and that reads ready at the write (readyAtWrite)
 // is left alone, with a resize not yet written: the next round counts it against
 // maxUnavailable. It returns the pods it wrote, those it could not, and those it left.
-func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod) {
+func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result) ([]*corev1.Pod, []podFailure, []*rollout.Pod, bool) {
+	more := len(plan.Upgrade) > maxUpgradesPerRound
 	pods, resize := plan.Upgrade[:min(len(plan.Upgrade), maxUpgradesPerRound)], plan.Resize
 	readyForSidecar := rollout.ReadyForSidecar(ss)
 	written := make([]*corev1.Pod, len(pods))
@@ -132,6 +133,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) { // the node cannot fit it: stop here
 					c.resizes.Refused(ss, pod.UID, errorMessage(err))
 				}
+				c.deferWrite(ss, pod, err)
 				failures[i] = &podFailure{pod, actionResize, err}
 				return
 			}
@@ -156,8 +158,12 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			return true, nil
 		})
 		if err != nil {
+			c.deferWrite(ss, pod, err)
 			failures[i] = &podFailure{pod, actionUpgrade, err}
 			return
+		}
+		if c.writeBackoff != nil {
+			c.writeBackoff.Reset(backoffKey(ss, pod))
 		}
 		if leave {
 			left[i] = pod
@@ -183,7 +189,21 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failed = append(failed, *f)
 		}
 	}
-	return out, failed, slices.DeleteFunc(left, func(p *rollout.Pod) bool { return p == nil })
+	return out, failed, slices.DeleteFunc(left, func(p *rollout.Pod) bool { return p == nil }), more
+}
+
+// deferWrite starts or doubles the backoff of a pod whose upgrade kube-apiserver refused (not a
+// conflict, nor a write whose outcome is unknown: the cache settles those).
+func (c *Controller) deferWrite(ss *v1alpha1.SidecarSet, p *rollout.Pod, err error) {
+	if c.writeBackoff == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ambiguous(err) || notConnected(err) {
+		return
+	}
+	c.writeBackoff.Next(backoffKey(ss, p), c.clock.Now())
+}
+
+// writeDeferred reports whether the pod's last upgrade was refused within its backoff.
+func (c *Controller) writeDeferred(ss *v1alpha1.SidecarSet, p *rollout.Pod) bool {
+	return c.writeBackoff != nil && c.writeBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
 }
 
 // reportFailures publishes the pods a round could not write (the metric

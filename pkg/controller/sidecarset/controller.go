@@ -89,8 +89,10 @@ type Controller struct {
 	// evictionBackoff delays the next eviction of a pod whose eviction was refused, per
 	// SidecarSet and pod (backoffKey).
 	evictionBackoff *flowcontrol.Backoff
-	synced          []cache.InformerSynced
-	podsPeriod      time.Duration
+	// writeBackoff delays the next upgrade of a pod whose upgrade kube-apiserver refused.
+	writeBackoff *flowcontrol.Backoff
+	synced       []cache.InformerSynced
+	podsPeriod   time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
@@ -137,6 +139,8 @@ func New(o Options) (*Controller, error) {
 	}
 	c.evictionBackoff = flowcontrol.NewBackOff(evictionBackoffInitial, evictionBackoffMax)
 	c.evictionBackoff.Clock = o.Clock
+	c.writeBackoff = flowcontrol.NewBackOff(evictionBackoffInitial, evictionBackoffMax)
+	c.writeBackoff.Clock = o.Clock
 	for _, ns := range o.ExcludedNamespaces {
 		c.excluded[ns] = true
 	}
@@ -205,6 +209,11 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
 	var running sync.WaitGroup
+	running.Add(1)
+	go func() { // backoffs of pods and SidecarSets long gone
+		defer running.Done()
+		wait.UntilWithContext(ctx, func(context.Context) { c.evictionBackoff.GC(); c.writeBackoff.GC() }, time.Minute)
+	}()
 	for i := 0; i < workers; i++ {
 		running.Add(1)
 		go func() {

@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -157,7 +158,23 @@ func (c *Controller) deferEviction(ss *v1alpha1.SidecarSet, p *rollout.Pod) {
 	c.evictionBackoff.Next(backoffKey(ss, p), c.clock.Now())
 }
 
+// deferred returns the pods whose last upgrade, or eviction to recreate them, kube-apiserver
+// refused within their backoff (rollout.Options.Deferred).
+func (c *Controller) deferred(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) map[types.UID]bool {
+	recreates := ss.Annotations[rollout.RecreateAnnotation] == "true"
+	var out map[types.UID]bool
+	for _, p := range pods {
+		if c.writeDeferred(ss, p) || (recreates && c.evictionDeferred(ss, p)) {
+			if out == nil {
+				out = map[types.UID]bool{}
+			}
+			out[p.UID] = true
+		}
+	}
+	return out
+}
+
 // evictionDeferred reports whether the pod's eviction was refused within its backoff.
 func (c *Controller) evictionDeferred(ss *v1alpha1.SidecarSet, p *rollout.Pod) bool {
-	return c.evictionBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
+	return c.evictionBackoff != nil && c.evictionBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
 }

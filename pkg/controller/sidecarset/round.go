@@ -76,6 +76,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	opts := c.resizes.Options(ss)
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
+	opts.Deferred = c.deferred(ss, pods)
 	plan := rollout.PlanWith(ss, pods, opts)
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
 		pods = replace(pods, ready)
@@ -110,7 +111,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	statesLeft := false
 	if statesAfter == 0 {
 		verdictsLeft := c.syncUpgradable(ctx, ss, plan, touched) // OpenKruise's users read them: first
-		statesLeft = c.syncStates(ctx, ss, plan, touched) || verdictsLeft
+		statesLeft = c.syncStates(ctx, ss, plan, touched, nil) || verdictsLeft
+	} else {
+		c.syncStates(ctx, ss, plan, touched, dropsNotReadyBefore) // what the budget reads, at once
 	}
 	missed := rollout.ExplainMissed(ss, plan.NotInjected, c.isExcluded, c.clusterSidecarSet)
 	evicted := c.repair(ctx, ss, pods, plan, missed, opts.Unseen)
@@ -142,7 +145,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	}
 	c.record(c.report(ss, plan, missed, out))
 	switch {
-	case out.more:
+	case out.more && len(out.failed) == 0:
 		return time.Millisecond, nil // the rest of what the plan took, once the queue's others had a turn
 	case len(out.failed) > 0:
 		return c.podsPeriod * 5, nil // retried soon, without the backoff of a failed round

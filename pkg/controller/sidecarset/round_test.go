@@ -204,7 +204,8 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 // the pod cache shows the write, and count it against maxUnavailable (1 here: the other pod waits
 // too): a write that succeeded, one whose outcome is unknown (a timeout) and the server applied,
 // and one the server never applied (held until expectationTTL). A write the server refused is
-// expected by no one: the next round tries again at once.
+// expected by no one and holds no place: the next round upgrades the other pod, and the refused
+// one waits out its backoff (TestRefusedUpgradeWaitsItsBackoff).
 func TestRoundHoldsThePodsItWrote(t *testing.T) {
 	timeout := apierrors.NewTimeoutError("the request timed out", 1)
 	for _, tc := range []struct {
@@ -253,6 +254,9 @@ func TestRoundHoldsThePodsItWrote(t *testing.T) {
 				t.Fatalf("the next round held the pod: %v (%d pod patches), want %v", held, h.podUpgrades()-upgrades, tc.hold)
 			}
 			if !tc.hold {
+				if patched := h.podUpgrades() - upgrades; patched != 1 || h.pod("b").Spec.Containers[0].Image == h.pod("a").Spec.Containers[0].Image {
+					t.Errorf("after a refused write the next round sent %d pod upgrades, want the other pod's", patched)
+				}
 				return
 			}
 			if tc.apply {
@@ -589,5 +593,48 @@ func TestRoundUpgradesABoundedBatch(t *testing.T) {
 	}
 	if got := h.podUpgrades(); got != n {
 		t.Errorf("after the second round: %d pod upgrades, want all %d", got, n)
+	}
+}
+
+// TestRefusedUpgradeWaitsItsBackoff: a pod whose upgrade kube-apiserver refuses (an admission
+// policy, a quota) is left to its backoff, holding no place of maxUnavailable (1): rounds go on
+// without it, its plan says why, and once the backoff has passed it is tried again.
+func TestRefusedUpgradeWaitsItsBackoff(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	tries := 0
+	h.kube.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "" || a.(k8stesting.PatchAction).GetName() != "a" ||
+			!strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `"spec"`) {
+			return false, nil, nil
+		}
+		tries++
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "a", errors.New("an admission policy refuses it"))
+	})
+	for range 3 {
+		if _, err := h.round(); err != nil {
+			t.Fatal(err)
+		}
+		h.sync()
+	}
+	if tries != 1 {
+		t.Errorf("the refused pod was tried %d times within its backoff, want once", tries)
+	}
+	if img := h.pod("b").Spec.Containers[0].Image; img == h.pod("a").Spec.Containers[0].Image {
+		t.Errorf("the other pod was not upgraded past the refused one (image %s)", img)
+	}
+	// b restarts for ever in this fake (no kubelet): a second place lets a be tried again.
+	stored := h.stored()
+	stored.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	if _, err := h.own.AppsV1alpha1().SidecarSets().Update(context.Background(), stored, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	h.clock.Step(evictionBackoffInitial + time.Second)
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	if tries != 2 {
+		t.Errorf("once its backoff passed, the refused pod was tried %d times, want twice", tries)
 	}
 }

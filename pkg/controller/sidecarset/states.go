@@ -42,6 +42,13 @@ func podState(pp *rollout.PodPlan) sidecar.UpgradeState {
 	return sidecar.UpgradeState{Revision: pp.Revision, State: string(pp.State), Reason: pp.Reason, NotReadyBefore: pp.NotReadyBefore}
 }
 
+// dropsNotReadyBefore accepts the entries whose notReadyBefore mark the plan drops (the pod has
+// been available since its upgrade): written even while the rollout upgrades pods, since the mark
+// left on a pod that fails later would keep it from holding its place of maxUnavailable.
+func dropsNotReadyBefore(cur, want sidecar.UpgradeState) bool {
+	return cur.NotReadyBefore && !want.NotReadyBefore
+}
+
 // upgradingState is the entry an in-place upgrade writes with the images: the pod's sidecars
 // restart (or resize) from the SidecarSet's latest revision; notReady when the pod, as the write
 // read it, was not ready for its sidecars (it then holds no place of maxUnavailable).
@@ -56,15 +63,18 @@ func upgradingState(ss *v1alpha1.SidecarSet, resize, notReady bool) sidecar.Upgr
 // syncStates writes the upgrade-state entries of the plan's pods that differ from the plan, but
 // the pods written this round (skip) and those being recreated, as the rate allows, the
 // namespaces taking turns. It returns whether some are left for a later round: beyond the rate,
-// or not written.
-func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool) bool {
+// or not written. only, when set, limits the writes to the entries it accepts (the current one,
+// as the pod shows it, and the plan's).
+func (c *Controller) syncStates(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, skip map[string]bool,
+	only func(cur, want sidecar.UpgradeState) bool) bool {
 	var pending []*rollout.PodPlan
 	for i := range plan.Pods {
 		pp := &plan.Pods[i]
 		if skip[pp.Pod.Namespace+"/"+pp.Pod.Name] || pp.Reason == rollout.ReasonRecreating || pp.Pod.Deleting {
 			continue
 		}
-		if cur, ok := pp.Pod.UpgradeState(ss.Name); ok && cur == podState(pp) {
+		cur, ok := pp.Pod.UpgradeState(ss.Name)
+		if (ok && cur == podState(pp)) || (only != nil && !only(cur, podState(pp))) {
 			continue
 		}
 		pending = append(pending, pp)

@@ -33,6 +33,7 @@ const (
 	ReasonNotUpdateStrategy = "NotUpdateStrategy"
 	ReasonImmutableField    = sidecar.NotUpgradableReason
 	ReasonWritePending      = "WritePending"
+	ReasonRetryBackoff      = "RetryBackoff"
 )
 
 // Counts are the SidecarSet status counters (OpenKruise §5.4).
@@ -222,6 +223,8 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 		switch {
 		case n >= keep:
 			plans[i].Reason = ReasonPartition
+		case p.opts.Deferred[pods[i].UID]:
+			plans[i].Reason = ReasonRetryBackoff
 		case stopped:
 			plans[i].Reason = ReasonMaxUnavailable
 		case !facts[i].readyForSidecar:
@@ -302,6 +305,8 @@ func message(res *Result, reason string) string {
 		return "the pod is not ready; it counts against maxUnavailable"
 	case ReasonSelected:
 		return "upgrading in this round"
+	case ReasonRetryBackoff:
+		return "kube-apiserver refused the controller's last upgrade or eviction of the pod: tried again after a backoff (5 s, doubling up to 5 minutes); the pod's events say why"
 	case ReasonWritePending:
 		return "the controller's last write to the pod is not in its cache yet: it counts against maxUnavailable until it is"
 	}

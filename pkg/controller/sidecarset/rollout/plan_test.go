@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -708,5 +709,19 @@ func TestPlanHotUpgradeEmptyImageUnset(t *testing.T) {
 	res := plan(ss, []*corev1.Pod{pod})
 	if res.Counts.Ready != 1 || len(res.Reset) != 0 {
 		t.Errorf("counts %+v, reset %v", res.Counts, names(res.Reset))
+	}
+}
+
+// TestPlanDeferred: a pod whose last upgrade kube-apiserver refused, within its backoff, waits
+// (RetryBackoff) without taking the budget (1): the next pod in order is upgraded.
+func TestPlanDeferred(t *testing.T) {
+	pods := cached([]*corev1.Pod{old("a"), old("b")})
+	res := PlanWith(ssV2, pods, Options{Deferred: map[types.UID]bool{"uid-a": true}})
+	want := map[string]string{"a": "Waiting/" + ReasonRetryBackoff, "b": selected}
+	if got := states(res); !reflect.DeepEqual(got, want) {
+		t.Errorf("states %v, want %v", got, want)
+	}
+	if got := names(res.Upgrade); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Errorf("upgrade %v, want [b]", got)
 	}
 }

@@ -38,6 +38,10 @@ func (p *planner) recreates(res *Result, pods []*Pod, plans []PodPlan, used int3
 				plans[i].Message += "; a pod without a controller is never recreated"
 				continue
 			}
+			if p.opts.Deferred[pods[i].UID] {
+				plans[i].Message += "; its last eviction was refused: tried again after a backoff"
+				continue
+			}
 			idx = append(idx, i)
 		}
 	}

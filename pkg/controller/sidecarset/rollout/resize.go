@@ -52,6 +52,11 @@ type Options struct {
 	// do not show yet: each holds a place of maxUnavailable (the write may have taken it down),
 	// and nothing is planned for it until its write is seen (ReasonWritePending).
 	Unseen map[string]bool
+	// Deferred are the pods (by UID) whose last upgrade or eviction kube-apiserver refused, within
+	// their backoff: they are neither upgraded nor recreated, and hold no place of maxUnavailable
+	// (ReasonRetryBackoff), so that pods the cluster refuses (an admission policy, a budget, a
+	// quota) never take the budget or a round's batch from the others.
+	Deferred map[types.UID]bool
 }
 
 // Resize returns the kubelet's pending or in-progress resize of the pod (the PodResizePending
