@@ -147,14 +147,13 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			if guard(p) {
 				return false, nil
 			}
-			ready := rollout.ReadyAndUpgraded(rollout.NewPod(p), ss.Name)
-			changed, err := inplace.Upgrade(p, ss, c.clock.Now(), ready)
+			before := rollout.NewPod(p) // as read, before the upgrade changes its sidecars
+			changed, err := inplace.Upgrade(p, ss, c.clock.Now(), rollout.ReadyAndUpgraded(before, ss.Name))
 			if err != nil {
 				return false, err
 			}
 			images = changed
-			notReady := !readyForSidecar(rollout.NewPod(p))
-			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod], notReady))
+			sidecar.SetUpgradeState(p.Annotations, ss.Name, upgradingState(ss, resize[pod], !readyForSidecar(before)))
 			return true, nil
 		})
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 // TestRound: a round of a SidecarSet with a new image records its revision, upgrades one pod of
@@ -636,5 +637,32 @@ func TestRefusedUpgradeWaitsItsBackoff(t *testing.T) {
 	}
 	if tries != 2 {
 		t.Errorf("once its backoff passed, the refused pod was tried %d times, want twice", tries)
+	}
+}
+
+// TestUpgradeMarksOnlyPodsNotReadyBefore: the notReadyBefore mark says how the pod stood before
+// its upgrade. A ready pod whose hot-upgrade sidecar is upgraded (its idle twin takes the new
+// image, which a plan reads as not ready for the sidecars) is not marked: it holds its place.
+func TestUpgradeMarksOnlyPodsNotReadyBefore(t *testing.T) {
+	old, _ := newImage(t)
+	ss := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[1].Image = "proxy:2" })
+	h := newHarness(t, old, ss)
+	if _, err := h.round(); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := 0
+	for _, name := range []string{"a", "b"} {
+		p := h.pod(name)
+		st, ok := sidecar.UpgradeStates(p.Annotations[sidecar.UpgradeStateAnnotation])["ss"]
+		if !ok || st.State != string(v1alpha1.PodRolloutUpgrading) {
+			continue
+		}
+		upgraded++
+		if st.NotReadyBefore {
+			t.Errorf("pod %s, ready before its hot upgrade, is marked notReadyBefore: %+v", name, st)
+		}
+	}
+	if upgraded == 0 {
+		t.Fatal("no pod was upgraded")
 	}
 }
