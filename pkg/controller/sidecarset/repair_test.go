@@ -51,11 +51,10 @@ func (h *harness) addReplacement(name string, ss *v1alpha1.SidecarSet) {
 	}
 }
 
-// TestRoundRepairsMissedPods: pods created before the SidecarSet are counted in the status and a
-// condition; with the repair annotation, the owned ones are evicted one at a time within
-// maxUnavailable (1): each only once the cache shows the previous one gone and its ReplicaSet
-// replaced it with a ready pod. The bare one never.
-func TestRoundRepairsMissedPods(t *testing.T) {
+// newRepairHarness returns a harness whose SidecarSet repairs pods that missed its injection at
+// maxUnavailable 1, with two such pods, c and d, owned by ReplicaSet "web".
+func newRepairHarness(t *testing.T) (*v1alpha1.SidecarSet, *harness) {
+	t.Helper()
 	old, _ := newImage(t)
 	ss := old.DeepCopy()
 	ss.Annotations[rollout.RepairAnnotation] = "true"
@@ -63,15 +62,35 @@ func TestRoundRepairsMissedPods(t *testing.T) {
 	h := newHarness(t, old, ss)
 	h.addMissedPod("c", true)
 	h.addMissedPod("d", true)
-	h.addMissedPod("e", false)
-	var evicted []string
+	return old, h
+}
+
+// onEviction answers each eviction with answer(pod name): nil evicts (deletes) the pod, an error
+// refuses the eviction with it.
+func (h *harness) onEviction(answer func(name string) error) {
 	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "eviction" {
 			return false, nil, nil
 		}
 		name := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
-		evicted = append(evicted, name)
+		if err := answer(name); err != nil {
+			return true, nil, err
+		}
 		return true, nil, h.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", name)
+	})
+}
+
+// TestRoundRepairsMissedPods: pods created before the SidecarSet are counted in the status and a
+// condition; with the repair annotation, the owned ones are evicted one at a time within
+// maxUnavailable (1): each only once the cache shows the previous one gone and its ReplicaSet
+// replaced it with a ready pod. The bare one never.
+func TestRoundRepairsMissedPods(t *testing.T) {
+	old, h := newRepairHarness(t)
+	h.addMissedPod("e", false)
+	var evicted []string
+	h.onEviction(func(name string) error {
+		evicted = append(evicted, name)
+		return nil
 	})
 	h.sync()
 
@@ -137,24 +156,14 @@ func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 		{"budget exhausted", apierrors.NewTooManyRequests("cannot evict pod as it would violate the pod's disruption budget", 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			old, _ := newImage(t)
-			ss := old.DeepCopy()
-			ss.Annotations[rollout.RepairAnnotation] = "true"
-			ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
-			h := newHarness(t, old, ss)
-			h.addMissedPod("c", true)
-			h.addMissedPod("d", true)
+			old, h := newRepairHarness(t)
 			var tried []string
-			h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if a.GetSubresource() != "eviction" {
-					return false, nil, nil
-				}
-				name := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
+			h.onEviction(func(name string) error {
 				tried = append(tried, name)
 				if name == "c" {
-					return true, nil, tc.refusal
+					return tc.refusal
 				}
-				return true, nil, h.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", name)
+				return nil
 			})
 			h.sync()
 			for range 2 {
@@ -190,12 +199,9 @@ func TestEvictionForbiddenIsReported(t *testing.T) {
 	h := newHarness(t, old, ss)
 	h.addMissedPod("c", true)
 	tries := 0
-	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
+	h.onEviction(func(string) error {
 		tries++
-		return true, nil, apierrors.NewForbidden(corev1.Resource("pods/eviction"), "c",
+		return apierrors.NewForbidden(corev1.Resource("pods/eviction"), "c",
 			errors.New(`User "system:serviceaccount:sidecarset-system:sidecarset-apiserver" cannot create resource "pods/eviction"`))
 	})
 	h.sync()
