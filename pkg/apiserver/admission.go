@@ -90,9 +90,9 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 // places the sidecars in name order.
 func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, sortByName bool) *webhook.Reviewer {
 	index := injection.NewIndex()
-	set.index = index
+	set.index, set.seen = index, webhook.NewWatermark()
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
-	indexed, err := sets.AddEventHandler(webhook.IndexHandler(index))
+	indexed, err := sets.AddEventHandler(webhook.IndexHandler(index, set.seen))
 	if err != nil {
 		panic(err) // only fails on a stopped informer, which cannot be the case before start
 	}

@@ -202,7 +202,7 @@ func (c completedConfig) New() (*Server, error) {
 				return ss
 			}}
 	}
-	s, err := c.install(reviewer, viewer)
+	s, err := c.install(reviewer, viewer, settleWrites(set.seen, reviewer.HasSynced))
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (c completedConfig) New() (*Server, error) {
 }
 
 // install builds the generic server and installs both API groups.
-func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer sidecarsetstorage.RolloutViewer) (*Server, error) {
+func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer sidecarsetstorage.RolloutViewer, settle writeSettler) (*Server, error) {
 	generic, err := c.GenericConfig.New("sidecarset-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -246,6 +246,8 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
 	}
+	settle.hook(sets.SidecarSet.Store)
+	settle.hook(namespaced.SidecarSet.Store)
 
 	appsGroup := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	appsGroup.NegotiatedSerializer = withoutProtobuf{Codecs}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/admission/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
+	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
@@ -29,6 +30,8 @@ type informerSet struct {
 	pods         *controller.PodSource
 	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
 	index *injection.Index
+	// seen is how far the index has taken SidecarSet events in (see settleWrites).
+	seen *webhook.Watermark
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
 	resizes *controller.Resizes

@@ -163,17 +163,32 @@ func deny(code int32, err error) *admissionv1.AdmissionResponse {
 	}
 }
 
-// IndexHandler keeps index in step with a SidecarSet informer.
-func IndexHandler(index *injection.Index) cache.ResourceEventHandler {
+// IndexHandler keeps index in step with a SidecarSet informer, and advances seen (when not nil)
+// past each event it has taken in.
+func IndexHandler(index *injection.Index, seen *Watermark) cache.ResourceEventHandler {
+	advance := func(ss *v1alpha1.SidecarSet) {
+		if seen != nil {
+			seen.Advance(ss.ResourceVersion)
+		}
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { index.Add(obj.(*v1alpha1.SidecarSet)) },
-		UpdateFunc: func(_, obj interface{}) { index.Update(obj.(*v1alpha1.SidecarSet)) },
+		AddFunc: func(obj interface{}) {
+			ss := obj.(*v1alpha1.SidecarSet)
+			index.Add(ss)
+			advance(ss)
+		},
+		UpdateFunc: func(_, obj interface{}) {
+			ss := obj.(*v1alpha1.SidecarSet)
+			index.Update(ss)
+			advance(ss)
+		},
 		DeleteFunc: func(obj interface{}) {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
 			if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
 				index.Delete(ss)
+				advance(ss)
 			}
 		},
 	}
