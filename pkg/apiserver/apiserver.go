@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/discovery"
 	restclient "k8s.io/client-go/rest"
 
+	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -206,6 +207,9 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.followWrites(s, reviewer, set.seen); err != nil {
+		return nil, err
+	}
 	// Ready once injection can answer: a replica joins the Service only after its first sync
 	// (etcd is left out afterwards: the webhook answers from the caches).
 	if err := s.GenericAPIServer.AddReadyzChecks(healthz.NamedCheck("sidecarset-injection", func(*http.Request) error {
@@ -220,6 +224,27 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// followWrites has the webhook wait, before it answers, until this replica's index has taken in
+// every SidecarSet write stored through any replica (see keyWrites); nothing to do without etcd.
+func (c completedConfig) followWrites(s *Server, reviewer *webhook.Reviewer, seen *webhook.Watermark) error {
+	if c.GenericConfig.RESTOptionsGetter == nil {
+		return nil
+	}
+	storage, prefixes, err := sidecarSetKeys(c.GenericConfig.RESTOptionsGetter)
+	if err != nil || len(storage.Transport.ServerList) == 0 {
+		return err
+	}
+	writes, err := newKeyWrites(storage, prefixes)
+	if err != nil {
+		return err
+	}
+	reviewer.Fresh = freshness(writes, seen)
+	return s.GenericAPIServer.AddPostStartHook("sidecarset-write-follower", func(hc genericapiserver.PostStartHookContext) error {
+		go writes.Run(hc)
+		return nil
+	})
 }
 
 // install builds the generic server and installs both API groups.

@@ -48,6 +48,10 @@ type Reviewer struct {
 	// HasSynced reports whether the index and listers are filled; until then the call fails (see
 	// Review).
 	HasSynced func() bool
+	// Fresh, when set, returns once the index has taken in every SidecarSet write stored before
+	// the call began (or when that cannot be told): a pod created right after a write that
+	// another replica stored is then injected with it.
+	Fresh func(context.Context)
 }
 
 // Review answers one admission request: pod CREATEs are injected, everything else is allowed as
@@ -56,12 +60,15 @@ type Reviewer struct {
 // request it cannot read), Review returns an error instead of a denial: the call then fails, and
 // kube-apiserver applies the webhook's failurePolicy (Fail in application namespaces, Ignore in
 // kube-system), which it never applies to a denial.
-func (r *Reviewer) Review(_ context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+func (r *Reviewer) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
 	if req.Operation != admissionv1.Create || req.Resource != podResource || req.SubResource != "" {
 		return &admissionv1.AdmissionResponse{Allowed: true}, nil
 	}
 	if !r.HasSynced() {
 		return nil, apierrors.NewServiceUnavailable("sidecar injection is not ready: SidecarSets are still loading")
+	}
+	if r.Fresh != nil {
+		r.Fresh(ctx)
 	}
 	pod := &corev1.Pod{}
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
