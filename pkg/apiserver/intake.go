@@ -37,7 +37,7 @@ func (g *intakeGate) Set(in *injectionsync.Intake) { g.intake.Store(in) }
 func (g *intakeGate) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if in := g.intake.Load(); in != nil && changesInjection(r) {
-			if err := in.Open(r.Context()); err != nil {
+			if err := in.Open(r.Context(), intakeNamespace(r)); err != nil {
 				status := apierrors.NewServiceUnavailable("the SidecarSet was not written: the injection webhooks could not be made to receive its pods (retry): " + err.Error())
 				responsewriters.ErrorNegotiated(status, Codecs, schema.GroupVersion{}, w, r)
 				return
@@ -67,6 +67,15 @@ func changesInjection(r *http.Request) bool {
 		return info.Verb == "create"
 	}
 	return false
+}
+
+// intakeNamespace is the namespace whose pods a write of r concerns: a NamespacedSidecarSet's, or
+// "" (every namespace) for a SidecarSet.
+func intakeNamespace(r *http.Request) string {
+	if info, ok := request.RequestInfoFrom(r.Context()); ok && info.Resource == "namespacedsidecarsets" {
+		return info.Namespace
+	}
+	return ""
 }
 
 // settleTimeout bounds how long a SidecarSet write waits for this replica's injector to know it.

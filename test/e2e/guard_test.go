@@ -94,7 +94,7 @@ func TestServerGuard(t *testing.T) {
 	refused("have a webhook fail open", err, "never where they send pods")
 	intake := active.DeepCopy()
 	selective, _ := policy.SplitIntake(intake.Webhooks)
-	intake.Webhooks = append(selective, policy.IntakeWebhooks(selective[:1], nil)...)
+	intake.Webhooks = append(selective, policy.IntakeWebhooks(selective[:1], nil, nil)...)
 	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, intake, update); err != nil {
 		t.Errorf("with the server's token, add an intake webhook that fails open: %v", err)
 	}

@@ -388,13 +388,14 @@ const intakePrefix = "intake."
 
 // IntakeWebhooks returns the intake webhooks of the injection configuration: one per template
 // webhook (a class of namespace), named "intake.<template webhook>", that sends every pod of the
-// class to the server, with no object selector and no condition. They are added while a
+// class to the server, with no object selector and no condition; namespaces, when set, narrows
+// the class to the namespaces it selects (WebhookMatch.NamespaceSelector). They are added while a
 // SidecarSet write is under way, before kube-apiserver has loaded the selective webhooks that
 // route its pods (see ExpandWebhooks). They fail open (failurePolicy Ignore): they only add pods
 // for a few seconds, and a server that stops meanwhile must not have every pod of the cluster
 // refused until a leader removes them; the pods the selective webhooks send keep the template's.
-func IntakeWebhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string) []admissionregistrationv1.MutatingWebhook {
-	out := ExpandWebhooks(TemplateWebhooks(template), []WebhookMatch{{}}, excluded)
+func IntakeWebhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string, namespaces *metav1.LabelSelector) []admissionregistrationv1.MutatingWebhook {
+	out := ExpandWebhooks(TemplateWebhooks(template), []WebhookMatch{{NamespaceSelector: namespaces}}, excluded)
 	ignore := admissionregistrationv1.Ignore
 	for i := range out {
 		out[i].Name = intakePrefix + out[i].Name

@@ -28,12 +28,16 @@ const (
 	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
 	ServerVersionAnnotation = "apps.kruise.io/server-version"
 	// IntakeOpenedAnnotation and IntakeUntilAnnotation on the active injection webhook
-	// configuration, while it holds the intake webhooks (every pod to the server: a SidecarSet
-	// write is under way), record when they were added and until when the last write holds them
-	// (RFC 3339 times); the leader removes them once the selective webhooks serve every
-	// SidecarSet written until then.
+	// configuration, while it holds the intake webhooks for every namespace (every pod to the
+	// server: a cluster SidecarSet's write is under way), record since when every namespace has
+	// been sent and until when the last write holds them (RFC 3339 times); the leader drops the
+	// hold once the selective webhooks serve every SidecarSet written until then.
 	IntakeOpenedAnnotation = "apps.kruise.io/intake-opened"
 	IntakeUntilAnnotation  = "apps.kruise.io/intake-until"
+	// IntakeNamespacesAnnotation records the same for the namespaces held by NamespacedSidecarSet
+	// writes, whose pods alone the intake webhooks send besides: a JSON object from namespace to
+	// {"opened": time, "until": time}.
+	IntakeNamespacesAnnotation = "apps.kruise.io/intake-namespaces"
 )
 
 // InjectionPath says which admission path injects a SidecarSet (RolloutInjection.Path).

@@ -23,16 +23,20 @@ import (
 // written SidecarSet may select. The selective webhooks (one per label key, with the values the
 // SidecarSets select) and the policies are written by the leader after the write, and
 // kube-apiserver loads them later still; until then the pods of a new SidecarSet, or of a new
-// version, would be created without it. So, before a write, Open adds the intake webhooks to the
-// active configuration (policy.IntakeWebhooks: every pod of the webhooks' namespaces to the
-// server, whose injector answers from its own cache and so knows the SidecarSet as soon as it is
-// stored), holds them for Hold and waits LoadDelay for kube-apiserver to load them. Writes that
-// follow within Hold/2 of the last hold find them in place and do not wait; a write past it
-// extends the hold (one update of the configuration, no wait). The leader removes them (plan.Sync)
-// once the hold has passed and the selective webhooks have been in place for LoadDelay: a bulk
-// apply pays one LoadDelay, and pods no SidecarSet selects call the server only meanwhile.
-// Every replica opens; only the leader closes, with the resourceVersion it planned from, so a
-// hold extended meanwhile keeps them.
+// version, would be created without it. So, once a write has passed validation and admission and
+// before it is stored, Open adds the intake webhooks to the active configuration (every pod of
+// the webhooks' namespaces to the server, whose injector answers from its own cache and so knows
+// the SidecarSet as soon as it is stored): for every namespace for a cluster SidecarSet, for its
+// own namespace alone for a NamespacedSidecarSet (plan.IntakeState). It holds them for Hold and
+// waits LoadDelay for kube-apiserver to load them, unless intake webhooks that cover the
+// namespace have been in place that long already. Writes that follow within Hold/2 of the last
+// hold of their namespace (or of every namespace) find it in place and write nothing; a write past
+// it extends the hold: at most one write of the configuration per namespace per Hold/2, whatever
+// a namespace's editor does. The leader drops each hold (plan.Sync) once its time has passed and
+// the selective webhooks have been in place for LoadDelay: a bulk apply pays one LoadDelay, and
+// pods no SidecarSet selects call the server only meanwhile, in the namespaces written. Every
+// replica opens; only the leader drops, with the resourceVersion it planned from, so a hold
+// extended meanwhile keeps them.
 type Intake struct {
 	// Kube reads and writes the webhook configurations.
 	Kube kubernetes.Interface
@@ -46,35 +50,32 @@ type Intake struct {
 	// Clock is the time (nil: the real one).
 	Clock clock.Clock
 
-	mu       sync.Mutex // one open at a time in this replica
-	until    time.Time  // the hold this replica wrote or read last
-	loadedAt time.Time  // when the intake webhooks it saw in place are loaded
+	mu    sync.Mutex           // one read or write of the configuration at a time in this replica
+	known map[string]knownHold // by namespace ("": every namespace), the holds this replica wrote or read last
+}
+
+// knownHold is a hold as this replica last saw it: until when it lasts, and when kube-apiserver
+// has loaded intake webhooks that cover its namespace.
+type knownHold struct {
+	until, loadedAt time.Time
 }
 
 // conflictRetries bounds the updates of an open that meet another writer's.
 const conflictRetries = 5
 
-// Open returns once the intake webhooks are in place and loaded, held for at least Hold/2 from
-// now; nil at once where no injection webhooks are configured.
-func (i *Intake) Open(ctx context.Context) error {
+// Open returns once intake webhooks that cover namespace ("": every namespace) are in place and
+// loaded, held for at least Hold/2 from now; nil at once where no injection webhooks are
+// configured. Call it for a write about to be stored (not a dry run).
+func (i *Intake) Open(ctx context.Context, namespace string) error {
 	if i == nil || i.Kube == nil || i.Template == "" {
 		return nil
 	}
 	clk := i.clock()
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.until.Sub(clk.Now()) < i.Hold/2 {
-		var err error
-		for try := 0; ; try++ {
-			if err = i.open(ctx, clk); !apierrors.IsConflict(err) || try == conflictRetries {
-				break
-			}
-		}
-		if err != nil {
-			return err
-		}
+	loadedAt, err := i.hold(ctx, namespace, clk)
+	if err != nil {
+		return err
 	}
-	wait := i.loadedAt.Sub(clk.Now())
+	wait := loadedAt.Sub(clk.Now())
 	if wait <= 0 {
 		return nil
 	}
@@ -88,6 +89,44 @@ func (i *Intake) Open(ctx context.Context) error {
 	}
 }
 
+// hold makes sure a hold covers namespace for Hold/2 more, and returns when its intake webhooks
+// are loaded. The writes of one replica take turns here, not while they wait for the load.
+func (i *Intake) hold(ctx context.Context, namespace string, clk clock.Clock) (time.Time, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if at, ok := i.knownHeld(namespace, clk.Now()); ok {
+		return at, nil
+	}
+	for try := 0; ; try++ {
+		at, err := i.open(ctx, namespace, clk)
+		if err == nil {
+			return at, nil
+		}
+		if !apierrors.IsConflict(err) || try == conflictRetries {
+			return time.Time{}, err
+		}
+	}
+}
+
+// knownHeld returns when the intake webhooks covering namespace are loaded, if a hold this replica
+// knows covers it for Hold/2 more; it forgets the holds that have ended.
+func (i *Intake) knownHeld(namespace string, now time.Time) (time.Time, bool) {
+	var at time.Time
+	held := false
+	for scope, k := range i.known {
+		switch {
+		case !k.until.After(now):
+			delete(i.known, scope)
+		case (scope == "" || scope == namespace) && k.until.Sub(now) >= i.Hold/2:
+			if !held || k.loadedAt.Before(at) {
+				at = k.loadedAt
+			}
+			held = true
+		}
+	}
+	return at, held
+}
+
 func (i *Intake) clock() clock.Clock {
 	if i.Clock == nil {
 		return clock.RealClock{}
@@ -95,62 +134,73 @@ func (i *Intake) clock() clock.Clock {
 	return i.Clock
 }
 
-// open adds or extends the intake webhooks with one write of the active configuration (created
-// when missing), and records the hold and when they are loaded.
-func (i *Intake) open(ctx context.Context, clk clock.Clock) error {
+// open reads the active configuration (created when missing) and, unless a hold there covers
+// namespace for Hold/2 more, adds or extends its hold with one write; it records the hold and
+// returns when kube-apiserver has loaded intake webhooks that cover namespace.
+func (i *Intake) open(ctx context.Context, namespace string, clk clock.Clock) (time.Time, error) {
 	cl := i.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	tmpl, err := cl.Get(ctx, i.Template, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil // no injection webhooks to route pods with
+		return time.Time{}, nil // no injection webhooks to route pods with
 	}
 	if err != nil {
-		return fmt.Errorf("reading the injection webhooks %s: %w", i.Template, err)
+		return time.Time{}, fmt.Errorf("reading the injection webhooks %s: %w", i.Template, err)
 	}
 	active, err := cl.Get(ctx, ActiveWebhooks(i.Template), metav1.GetOptions{})
 	missing := apierrors.IsNotFound(err)
 	if err != nil && !missing {
-		return fmt.Errorf("reading the injection webhooks %s: %w", ActiveWebhooks(i.Template), err)
+		return time.Time{}, fmt.Errorf("reading the injection webhooks %s: %w", ActiveWebhooks(i.Template), err)
 	}
 	if missing {
 		active = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
 			Name: ActiveWebhooks(i.Template), Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
 	}
 	now := clk.Now()
-	selective, open := policy.SplitIntake(active.Webhooks)
-	opened, perr := time.Parse(time.RFC3339Nano, active.Annotations[apps.IntakeOpenedAnnotation])
-	if len(open) == 0 || perr != nil {
-		open, opened = policy.IntakeWebhooks(tmpl.Webhooks, i.ExcludedNamespaces), time.Time{}
+	state := plan.ReadIntake(active, tmpl.Webhooks, i.ExcludedNamespaces)
+	next, write := state.Open(namespace, now, i.Hold)
+	if write {
+		selective, _ := policy.SplitIntake(active.Webhooks)
+		open := next.Webhooks(tmpl.Webhooks, i.ExcludedNamespaces)
+		if len(open) == 0 {
+			return time.Time{}, errors.New("the injection webhooks' template holds no webhook")
+		}
+		active.Webhooks = append(selective, open...)
+		next.Annotate(&active.ObjectMeta)
+		if err := i.write(ctx, active, missing); err != nil {
+			return time.Time{}, err
+		}
 	}
-	if len(open) == 0 {
-		return errors.New("the injection webhooks' template holds no webhook")
+	since, _ := next.CoveredSince(namespace)
+	loadedAt := since.Add(i.LoadDelay)
+	if since.Equal(now) {
+		// Covered from this write on: loaded once kube-apiserver had the time to load it.
+		loadedAt = clk.Now().Add(i.LoadDelay)
+		klog.V(2).InfoS("sending the pods of a namespace to the server until the injection webhooks serve the SidecarSets written",
+			"configuration", active.Name, "namespace", namespace, "until", next.Until(namespace))
 	}
-	until := now.Add(i.Hold)
-	active.Webhooks = append(selective, open...)
-	metav1.SetMetaDataAnnotation(&active.ObjectMeta, apps.IntakeUntilAnnotation, until.UTC().Format(time.RFC3339Nano))
-	if !opened.IsZero() {
-		metav1.SetMetaDataAnnotation(&active.ObjectMeta, apps.IntakeOpenedAnnotation, opened.UTC().Format(time.RFC3339Nano))
-	} else {
-		metav1.SetMetaDataAnnotation(&active.ObjectMeta, apps.IntakeOpenedAnnotation, now.UTC().Format(time.RFC3339Nano))
+	if i.known == nil {
+		i.known = map[string]knownHold{}
 	}
+	i.known[namespace] = knownHold{until: next.Until(namespace), loadedAt: loadedAt}
+	return loadedAt, nil
+}
+
+// write creates or updates the active configuration; a conflict is returned as such (the open is
+// tried again), any other failure counted.
+func (i *Intake) write(ctx context.Context, active *admissionregistrationv1.MutatingWebhookConfiguration, missing bool) error {
+	cl := i.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	var err error
 	if missing {
 		_, err = cl.Create(ctx, active, metav1.CreateOptions{})
 	} else {
 		_, err = cl.Update(ctx, active, metav1.UpdateOptions{})
 	}
-	if err != nil {
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			writeErrors.WithLabelValues(string(plan.Webhooks)).Inc()
-			return fmt.Errorf("sending every pod to the server while a SidecarSet is written: %w", err)
-		}
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		return apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), active.Name, err)
 	}
-	i.until = until
-	if opened.IsZero() {
-		// Added now: loaded once kube-apiserver had the time to load this write.
-		i.loadedAt = clk.Now().Add(i.LoadDelay)
-		klog.V(2).InfoS("sending every pod to the server until the injection webhooks serve the SidecarSets written", "configuration", active.Name, "until", until)
-	} else if at := opened.Add(i.LoadDelay); at.After(i.loadedAt) {
-		i.loadedAt = at
-	}
-	return nil
+	writeErrors.WithLabelValues(string(plan.Webhooks)).Inc()
+	return fmt.Errorf("sending the pods to the server while a SidecarSet is written: %w", err)
 }

@@ -2,10 +2,12 @@ package injectionsync
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -13,9 +15,11 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
-// TestIntakeOpen: the first write of a burst adds the intake webhooks and waits the load delay;
-// the writes within half the hold neither write nor wait; a later one extends the hold without
-// waiting again; without a template nothing is written.
+// TestIntakeOpen: the first write of a namespace adds intake webhooks for that namespace alone and
+// waits the load delay; the writes of a held namespace within half the hold neither write nor wait,
+// in this replica or another; another namespace is added and waits; a cluster SidecarSet's write
+// opens every namespace and waits, after which no namespace writes; a write past half the hold
+// extends it without waiting again; without a template nothing is written.
 func TestIntakeOpen(t *testing.T) {
 	ctx := context.Background()
 	tmpl := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "injector"},
@@ -24,8 +28,9 @@ func TestIntakeOpen(t *testing.T) {
 		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "sidecarinjection.admission.kruise.io", ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}}
 	kube := fake.NewClientset(tmpl, active)
-	const hold, load = 400 * time.Millisecond, 50 * time.Millisecond
+	const hold, load = 2 * time.Second, 100 * time.Millisecond
 	in := &Intake{Kube: kube, Template: "injector", Hold: hold, LoadDelay: load}
+	other := &Intake{Kube: kube, Template: "injector", Hold: hold, LoadDelay: load} // another replica
 	writes := func() int {
 		n := 0
 		for _, a := range kube.Actions() {
@@ -35,54 +40,60 @@ func TestIntakeOpen(t *testing.T) {
 		}
 		return n
 	}
-	read := func() *admissionregistrationv1.MutatingWebhookConfiguration {
+	// scope is what the intake webhooks in place select: every namespace, or the namespaces listed.
+	scope := func() string {
 		got, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "injector-active", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got
+		selective, intake := policy.SplitIntake(got.Webhooks)
+		if len(selective) != 1 || len(intake) != 1 {
+			t.Fatalf("webhooks: selective %v, intake %v; want the selective one kept and one intake webhook", selective, intake)
+		}
+		for _, r := range intake[0].NamespaceSelector.MatchExpressions {
+			if r.Key == corev1.LabelMetadataName && r.Operator == metav1.LabelSelectorOpIn {
+				return fmt.Sprint(r.Values)
+			}
+		}
+		return "every namespace"
 	}
-
-	start := time.Now()
-	if err := in.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took < load {
-		t.Errorf("the first open returned after %v, before the load delay %v", took, load)
-	}
-	got := read()
-	selective, intake := policy.SplitIntake(got.Webhooks)
-	if len(selective) != 1 || len(intake) != 1 || intake[0].ObjectSelector == nil || len(intake[0].ObjectSelector.MatchLabels)+len(intake[0].ObjectSelector.MatchExpressions) != 0 {
-		t.Fatalf("webhooks after the first open: selective %v, intake %v; want the selective one kept and one intake webhook selecting every pod", selective, intake)
-	}
-	opened := got.Annotations[apps.IntakeOpenedAnnotation]
-	if opened == "" || got.Annotations[apps.IntakeUntilAnnotation] == "" {
-		t.Fatalf("annotations %v, want the opening and the hold", got.Annotations)
-	}
-	n := writes()
-
-	start = time.Now()
-	if err := in.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took >= load || writes() != n {
-		t.Errorf("a write within half the hold took %v and wrote %d times, want no wait and no write", took, writes()-n)
-	}
-
-	time.Sleep(hold/2 + 10*time.Millisecond)
-	start = time.Now()
-	if err := in.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took >= load || writes() != n+1 {
-		t.Errorf("a write past half the hold took %v and wrote %d times, want no wait and one write", took, writes()-n)
-	}
-	if got := read(); got.Annotations[apps.IntakeOpenedAnnotation] != opened {
-		t.Errorf("the extension moved the opening from %s to %s", opened, got.Annotations[apps.IntakeOpenedAnnotation])
+	for _, step := range []struct {
+		name      string
+		replica   *Intake
+		namespace string
+		sleep     time.Duration // before the open
+		wantWrite bool
+		wantWait  bool
+		wantScope string
+	}{
+		{name: "first write of team-a", replica: in, namespace: "team-a", wantWrite: true, wantWait: true, wantScope: "[team-a]"},
+		{name: "team-a again", replica: in, namespace: "team-a", wantScope: "[team-a]"},
+		{name: "team-a in another replica", replica: other, namespace: "team-a", wantScope: "[team-a]"},
+		{name: "team-b", replica: in, namespace: "team-b", wantWrite: true, wantWait: true, wantScope: "[team-a team-b]"},
+		{name: "a cluster SidecarSet", replica: other, namespace: "", wantWrite: true, wantWait: true, wantScope: "every namespace"},
+		{name: "team-c under the cluster hold", replica: other, namespace: "team-c", wantScope: "every namespace"},
+		{name: "team-a past half its hold", replica: in, namespace: "team-a", sleep: hold / 2, wantWrite: true, wantScope: "every namespace"},
+	} {
+		time.Sleep(step.sleep)
+		n := writes()
+		start := time.Now()
+		if err := step.replica.Open(ctx, step.namespace); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		took := time.Since(start)
+		if wrote := writes() > n; wrote != step.wantWrite {
+			t.Errorf("%s: wrote the configuration %v, want %v", step.name, wrote, step.wantWrite)
+		}
+		if waited := took >= load; waited != step.wantWait {
+			t.Errorf("%s: took %v, want a wait of the load delay (%v): %v", step.name, took, load, step.wantWait)
+		}
+		if got := scope(); got != step.wantScope {
+			t.Errorf("%s: intake webhooks select %s, want %s", step.name, got, step.wantScope)
+		}
 	}
 
 	none := fake.NewClientset()
-	if err := (&Intake{Kube: none, Template: "injector", Hold: hold, LoadDelay: load}).Open(ctx); err != nil {
+	if err := (&Intake{Kube: none, Template: "injector", Hold: hold, LoadDelay: load}).Open(ctx, "team-a"); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range none.Actions() {

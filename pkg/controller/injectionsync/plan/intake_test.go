@@ -1,16 +1,203 @@
 package plan
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
+
+const (
+	intakeHold = 10 * time.Second
+	intakeLoad = time.Second
+)
+
+// hold is a hold opened at opened and lasting until until, both offsets from t0.
+func hold(opened, until time.Duration) IntakeHold {
+	return IntakeHold{Opened: t0.Add(opened), Until: t0.Add(until)}
+}
+
+func clusterHold(opened, until time.Duration) *IntakeHold {
+	h := hold(opened, until)
+	return &h
+}
+
+// withIntake returns cfg with the intake webhooks and annotations of s.
+func withIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration, s IntakeState) *admissionregistrationv1.MutatingWebhookConfiguration {
+	cfg = cfg.DeepCopy()
+	selective, _ := policy.SplitIntake(cfg.Webhooks)
+	cfg.Webhooks = append(selective, s.Webhooks(template().Webhooks, nil)...)
+	s.Annotate(&cfg.ObjectMeta)
+	return cfg
+}
+
+// intakeScope is what the intake webhooks of a configuration select: "every namespace", the
+// namespaces they are narrowed to, or "none".
+func intakeScope(t *testing.T, webhooks []admissionregistrationv1.MutatingWebhook) string {
+	t.Helper()
+	_, open := policy.SplitIntake(webhooks)
+	if len(open) == 0 {
+		return "none"
+	}
+	var scopes []string
+	for _, w := range open {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore || w.ObjectSelector == nil ||
+			len(w.ObjectSelector.MatchLabels)+len(w.ObjectSelector.MatchExpressions) != 0 || len(w.MatchConditions) != 0 {
+			t.Errorf("intake webhook %s: failurePolicy %v, objectSelector %v, conditions %v; want Ignore and every pod", w.Name, w.FailurePolicy, w.ObjectSelector, w.MatchConditions)
+		}
+		scope := "every namespace"
+		for _, r := range w.NamespaceSelector.MatchExpressions {
+			if r.Key == corev1.LabelMetadataName && r.Operator == metav1.LabelSelectorOpIn {
+				scope = fmt.Sprint(r.Values)
+			}
+		}
+		scopes = append(scopes, scope)
+	}
+	slices.Sort(scopes)
+	if scopes = slices.Compact(scopes); len(scopes) != 1 {
+		t.Errorf("intake webhooks of different scopes: %v", scopes)
+	}
+	return scopes[0]
+}
+
+// TestIntakeWebhooks: the intake webhooks select every namespace while a cluster hold lasts, else
+// the held namespaces alone, one per template webhook; the state reads back from the
+// configuration as written, and is stale when the webhooks in place are not its own.
+func TestIntakeWebhooks(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		state     IntakeState
+		wantScope string
+	}{
+		{name: "no hold", state: IntakeState{}, wantScope: "none"},
+		{name: "cluster", state: IntakeState{Cluster: clusterHold(0, 10*time.Second)}, wantScope: "every namespace"},
+		{name: "namespaces", state: IntakeState{Namespaces: map[string]IntakeHold{"team-b": hold(0, time.Second), "team-a": hold(time.Second, 5*time.Second)}},
+			wantScope: "[team-a team-b]"},
+		{name: "cluster and namespaces", state: IntakeState{Cluster: clusterHold(0, time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 5*time.Second)}},
+			wantScope: "every namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			active := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-injector-active"},
+				Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "sidecarinjection.admission.kruise.io"}}}
+			active = withIntake(active, tc.state)
+			if got := intakeScope(t, active.Webhooks); got != tc.wantScope {
+				t.Errorf("intake webhooks select %s, want %s", got, tc.wantScope)
+			}
+			if _, open := policy.SplitIntake(active.Webhooks); tc.wantScope != "none" && len(open) != len(template().Webhooks) {
+				t.Errorf("%d intake webhooks, want one per template webhook (%d)", len(open), len(template().Webhooks))
+			}
+			got := ReadIntake(active, template().Webhooks, nil)
+			if diff := cmp.Diff(tc.state, got); diff != "" {
+				t.Errorf("state read back (-want +got):\n%s", diff)
+			}
+			if tc.state.Empty() {
+				return
+			}
+			other := active.DeepCopy()
+			other.Webhooks = append(other.Webhooks[:1], policy.IntakeWebhooks(template().Webhooks, []string{"kube-system"}, nil)...)
+			stale := ReadIntake(other, template().Webhooks, nil)
+			if !stale.Stale {
+				t.Errorf("intake webhooks rendered otherwise read as not stale: %+v", stale)
+			}
+			if _, ok := stale.CoveredSince("team-a"); ok {
+				t.Errorf("a stale state reports its namespaces covered")
+			}
+		})
+	}
+}
+
+// TestIntakeOpen: what a write of a namespace ("": a cluster SidecarSet) does to the holds, and
+// how long it then waits: nothing and no wait when a hold covers it for half the hold more and
+// has been loaded; an extension keeps the time the coverage began; a namespace newly covered waits
+// the load delay; a stale state is written again; one namespace too many turns the holds into a
+// cluster hold.
+func TestIntakeOpen(t *testing.T) {
+	many := map[string]IntakeHold{}
+	for i := range MaxIntakeNamespaces {
+		many[fmt.Sprintf("ns-%03d", i)] = hold(0, 12*time.Second)
+	}
+	for _, tc := range []struct {
+		name      string
+		state     IntakeState
+		namespace string
+		now       time.Duration // after t0
+		wantWrite bool
+		want      IntakeState
+		wantWait  time.Duration
+	}{
+		{name: "first namespaced write", namespace: "team-a", now: 0,
+			wantWrite: true, want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}}, wantWait: intakeLoad},
+		{name: "same namespace, not loaded yet", state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-a", now: 400 * time.Millisecond,
+			want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}}, wantWait: 600 * time.Millisecond},
+		{name: "same namespace, loaded", state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-a", now: 5 * time.Second,
+			want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}}},
+		{name: "same namespace past half the hold: extended, no wait", state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-a", now: 6 * time.Second,
+			wantWrite: true, want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 16*time.Second)}}},
+		{name: "another namespace: added, waits", state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-b", now: 2 * time.Second,
+			wantWrite: true, want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second), "team-b": hold(2*time.Second, 12*time.Second)}},
+			wantWait: intakeLoad},
+		{name: "namespace under a loaded cluster hold: nothing", state: IntakeState{Cluster: clusterHold(0, 10*time.Second)},
+			namespace: "team-a", now: 2 * time.Second,
+			want: IntakeState{Cluster: clusterHold(0, 10*time.Second)}},
+		{name: "namespace under an ending cluster hold: held from the cluster's opening, no wait", state: IntakeState{Cluster: clusterHold(0, 10*time.Second)},
+			namespace: "team-a", now: 6 * time.Second,
+			wantWrite: true, want: IntakeState{Cluster: clusterHold(0, 10*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 16*time.Second)}}},
+		{name: "cluster write beside namespaces: every namespace newly covered, waits", state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "", now: 2 * time.Second,
+			wantWrite: true, want: IntakeState{Cluster: clusterHold(2*time.Second, 12*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			wantWait: intakeLoad},
+		{name: "namespace write beside a new cluster hold: its own hold loaded", state: IntakeState{Cluster: clusterHold(2*time.Second, 12*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-a", now: 2500 * time.Millisecond,
+			want: IntakeState{Cluster: clusterHold(2*time.Second, 12*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}}},
+		{name: "cluster write within half the hold: nothing", state: IntakeState{Cluster: clusterHold(0, 10*time.Second)},
+			namespace: "", now: 4 * time.Second,
+			want: IntakeState{Cluster: clusterHold(0, 10*time.Second)}},
+		{name: "cluster write past half the hold: extended", state: IntakeState{Cluster: clusterHold(0, 10*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "", now: 6 * time.Second,
+			wantWrite: true, want: IntakeState{Cluster: clusterHold(0, 16*time.Second), Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}}},
+		{name: "stale: written again, opened now", state: IntakeState{Stale: true, Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second)}},
+			namespace: "team-a", now: 2 * time.Second,
+			wantWrite: true, want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(2*time.Second, 12*time.Second)}}, wantWait: intakeLoad},
+		{name: "one namespace too many: every namespace until the last hold", state: IntakeState{Namespaces: many},
+			namespace: "team-a", now: time.Second,
+			wantWrite: true, want: IntakeState{Cluster: clusterHold(time.Second, 12*time.Second)}, wantWait: intakeLoad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0.Add(tc.now)
+			got, write := tc.state.Open(tc.namespace, now, intakeHold)
+			if write != tc.wantWrite {
+				t.Errorf("write %v, want %v", write, tc.wantWrite)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("state (-want +got):\n%s", diff)
+			}
+			since, ok := got.CoveredSince(tc.namespace)
+			if !ok {
+				t.Fatalf("namespace %q not covered after the open", tc.namespace)
+			}
+			wait := max(since.Add(intakeLoad).Sub(now), 0)
+			if wait != tc.wantWait {
+				t.Errorf("wait %v, want %v", wait, tc.wantWait)
+			}
+			if until := got.Until(tc.namespace); until.Sub(now) < intakeHold/2 {
+				t.Errorf("held until %v, less than half the hold from now", until.Sub(t0))
+			}
+		})
+	}
+}
 
 // TestIntake: the intake webhooks a SidecarSet write added to the active configuration stay while
 // their hold, plus the load delay, lasts, while the selective webhooks change and until those have
@@ -20,59 +207,123 @@ func TestIntake(t *testing.T) {
 	a, b := sidecarSet("a", "app", "v1"), sidecarSet("b", "app", "v1")
 	until := t0.Add(30 * time.Second)
 	for _, tc := range []struct {
-		name        string
-		sets        []*v1alpha1.SidecarSet
-		now         time.Time
-		activeSince time.Time // since when the active configuration is as it is
-		wantKept    bool      // the intake webhooks stay
-		wantWrite   bool      // the active configuration is written
-		wantRecheck time.Duration
+		name           string
+		sets           []*v1alpha1.SidecarSet
+		now            time.Time
+		selectiveSince time.Time // since when the selective webhooks are as they are
+		wantKept       bool      // the intake webhooks stay
+		wantWrite      bool      // the active configuration is written
+		wantRecheck    time.Duration
 	}{
-		{name: "held", sets: []*v1alpha1.SidecarSet{a, b}, now: t0.Add(10 * time.Second), activeSince: t0,
+		{name: "held", sets: []*v1alpha1.SidecarSet{a, b}, now: t0.Add(10 * time.Second), selectiveSince: t0,
 			wantKept: true, wantRecheck: 21 * time.Second},
-		{name: "hold passed, the load delay not yet", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load / 2), activeSince: t0,
+		{name: "hold passed, the load delay not yet", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load / 2), selectiveSince: t0,
 			wantKept: true, wantRecheck: load / 2},
-		{name: "hold passed, selective webhooks loaded", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load), activeSince: t0,
+		{name: "hold passed, selective webhooks loaded", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load), selectiveSince: t0,
 			wantWrite: true},
-		{name: "selective webhooks just written", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(time.Minute), activeSince: until.Add(time.Minute - load/4),
+		{name: "selective webhooks just written", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(time.Minute), selectiveSince: until.Add(time.Minute - load/4),
 			wantKept: true, wantRecheck: 3 * load / 4},
-		{name: "a SidecarSet of a new key", sets: []*v1alpha1.SidecarSet{a, b, sidecarSet("c", "team", "v1")}, now: until.Add(time.Minute), activeSince: t0,
+		{name: "a SidecarSet of a new key", sets: []*v1alpha1.SidecarSet{a, b, sidecarSet("c", "team", "v1")}, now: until.Add(time.Minute), selectiveSince: t0,
 			wantKept: true, wantWrite: true, wantRecheck: load + time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := settled(t, a, b)
 			key := Key(Webhooks, "sidecarset-injector-active")
-			cfg := c.input(nil, t0, nil).Active.DeepCopy()
-			cfg.Webhooks = append(cfg.Webhooks, policy.IntakeWebhooks(template().Webhooks, nil)...)
-			cfg.Annotations[apps.IntakeOpenedAnnotation] = t0.Format(time.RFC3339Nano)
-			cfg.Annotations[apps.IntakeUntilAnnotation] = until.Format(time.RFC3339Nano)
-			c.objects[key] = cfg
+			c.objects[key] = withIntake(c.input(nil, t0, nil).Active, IntakeState{Cluster: &IntakeHold{Opened: t0, Until: until}})
 			since := c.longAgo(tc.now)
-			since[key] = tc.activeSince
+			since[key] = tc.now // the intake's own writes do not delay its removal
+			since[SelectiveWebhooksKey("sidecarset-injector-active")] = tc.selectiveSince
 			in := c.input(tc.sets, tc.now, since)
 			in.LoadDelay = load
 			r, err := Sync(in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var written *Write
-			for i := range r.Writes {
-				if r.Writes[i].Key() == key {
-					written = &r.Writes[i]
-				}
-			}
+			written := activeWrite(r)
 			if (written != nil) != tc.wantWrite {
 				t.Fatalf("active configuration written: %v, want %v (%v)", written != nil, tc.wantWrite, summarize(r).Writes)
 			}
 			if written != nil {
-				got := written.Object.(interface{ GetAnnotations() map[string]string })
-				_, intake := policy.SplitIntake(written.Object.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks)
+				_, intake := policy.SplitIntake(written.Webhooks)
 				if kept := len(intake) > 0; kept != tc.wantKept {
 					t.Errorf("intake webhooks kept: %v, want %v", kept, tc.wantKept)
 				}
-				if _, ok := got.GetAnnotations()[apps.IntakeUntilAnnotation]; ok != tc.wantKept {
+				if _, ok := written.Annotations[apps.IntakeUntilAnnotation]; ok != tc.wantKept {
 					t.Errorf("hold annotation kept: %v, want %v", ok, tc.wantKept)
 				}
+			}
+			if diff := cmp.Diff(tc.wantRecheck, r.RecheckAfter); diff != "" {
+				t.Errorf("recheck after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// activeWrite returns the active configuration a pass writes, nil when none.
+func activeWrite(r Result) *admissionregistrationv1.MutatingWebhookConfiguration {
+	for i := range r.Writes {
+		if r.Writes[i].Key() == Key(Webhooks, "sidecarset-injector-active") {
+			return r.Writes[i].Object.(*admissionregistrationv1.MutatingWebhookConfiguration)
+		}
+	}
+	return nil
+}
+
+// TestIntakeDropsHoldsApart: the leader drops each hold once its time, plus the load delay, has
+// passed, the cluster hold and each namespace's apart, and rewrites the intake webhooks for those
+// left: every namespace while the cluster hold lasts, then the namespaces still held, then none.
+// Nothing is dropped while the selective webhooks are not loaded.
+func TestIntakeDropsHoldsApart(t *testing.T) {
+	a := sidecarSet("a", "app", "v1")
+	held := IntakeState{
+		Cluster:    clusterHold(0, 10*time.Second),
+		Namespaces: map[string]IntakeHold{"team-a": hold(0, 20*time.Second), "team-b": hold(time.Second, 30*time.Second)},
+	}
+	for _, tc := range []struct {
+		name           string
+		now            time.Duration // after t0
+		selectiveSince time.Duration // after t0
+		wantWrite      bool
+		want           IntakeState // the holds after the pass
+		wantScope      string
+		wantRecheck    time.Duration
+	}{
+		{name: "every hold lasts", now: 5 * time.Second, want: held, wantScope: "every namespace", wantRecheck: 6 * time.Second},
+		{name: "the cluster hold passed: the namespaces still held", now: 11 * time.Second, wantWrite: true,
+			want: IntakeState{Namespaces: held.Namespaces}, wantScope: "[team-a team-b]", wantRecheck: 10 * time.Second},
+		{name: "the cluster hold passed, the selective webhooks not loaded", now: 11 * time.Second, selectiveSince: 10500 * time.Millisecond,
+			want: held, wantScope: "every namespace", wantRecheck: 500 * time.Millisecond},
+		{name: "one namespace passed", now: 21 * time.Second, wantWrite: true,
+			want: IntakeState{Namespaces: map[string]IntakeHold{"team-b": held.Namespaces["team-b"]}}, wantScope: "[team-b]", wantRecheck: 10 * time.Second},
+		{name: "every hold passed", now: 31 * time.Second, wantWrite: true, wantScope: "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := settled(t, a)
+			key := Key(Webhooks, "sidecarset-injector-active")
+			c.objects[key] = withIntake(c.input(nil, t0, nil).Active, held)
+			since := c.longAgo(t0)
+			since[key] = t0.Add(tc.now)
+			since[SelectiveWebhooksKey("sidecarset-injector-active")] = t0.Add(tc.selectiveSince)
+			in := c.input([]*v1alpha1.SidecarSet{a}, t0.Add(tc.now), since)
+			in.LoadDelay = intakeLoad
+			r, err := Sync(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			active := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
+			if written := activeWrite(r); written != nil {
+				active = written
+			} else if tc.wantWrite {
+				t.Fatalf("active configuration not written (%v)", summarize(r).Writes)
+			}
+			if activeWrite(r) != nil && !tc.wantWrite {
+				t.Errorf("active configuration written: %v", summarize(r).Writes)
+			}
+			if got := intakeScope(t, active.Webhooks); got != tc.wantScope {
+				t.Errorf("intake webhooks select %s, want %s", got, tc.wantScope)
+			}
+			if diff := cmp.Diff(tc.want, ReadIntake(active, template().Webhooks, nil)); diff != "" {
+				t.Errorf("holds (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantRecheck, r.RecheckAfter); diff != "" {
 				t.Errorf("recheck after (-want +got):\n%s", diff)

@@ -1,12 +1,16 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
@@ -18,6 +22,11 @@ func Key(k Kind, name string) string { return string(k) + "/" + name }
 func PolicyKey(name string) string   { return Key(Policy, name) }
 func BindingKey(name string) string  { return Key(Binding, name) }
 func WebhooksKey(name string) string { return Key(Webhooks, name) }
+
+// SelectiveWebhooksKey is the key of the selective webhooks of an active webhook configuration
+// (those that are not intake webhooks), observed apart: the intake's holds are written often, and
+// what the intake waits for is the selective webhooks alone.
+func SelectiveWebhooksKey(name string) string { return Key(Webhooks, name) + "/selective" }
 
 // Observation is one object as gathered, for the Tracker.
 type Observation struct {
@@ -44,9 +53,21 @@ func Observations(now time.Time, policies []*admissionregistrationv1.MutatingAdm
 		out = append(out, Observation{Key: BindingKey(b.Name), ResourceVersion: b.ResourceVersion, LastWrite: lastWrite(b, now)})
 	}
 	if active != nil {
-		out = append(out, Observation{Key: WebhooksKey(active.Name), ResourceVersion: active.ResourceVersion})
+		out = append(out, Observation{Key: WebhooksKey(active.Name), ResourceVersion: active.ResourceVersion},
+			Observation{Key: SelectiveWebhooksKey(active.Name), ResourceVersion: selectiveDigest(active.Webhooks)})
 	}
 	return out
+}
+
+// selectiveDigest stands for the selective webhooks among webhooks: it changes when they do.
+func selectiveDigest(webhooks []admissionregistrationv1.MutatingWebhook) string {
+	selective, _ := policy.SplitIntake(webhooks)
+	raw, err := json.Marshal(selective)
+	if err != nil {
+		return "" // a webhook JSON cannot encode: never the case for one read from kube-apiserver
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // Tracker remembers since when each observed object has been at its current resourceVersion, as

@@ -482,16 +482,9 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) ([]Wri
 	if have == nil {
 		return append(out, Write{Op: Create, Kind: Webhooks, Name: want.Name, Object: want, If: cond, Holds: all, Reason: "missing"}), 0
 	}
-	keepIntake, recheck := intake(in, want.Webhooks)
-	_, open := policy.SplitIntake(have.Webhooks)
-	if keepIntake {
-		want.Webhooks = append(want.Webhooks, open...)
-	}
-	if equality.Semantic.DeepEqual(have.Webhooks, want.Webhooks) && sameObject(have, want, nil, nil) {
-		return out, recheck
-	}
+	intake := planIntake(in, want.Webhooks)
 	update := have.DeepCopy()
-	update.Webhooks, update.OwnerReferences = want.Webhooks, want.OwnerReferences
+	update.Webhooks, update.OwnerReferences = append(want.Webhooks, intake.webhooks...), want.OwnerReferences
 	if update.Labels == nil {
 		update.Labels = map[string]string{}
 	}
@@ -499,38 +492,67 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) ([]Wri
 	for k, v := range want.Annotations {
 		metav1.SetMetaDataAnnotation(&update.ObjectMeta, k, v)
 	}
-	reason := "differs from the plan"
-	if len(open) > 0 && !keepIntake {
-		delete(update.Annotations, apps.IntakeOpenedAnnotation)
-		delete(update.Annotations, apps.IntakeUntilAnnotation)
-		reason = "the selective webhooks serve every SidecarSet written while the intake was open"
+	if intake.state != nil {
+		intake.state.Annotate(&update.ObjectMeta)
 	}
-	return append(out, Write{Op: Update, Kind: Webhooks, Name: want.Name, Object: update, If: cond, Holds: all, Reason: reason}), recheck
+	if equality.Semantic.DeepEqual(have.Webhooks, update.Webhooks) && equality.Semantic.DeepEqual(have.Annotations, update.Annotations) &&
+		sameObject(have, update, nil, nil) {
+		return out, intake.recheck
+	}
+	reason := "differs from the plan"
+	if intake.reason != "" {
+		reason = intake.reason
+	}
+	return append(out, Write{Op: Update, Kind: Webhooks, Name: want.Name, Object: update, If: cond, Holds: all, Reason: reason}), intake.recheck
 }
 
-// intake decides whether the intake webhooks of the active configuration stay (see
-// policy.IntakeWebhooks; a replica adds them before a SidecarSet write, and holds them until the
-// time of apps.IntakeUntilAnnotation). They stay while the hold, plus LoadDelay, has not passed
-// (a write admitted before it may still be reaching the informer), while the selective webhooks
-// differ from selective (they are written now, and not loaded before LoadDelay), and until they
-// have been in place for LoadDelay. The duration, when positive, is when they may go.
-func intake(in Input, selective []admissionregistrationv1.MutatingWebhook) (bool, time.Duration) {
+// intakePlan is what the active configuration keeps of the intake.
+type intakePlan struct {
+	// webhooks are the intake webhooks kept.
+	webhooks []admissionregistrationv1.MutatingWebhook
+	// state, when set, is recorded in the annotations (holds dropped); nil leaves them as they are.
+	state *IntakeState
+	// recheck, when positive, is when a hold may be dropped.
+	recheck time.Duration
+	// reason says why holds are dropped.
+	reason string
+}
+
+// planIntake decides what the active configuration keeps of the intake webhooks a replica added
+// before a SidecarSet write (see IntakeState): nothing is dropped while the selective webhooks
+// differ from selective (they are written now, and not loaded before LoadDelay) nor until they
+// have been as they are for LoadDelay; then each hold whose time, plus LoadDelay, has passed (a
+// write admitted before it may still be reaching the informer) is dropped, the cluster hold and
+// each namespace's apart, and the intake webhooks are rewritten for the holds left (none: removed
+// with their annotations).
+func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook) intakePlan {
 	have, open := policy.SplitIntake(in.Active.Webhooks)
 	if len(open) == 0 {
-		return false, 0
+		return intakePlan{}
 	}
+	kept := intakePlan{webhooks: open}
 	if !equality.Semantic.DeepEqual(have, selective) {
-		return true, in.LoadDelay + time.Millisecond
+		kept.recheck = in.LoadDelay + time.Millisecond
+		return kept
 	}
-	until, _ := time.Parse(time.RFC3339Nano, in.Active.Annotations[apps.IntakeUntilAnnotation])
-	at := until.Add(in.LoadDelay)
-	if loaded := since(in, WebhooksKey(in.Active.Name)).Add(in.LoadDelay); loaded.After(at) {
-		at = loaded
+	if wait := since(in, SelectiveWebhooksKey(in.Active.Name)).Add(in.LoadDelay).Sub(in.Now); wait > 0 {
+		kept.recheck = wait
+		return kept
 	}
-	if wait := at.Sub(in.Now); wait > 0 {
-		return true, wait
+	state := ReadIntake(in.Active, in.Template.Webhooks, in.ExcludedNamespaces)
+	left, next := state.Expire(in.Now, in.LoadDelay)
+	if !state.Empty() && left.holds() == state.holds() {
+		kept.recheck = next
+		return kept
 	}
-	return false, 0
+	if left.Stale {
+		left = left.openedAt(in.Now)
+	}
+	reason := "the selective webhooks serve every SidecarSet written while the intake was open"
+	if !left.Empty() {
+		reason = "the selective webhooks serve every SidecarSet written in the intake holds that have passed"
+	}
+	return intakePlan{webhooks: left.Webhooks(in.Template.Webhooks, in.ExcludedNamespaces), state: &left, recheck: next, reason: reason}
 }
 
 // ActiveWebhooks names the configuration of the injection webhooks the sync writes, from the

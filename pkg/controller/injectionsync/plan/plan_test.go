@@ -110,8 +110,11 @@ func (c *cluster) input(sets []*v1alpha1.SidecarSet, now time.Time, since map[st
 // longAgo has every object of c as it is for an hour.
 func (c *cluster) longAgo(now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
-	for key := range c.objects {
+	for key, o := range c.objects {
 		out[key] = now.Add(-time.Hour)
+		if _, ok := o.(*admissionregistrationv1.MutatingWebhookConfiguration); ok {
+			out[SelectiveWebhooksKey(o.GetName())] = now.Add(-time.Hour)
+		}
 	}
 	return out
 }
