@@ -161,12 +161,7 @@ func (cfg *Config) Complete() CompletedConfig {
 		cfg.ServeWithoutStorage()
 	}
 	if cfg.ExtraConfig.intake == nil {
-		gate := &intakeGate{}
-		cfg.ExtraConfig.intake = gate
-		next := cfg.GenericConfig.BuildHandlerChainFunc
-		cfg.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-			return next(gate.Wrap(h), gc) // inside authentication and authorization
-		}
+		cfg.ExtraConfig.intake = &intakeGate{}
 	}
 	return CompletedConfig{&completedConfig{cfg.GenericConfig.Complete(), &cfg.ExtraConfig, cfg.GenericConfig.ClientConfig}}
 }
@@ -259,7 +254,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if s.Revisions, err = sidecarsetrevision.NewStore(Scheme, optsGetter); err != nil {
 		return nil, fmt.Errorf("sidecarsetrevisions storage: %w", err)
 	}
-	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl)
+	sets, err := sidecarsetstorage.NewStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, c.ExtraConfig.intake)
 	if err != nil {
 		return nil, fmt.Errorf("sidecarsets storage: %w", err)
 	}
@@ -267,7 +262,7 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, err
 	}
-	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, limit)
+	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, c.ExtraConfig.intake, limit)
 	if err != nil {
 		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
 	}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -12,20 +11,13 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/klog/v2"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
-	"k8s.io/apiserver/pkg/endpoints/request"
-
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
-	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
 
-// intakeGate has every write that changes what a SidecarSet injects (create, update, patch, and
-// the /rollout actions, which may roll back the spec) wait for injectionsync.Intake.Open before it
-// is stored, so that the pods created once it returns reach an injector that knows it. Set is
-// called once the server knows the main cluster; until then, and without one, writes pass.
+// intakeGate hands the SidecarSet stores the injectionsync.Intake they open before a write that
+// changes what a SidecarSet injects is stored (see sidecarsetstorage.Intake). Set is called once
+// the server knows the main cluster; until then, and without one, writes pass.
 type intakeGate struct {
 	intake atomic.Pointer[injectionsync.Intake]
 }
@@ -33,49 +25,12 @@ type intakeGate struct {
 // Set makes the gate open in before writes.
 func (g *intakeGate) Set(in *injectionsync.Intake) { g.intake.Store(in) }
 
-// Wrap gates the SidecarSet writes of h.
-func (g *intakeGate) Wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if in := g.intake.Load(); in != nil && changesInjection(r) {
-			if err := in.Open(r.Context(), intakeNamespace(r)); err != nil {
-				status := apierrors.NewServiceUnavailable("the SidecarSet was not written: the injection webhooks could not be made to receive its pods (retry): " + err.Error())
-				responsewriters.ErrorNegotiated(status, Codecs, schema.GroupVersion{}, w, r)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// changesInjection reports whether r writes the spec of a SidecarSet or a NamespacedSidecarSet
-// (not a dry run: nothing is stored).
-func changesInjection(r *http.Request) bool {
-	info, ok := request.RequestInfoFrom(r.Context())
-	if !ok || !info.IsResourceRequest || info.APIGroup != apps.GroupName {
-		return false
+// Open opens the intake for namespace ("": every namespace), once one is set.
+func (g *intakeGate) Open(ctx context.Context, namespace string) error {
+	if g == nil {
+		return nil
 	}
-	if info.Resource != "sidecarsets" && info.Resource != "namespacedsidecarsets" {
-		return false
-	}
-	if _, dry := r.URL.Query()["dryRun"]; dry {
-		return false
-	}
-	switch info.Subresource {
-	case "":
-		return info.Verb == "create" || info.Verb == "update" || info.Verb == "patch"
-	case "rollout":
-		return info.Verb == "create"
-	}
-	return false
-}
-
-// intakeNamespace is the namespace whose pods a write of r concerns: a NamespacedSidecarSet's, or
-// "" (every namespace) for a SidecarSet.
-func intakeNamespace(r *http.Request) string {
-	if info, ok := request.RequestInfoFrom(r.Context()); ok && info.Resource == "namespacedsidecarsets" {
-		return info.Namespace
-	}
-	return ""
+	return g.intake.Load().Open(ctx, namespace) // a nil Intake opens nothing
 }
 
 // settleTimeout bounds how long a SidecarSet write waits for this replica's injector to know it.

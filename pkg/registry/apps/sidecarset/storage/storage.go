@@ -28,8 +28,9 @@ type SidecarSetStorage struct {
 
 // NewStorage builds the storage of sidecarsets. revisions is the store of SidecarSetRevisions;
 // viewer computes the rollout view (nil serves a view built from the SidecarSet alone); admit is
-// the server's admission chain, which admits the specs /rollout actions write as updates.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface) (SidecarSetStorage, error) {
+// the server's admission chain, which admits the specs /rollout actions write as updates; intake
+// is opened for every namespace before a write is stored (nil: none).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface, intake Intake) (SidecarSetStorage, error) {
 	strategy := sidecarset.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &apps.SidecarSet{} },
@@ -43,7 +44,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, re
 		ResetFieldsStrategy:       strategy,
 		TableConvertor:            sidecarset.TableConvertor{},
 	}
-	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: SidecarSetKind}
+	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: SidecarSetKind, intake: intakeOpener{intake}}
 	return complete(store, sidecarset.GetAttrs, sidecarset.NewStatusStrategy(strategy), optsGetter, parts)
 }
 
@@ -56,6 +57,8 @@ type subresourceParts struct {
 	kind      Kind
 	// guard settles the creates of the main resource under the namespace cap; nil for none.
 	guard *capGuard
+	// intake opens before the writes that change what an object injects are stored.
+	intake intakeOpener
 }
 
 // statusStrategy is the update strategy of a status subresource.
@@ -73,30 +76,43 @@ func complete(store *genericregistry.Store, attrs storage.AttrFunc, status statu
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
 	return SidecarSetStorage{
-		SidecarSet: &REST{Store: store, guard: p.guard},
+		SidecarSet: &REST{Store: store, guard: p.guard, intake: p.intake},
 		Status:     &StatusREST{store: &statusStore},
 		Revisions:  &RevisionsREST{sidecarSets: store, revisions: p.revisions, kind: p.kind},
-		Rollout:    &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind},
+		Rollout: &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind,
+			intake: p.intake},
 	}, nil
 }
 
 // REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap.
 type REST struct {
 	*genericregistry.Store
-	guard *capGuard
+	guard  *capGuard
+	intake intakeOpener
 }
 
-// Create stores a new object; a NamespacedSidecarSet near its namespace's cap is settled once
-// written (see NamespaceCap).
+// Create stores a new object once the intake is open (see Intake); a NamespacedSidecarSet near its
+// namespace's cap is settled once written (see NamespaceCap).
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	createValidation = r.intake.afterCreate(createValidation, dryRun)
 	if r.guard == nil {
 		return r.Store.Create(ctx, obj, createValidation, options)
 	}
 	return r.guard.create(ctx, r.Store, obj, createValidation, options)
 }
 
-// Update changes an object; one it creates (server-side apply) is settled as a create.
+// Update changes an object once the intake is open; one it creates (server-side apply) is settled
+// as a create.
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	createValidation, updateValidation = r.intake.afterCreate(createValidation, dryRun), r.intake.afterUpdate(updateValidation, dryRun)
 	out, created, err := r.Store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 	if err != nil || !created || r.guard == nil {
 		return out, created, err

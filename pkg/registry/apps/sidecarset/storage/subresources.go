@@ -126,6 +126,8 @@ type RolloutREST struct {
 	admit  admission.Interface
 	scheme *runtime.Scheme
 	kind   Kind
+	// intake opens once the spec an action writes is admitted.
+	intake intakeOpener
 }
 
 var (
@@ -215,7 +217,7 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
 	mutate, validate := r.admitAsUpdate(ctx, name, updateOpts)
 	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply, mutate),
-		rest.ValidateAllObjectFunc, validate, false, updateOpts)
+		rest.ValidateAllObjectFunc, r.intake.afterUpdate(validate, updateOpts.DryRun), false, updateOpts)
 	if err != nil {
 		return nil, err
 	}

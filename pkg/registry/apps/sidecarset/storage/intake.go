@@ -1,0 +1,71 @@
+package storage
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// Intake has kube-apiserver send the server the pods a SidecarSet write may concern before the
+// write is stored (see injectionsync.Intake).
+type Intake interface {
+	// Open returns once kube-apiserver sends the server the pods of namespace ("": of every
+	// namespace).
+	Open(ctx context.Context, namespace string) error
+}
+
+// intakeOpener opens the intake for the writes of a store that change what a SidecarSet injects
+// (create, update, patch, server-side apply, the /rollout actions), once they have passed
+// validation and admission: it follows the last validation the generic registry runs before it
+// stores an object, so that a write refused by the strategy's validation, the admission chain
+// (quota, the namespace cap, the cluster's policies) or authorization opens nothing. A
+// NamespacedSidecarSet opens it for its own namespace alone; dry runs never open it.
+type intakeOpener struct {
+	intake Intake // nil: nothing to open
+}
+
+// afterCreate returns validate followed by the intake's opening for the object created.
+func (o intakeOpener) afterCreate(validate rest.ValidateObjectFunc, dryRun []string) rest.ValidateObjectFunc {
+	if o.intake == nil || len(dryRun) > 0 {
+		return validate
+	}
+	return func(ctx context.Context, obj runtime.Object) error {
+		if validate != nil {
+			if err := validate(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return o.open(ctx, obj)
+	}
+}
+
+// afterUpdate returns validate followed by the intake's opening for the object updated.
+func (o intakeOpener) afterUpdate(validate rest.ValidateObjectUpdateFunc, dryRun []string) rest.ValidateObjectUpdateFunc {
+	if o.intake == nil || len(dryRun) > 0 {
+		return validate
+	}
+	return func(ctx context.Context, obj, old runtime.Object) error {
+		if validate != nil {
+			if err := validate(ctx, obj, old); err != nil {
+				return err
+			}
+		}
+		return o.open(ctx, obj)
+	}
+}
+
+// open opens the intake for obj's namespace ("" for a SidecarSet), refusing the write with 503
+// when it cannot.
+func (o intakeOpener) open(ctx context.Context, obj runtime.Object) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if err := o.intake.Open(ctx, m.GetNamespace()); err != nil {
+		return apierrors.NewServiceUnavailable("the SidecarSet was not written: the injection webhooks could not be made to receive its pods (retry): " + err.Error())
+	}
+	return nil
+}
