@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+)
+
+// TestIntakeScopedToNamespace: a namespace editor's NamespacedSidecarSet write in namespace A has
+// kube-apiserver send the server the pods of A, and not those of another namespace B; a write
+// refused as invalid (in namespace C) sends none. Observed on the active webhook configuration:
+// whether its intake webhooks (namespaceSelector and objectSelector) select a pod of each
+// namespace with labels nothing selects. A cluster SidecarSet's write, which other tests make at
+// any time, rightly sends every namespace's pods for about ten seconds: the test takes a moment
+// with no such hold before its writes and none after them. Then the leader drops A's hold.
+func TestIntakeScopedToNamespace(t *testing.T) {
+	parallelTest(t)
+	if out, err := runKubectl(t, "", "apply", "-f", filepath.Join(root, "artifacts/deploy/base/user-roles.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	nsA, nsB, nsC := tempNamespace(t, "e2e-intake-a-"), tempNamespace(t, "e2e-intake-b-"), tempNamespace(t, "e2e-intake-c-")
+	editorA := namespaceEditor(t, "e2e-intake-editor", nsA)
+	editorC := namespaceEditor(t, "e2e-intake-editor", nsC)
+	const name = "intake"
+	createAsEditor(t, editorA, nsA, tenantSidecarSet(name, map[string]string{"e2e-intake": nsA}, "intake-sidecar"))
+	t.Cleanup(func() { deleteNamespacedSidecarSets(t, nsA) })
+
+	namespaces := map[string]*corev1.Namespace{}
+	for _, ns := range []string{nsA, nsB, nsC} {
+		got, err := kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		namespaces[ns] = got
+	}
+	// sent reports whether the intake webhooks of cfg send kube-apiserver's pod of ns that nothing
+	// selects (labelled app=e2e-intake-nothing) to the server.
+	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, ns string) bool {
+		_, intake := policy.SplitIntake(cfg.Webhooks)
+		for _, w := range intake {
+			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("intake webhook %s: selectors %v, %v", w.Name, err1, err2)
+			}
+			if nsSel.Matches(labels.Set(namespaces[ns].Labels)) && podSel.Matches(labels.Set{"app": "e2e-intake-nothing"}) {
+				return true
+			}
+		}
+		return false
+	}
+	image := "busybox:1.36"
+	lastWrites := "none yet"
+	eventuallyEvery(t, "writes in "+nsA+" and "+nsC+" with no cluster SidecarSet's intake around them", time.Second, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		if sent(activeConfiguration(t), nsB) {
+			return false, "before the writes, every namespace's pods are sent (a cluster SidecarSet's write, or this test's last writes): waiting for a moment without; the last writes: " + lastWrites
+		}
+		before := lastWrites
+		defer func() {
+			if lastWrites != before {
+				t.Logf("writes tried: %s", lastWrites)
+			}
+		}()
+		invalid := tenantSidecarSet("invalid", map[string]string{"e2e-intake": nsC}, "invalid-sidecar")
+		invalid.Spec.Containers = nil
+		if _, err := editorC.AppsV1alpha1().NamespacedSidecarSets(nsC).Create(ctx, invalid, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+			lastWrites = fmt.Sprintf("a NamespacedSidecarSet without containers: want Invalid, got %v", err)
+			return false, lastWrites
+		}
+		cfg := activeConfiguration(t)
+		if sent(cfg, nsB) {
+			lastWrites = fmt.Sprintf("after a write in %s refused as invalid, the pods of %s (every namespace) are sent to the server: the refused write opened the intake, unless another test wrote a cluster SidecarSet meanwhile; %s",
+				nsC, nsB, describeIntake(cfg))
+			return false, lastWrites
+		}
+		if sent(cfg, nsC) {
+			t.Errorf("after a write in %s refused as invalid, the pods of %s are sent to the server: %s", nsC, nsC, describeIntake(cfg))
+		}
+		image = map[string]string{"busybox:1.36": "busybox:1.37", "busybox:1.37": "busybox:1.36"}[image]
+		if err := updateImage(ctx, editorA.AppsV1alpha1().NamespacedSidecarSets(nsA), name, image); err != nil {
+			lastWrites = fmt.Sprintf("updating %s/%s: %v", nsA, name, err)
+			return false, lastWrites
+		}
+		cfg = activeConfiguration(t)
+		if sent(cfg, nsB) {
+			lastWrites = fmt.Sprintf("after a NamespacedSidecarSet write in %s, a pod of %s that nothing selects is sent to the server (every namespace's are): the namespaced write opened the intake for every namespace, unless another test wrote a cluster SidecarSet meanwhile; %s",
+				nsA, nsB, describeIntake(cfg))
+			return false, lastWrites
+		}
+		if !sent(cfg, nsA) {
+			t.Errorf("the NamespacedSidecarSet write in %s returned, and the pods of %s are not sent to the server: %s", nsA, nsA, describeIntake(cfg))
+		}
+		lastWrites = "both as expected: " + describeIntake(cfg)
+		return true, lastWrites
+	})
+
+	eventually(t, "the leader to drop the hold of "+nsA, time.Minute, func(context.Context) (bool, string) {
+		cfg := activeConfiguration(t)
+		held := map[string]json.RawMessage{}
+		if raw, ok := cfg.Annotations[apps.IntakeNamespacesAnnotation]; ok {
+			if err := json.Unmarshal([]byte(raw), &held); err != nil {
+				t.Fatalf("annotation %s: %v", apps.IntakeNamespacesAnnotation, err)
+			}
+		}
+		_, holdsA := held[nsA]
+		narrowedToA := sent(cfg, nsA) && !sent(cfg, nsB)
+		return !holdsA && !narrowedToA, describeIntake(cfg)
+	})
+}
+
+// activeConfiguration returns the active injection webhook configuration.
+func activeConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector-active", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// describeIntake says what the intake webhooks of cfg select and which holds it records.
+func describeIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
+	_, intake := policy.SplitIntake(cfg.Webhooks)
+	var selectors []string
+	for _, w := range intake {
+		selectors = append(selectors, fmt.Sprintf("%s: namespaces %s", w.Name, metav1.FormatLabelSelector(w.NamespaceSelector)))
+	}
+	slices.Sort(selectors)
+	return fmt.Sprintf("intake webhooks [%s]; holds: every namespace until %q, namespaces %s", strings.Join(selectors, "; "),
+		cfg.Annotations[apps.IntakeUntilAnnotation], cfg.Annotations[apps.IntakeNamespacesAnnotation])
+}
+
+// namespacedClient is what updateImage needs of a NamespacedSidecarSet client.
+type namespacedClient interface {
+	Get(context.Context, string, metav1.GetOptions) (*v1alpha1.NamespacedSidecarSet, error)
+	Update(context.Context, *v1alpha1.NamespacedSidecarSet, metav1.UpdateOptions) (*v1alpha1.NamespacedSidecarSet, error)
+}
+
+// updateImage sets the image of the first sidecar of the named NamespacedSidecarSet.
+func updateImage(ctx context.Context, client namespacedClient, name, image string) error {
+	nss, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	nss.Spec.Containers[0].Image = image
+	_, err = client.Update(ctx, nss, metav1.UpdateOptions{})
+	return err
+}
