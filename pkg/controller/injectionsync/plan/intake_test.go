@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -330,4 +332,135 @@ func TestIntakeDropsHoldsApart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIntakeSimulation plays replicas' opens (of a few namespaces, and of every namespace) and the
+// leader's passes at random moments against a kube-apiserver that may run, at any time, any
+// version of the configuration written within the load delay before (or the last one before
+// that), and checks at every step: once an open returns (after its wait), the pods of its
+// namespace reach the server in every version kube-apiserver may run, for at least half the hold
+// plus the load delay from the open; the opens of one namespace write the configuration at most
+// once per half hold; and once the writes stop the leader removes every hold.
+func TestIntakeSimulation(t *testing.T) {
+	a := sidecarSet("a", "app", "v1")
+	scopes := []string{"", "ns-0", "ns-1", "ns-2", "ns-3", "ns-4", "ns-5", "ns-6"}
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 1))
+			c := settled(t, a)
+			key := Key(Webhooks, "sidecarset-injector-active")
+			type written struct {
+				at  time.Time
+				cfg *admissionregistrationv1.MutatingWebhookConfiguration
+			}
+			versions := []written{{at: t0.Add(-time.Hour), cfg: c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)}}
+			write := func(now time.Time, cfg *admissionregistrationv1.MutatingWebhookConfiguration) {
+				c.rv++
+				cfg = cfg.DeepCopy()
+				cfg.ResourceVersion = fmt.Sprint(c.rv)
+				c.objects[key] = cfg
+				versions = append(versions, written{at: now, cfg: cfg})
+			}
+			// mayRun returns the versions kube-apiserver may run at at.
+			mayRun := func(at time.Time) []*admissionregistrationv1.MutatingWebhookConfiguration {
+				var out []*admissionregistrationv1.MutatingWebhookConfiguration
+				for i := len(versions) - 1; i >= 0; i-- {
+					if v := versions[i]; !v.at.After(at) {
+						out = append(out, v.cfg)
+						if !v.at.After(at.Add(-intakeLoad)) {
+							break
+						}
+					}
+				}
+				return out
+			}
+			type open struct {
+				namespace string
+				at, until time.Time // the pods of namespace must reach the server from at to until
+			}
+			var opens []open
+			lastWrite := map[string]time.Time{}
+			leader := func(now time.Time) {
+				since := c.longAgo(now) // the selective webhooks do not change
+				in := c.input([]*v1alpha1.SidecarSet{a}, now, since)
+				in.LoadDelay = intakeLoad
+				r, err := Sync(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := activeWrite(r); w != nil {
+					write(now, w)
+				}
+			}
+			now := t0
+			for range 400 {
+				now = now.Add(time.Duration(rnd.Int64N(int64(3 * time.Second))))
+				if rnd.IntN(10) < 3 {
+					leader(now)
+					continue
+				}
+				ns := scopes[rnd.IntN(len(scopes))]
+				active := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
+				next, wrote := ReadIntake(active, template().Webhooks, nil).Open(ns, now, intakeHold)
+				if wrote {
+					if last, ok := lastWrite[ns]; ok && now.Sub(last) <= intakeHold/2 {
+						t.Fatalf("%v: the opens of %q wrote the configuration %v apart", now.Sub(t0), ns, now.Sub(last))
+					}
+					lastWrite[ns] = now
+					write(now, withIntake(active, next))
+				}
+				since, ok := next.CoveredSince(ns)
+				if !ok {
+					t.Fatalf("%v: %q not covered after its open", now.Sub(t0), ns)
+				}
+				loaded := since.Add(intakeLoad) // as injectionsync.Intake waits
+				if loaded.Before(now) {
+					loaded = now
+				}
+				opens = append(opens, open{namespace: ns, at: loaded, until: now.Add(intakeHold/2 + intakeLoad)})
+			}
+			for _, o := range opens {
+				for _, v := range versions {
+					for _, at := range []time.Time{o.at, v.at, v.at.Add(intakeLoad)} {
+						if at.Before(o.at) || at.After(o.until) {
+							continue
+						}
+						for _, cfg := range mayRun(at) {
+							if !intakeSends(t, cfg, o.namespace) {
+								t.Fatalf("the open of %q returned at %v: at %v kube-apiserver may run a configuration whose intake webhooks do not send it (%s)",
+									o.namespace, o.at.Sub(t0), at.Sub(t0), intakeScope(t, cfg.Webhooks))
+							}
+						}
+					}
+				}
+			}
+			for range 3 {
+				now = now.Add(intakeHold + 2*intakeLoad)
+				leader(now)
+			}
+			if got := intakeScope(t, c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks); got != "none" {
+				t.Errorf("once the writes stop, the intake webhooks still select %s", got)
+			}
+		})
+	}
+}
+
+// intakeSends reports whether the intake webhooks of cfg send the pods of namespace ("": of
+// every namespace, tried on one no hold names) to the server.
+func intakeSends(t *testing.T, cfg *admissionregistrationv1.MutatingWebhookConfiguration, namespace string) bool {
+	t.Helper()
+	if namespace == "" {
+		namespace = "elsewhere"
+	}
+	_, open := policy.SplitIntake(cfg.Webhooks)
+	for _, w := range open {
+		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sel.Matches(labels.Set{corev1.LabelMetadataName: namespace}) {
+			return true
+		}
+	}
+	return false
 }
