@@ -105,6 +105,9 @@ type Settings struct {
 	RefusePodSecurityViolations bool
 	// MaxNamespacedPerNamespace, when positive, caps the NamespacedSidecarSets of one namespace.
 	MaxNamespacedPerNamespace int
+	// MaxNamespacedBytesPerNamespace, when positive, is the most bytes the NamespacedSidecarSets of
+	// one namespace and their revisions may store.
+	MaxNamespacedBytesPerNamespace int64
 }
 
 // ExtraConfig holds the server's own configuration.
