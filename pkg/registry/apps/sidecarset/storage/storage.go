@@ -56,6 +56,8 @@ type subresourceParts struct {
 	kind      Kind
 	// guard settles the creates of the main resource under the namespace cap; nil for none.
 	guard *capGuard
+	// turns has the writes of each namespace take turns; nil for none.
+	turns *namespaceTurns
 }
 
 // statusStrategy is the update strategy of a status subresource.
@@ -73,22 +75,34 @@ func complete(store *genericregistry.Store, attrs storage.AttrFunc, status statu
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
 	return SidecarSetStorage{
-		SidecarSet: &REST{Store: store, guard: p.guard},
+		SidecarSet: &REST{Store: store, guard: p.guard, turns: p.turns},
 		Status:     &StatusREST{store: &statusStore},
 		Revisions:  &RevisionsREST{sidecarSets: store, revisions: p.revisions, kind: p.kind},
-		Rollout:    &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind},
+		Rollout: &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind,
+			turns: p.turns},
 	}, nil
 }
 
-// REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap.
+// REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap and
+// their writes taking turns per namespace.
 type REST struct {
 	*genericregistry.Store
 	guard *capGuard
+	turns *namespaceTurns
 }
 
 // Create stores a new object; a NamespacedSidecarSet near its namespace's cap is settled once
 // written (see NamespaceCap).
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	done, err := r.turns.take(ctx, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if r.guard == nil {
 		return r.Store.Create(ctx, obj, createValidation, options)
 	}
@@ -97,6 +111,15 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 
 // Update changes an object; one it creates (server-side apply) is settled as a create.
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	done, err := r.turns.take(ctx, dryRun)
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
 	out, created, err := r.Store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 	if err != nil || !created || r.guard == nil {
 		return out, created, err

@@ -126,6 +126,8 @@ type RolloutREST struct {
 	admit  admission.Interface
 	scheme *runtime.Scheme
 	kind   Kind
+	// turns has the actions take turns with the other writes of the namespace; nil for none.
+	turns *namespaceTurns
 }
 
 var (
@@ -213,6 +215,11 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return obj, nil
 	}
 	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
+	done, err := r.turns.take(ctx, updateOpts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	mutate, validate := r.admitAsUpdate(ctx, name, updateOpts)
 	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply, mutate),
 		rest.ValidateAllObjectFunc, validate, false, updateOpts)
