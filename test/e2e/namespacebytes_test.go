@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func localNamespacedBytes(t *testing.T) (int64, string) {
 // create, and later the next image change, are refused (Forbidden, naming the namespace, what it
 // stores, the budget and the flag), when what the namespace stores (measured here as the server
 // stores it) plus what they add would pass the budget. Shrinking an object, even with a new
-// image, and deleting one pass.
+// image, and deleting one pass; of ten creates at once, only those that fit pass.
 func TestNamespaceByteBudget(t *testing.T) {
 	parallelTest(t)
 	ctx := context.Background()
@@ -129,6 +130,35 @@ func TestNamespaceByteBudget(t *testing.T) {
 	}
 	if err := client.Delete(ctx, "fill-1", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete: %v", err)
+	}
+
+	// A burst of creates at once, with room for a few: the server's writes of one namespace take
+	// turns, each counting the ones before it.
+	const burst = 10
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = client.Create(ctx, bytesObject(fmt.Sprintf("burst-%d", i), pad), metav1.CreateOptions{})
+		}()
+	}
+	wg.Wait()
+	passed := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			passed++
+			waitRevisionsRecorded(t, own, fmt.Sprintf("burst-%d", i), 1)
+		case !apierrors.IsForbidden(err):
+			t.Errorf("burst-%d: %v", i, err)
+		}
+	}
+	use = checkWithinBudget(t, own, budget)
+	t.Logf("%d of %d creates at once passed: %d bytes stored", passed, burst, use)
+	if passed == burst {
+		t.Errorf("all %d creates at once passed", burst)
 	}
 }
 
