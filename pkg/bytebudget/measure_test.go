@@ -2,6 +2,7 @@ package bytebudget
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,38 @@ func TestMeter(t *testing.T) {
 	if use, err := meter.Usage("nobody"); err != nil || use.Bytes != 0 {
 		t.Errorf("an empty namespace stores %d bytes (err %v)", use.Bytes, err)
 	}
+}
+
+// BenchmarkUsage measures a namespace at the count cap, 200 NamespacedSidecarSets of 2 KiB env
+// values with ten revisions each, once every measure is kept (what a write pays), and from
+// nothing (the first write after a restart).
+func BenchmarkUsage(b *testing.B) {
+	t := &testing.T{}
+	var objects []*v1alpha1.NamespacedSidecarSet
+	var revisions []*v1alpha1.SidecarSetRevision
+	for i := range 200 {
+		for j := range 10 {
+			n := namespaced("team-a", fmt.Sprintf("s%d", i), fmt.Sprintf("busybox:1.%d", j), 2048)
+			revisions = append(revisions, recordedRevision(t, n, int64(j+1)))
+			if j == 9 {
+				objects = append(objects, n)
+			}
+		}
+	}
+	meter, _, _ := meterOn(t, objects, revisions)
+	b.Run("kept", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := meter.Usage("team-a"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("from nothing", func(b *testing.B) {
+		for b.Loop() {
+			fresh := &Meter{Objects: meter.Objects, ObjectIndex: meter.ObjectIndex, Revisions: meter.Revisions}
+			if _, err := fresh.Usage("team-a"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
