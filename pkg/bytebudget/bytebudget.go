@@ -11,10 +11,11 @@
 // or is no more than before it: shrinking writes, and writes that do not grow the namespace, always
 // pass (deletes are not checked).
 //
-// The rule counts what the cache of one replica holds: writes racing through several replicas,
-// each counted without the others, can pass the budget together; the revisions the controller
-// records are counted before they exist, and the oldest ones it prunes until they are gone
-// (docs/tenancy.md has the bound).
+// The rule counts what the cache of one replica holds. In one replica the writes of a namespace
+// take turns (the storage's NamespaceLimits), each counting those before it; writes racing through
+// several replicas, each counted without the others, can pass the budget together. The revisions
+// the controller records are counted before they exist, and the oldest ones it prunes until they
+// are gone (docs/tenancy.md has the bound).
 //
 // Meter measures a namespace from the server's informers, keeping each object's measure by UID and
 // resourceVersion: a write costs a sum over the namespace's objects and revisions, and measures
