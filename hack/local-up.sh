@@ -53,6 +53,8 @@
 # SERVER_INJECTION (default policy): the server's --injection mode, policy or webhook;
 # SERVER_POLICY_GRACE (default 3s): its --policy-grace (a local kube-apiserver loads policies fast).
 # SERVER_V (default 2): its log verbosity (2 logs every write of policies and webhooks).
+# SERVER_NAMESPACED_BYTES (default 4Mi): its --max-namespaced-bytes-per-namespace (the default 16Mi
+# would have the end-to-end test of the budget write four times as much to reach it).
 # SERVER_ARGS: more flags for the server (split on spaces), e.g. --refuse-pod-security-violations.
 # KWOK_IMAGE_CHANGE_DELAY_MS (default 1000): how long the fake kubelet takes to restart a container
 # whose image changed in place (a pod's annotation kwok.x-k8s.io/image-change-delay overrides it).
@@ -325,7 +327,7 @@ server_flags() {
     --secure-port="$1" --bind-address=127.0.0.1 --cert-dir="$2" --kubeconfig="${STATE}/server.kubeconfig" \
     --authentication-kubeconfig="${STATE}/server.kubeconfig" --authorization-kubeconfig="${STATE}/server.kubeconfig" \
     --namespace="${NAMESPACE}" --injection="${SERVER_INJECTION:-policy}" --policy-grace="${SERVER_POLICY_GRACE:-3s}" --v="${SERVER_V:-2}" \
-    ${SERVER_ARGS:-}
+    --max-namespaced-bytes-per-namespace="${SERVER_NAMESPACED_BYTES:-4Mi}" ${SERVER_ARGS:-}
 }
 
 start_server() {

@@ -17,6 +17,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/bytebudget"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	"github.com/sidecarset/apiserver/pkg/namespacecap"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
@@ -44,6 +45,14 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		PatchPodMetadataDefaultsAllowed: c.ExtraConfig.PatchPodMetadataDefaultsAllowed,
 		RefusePodSecurityViolations:     c.ExtraConfig.RefusePodSecurityViolations,
 		MaxPerNamespace:                 c.ExtraConfig.MaxNamespacedPerNamespace,
+		MaxBytesPerNamespace:            c.ExtraConfig.MaxNamespacedBytesPerNamespace,
+	}
+	if c.ExtraConfig.MaxNamespacedBytesPerNamespace > 0 {
+		meter, err := namespaceMeter(sets.Informer(), revs.Informer())
+		if err != nil {
+			return nil, err
+		}
+		inputs.NamespaceUsage = meter.Usage
 	}
 	synced := []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced}
 	if gc.ClientConfig != nil {
@@ -157,23 +166,43 @@ const namespacedByNamespace = "namespaced"
 // (an index), for the per-namespace cap: a create costs the same however many are stored. The
 // informer may lag a write by milliseconds, as creates in flight at the same moment already do.
 func countNamespaced(inf cache.SharedIndexInformer) (func(context.Context, string) (int, error), error) {
-	if _, ok := inf.GetIndexer().GetIndexers()[namespacedByNamespace]; !ok {
-		if err := inf.AddIndexers(cache.Indexers{namespacedByNamespace: func(obj interface{}) ([]string, error) {
-			if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-				if ns, _, ok := v1alpha1.SplitNamespacedName(ss.Name); ok {
-					return []string{ns}, nil
-				}
-			}
-			return nil, nil
-		}}); err != nil {
-			return nil, err
-		}
+	if err := addNamespacedIndex(inf); err != nil {
+		return nil, err
 	}
 	indexer := inf.GetIndexer()
 	return func(_ context.Context, ns string) (int, error) {
 		objs, err := indexer.ByIndex(namespacedByNamespace, ns)
 		return len(objs), err
 	}, nil
+}
+
+// namespaceMeter measures the namespaces' NamespacedSidecarSets and their revisions for the byte
+// budget, from the SidecarSet and revision informers indexed by namespace.
+func namespaceMeter(sets, revs cache.SharedIndexInformer) (*bytebudget.Meter, error) {
+	if err := addNamespacedIndex(sets); err != nil {
+		return nil, err
+	}
+	if _, ok := revs.GetIndexer().GetIndexers()[bytebudget.RevisionIndex]; !ok {
+		if err := revs.AddIndexers(cache.Indexers{bytebudget.RevisionIndex: bytebudget.IndexRevisionNamespace}); err != nil {
+			return nil, err
+		}
+	}
+	return &bytebudget.Meter{Objects: sets.GetIndexer(), ObjectIndex: namespacedByNamespace, Revisions: revs.GetIndexer()}, nil
+}
+
+// addNamespacedIndex adds the index namespacedByNamespace to the SidecarSet informer, once.
+func addNamespacedIndex(inf cache.SharedIndexInformer) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[namespacedByNamespace]; ok {
+		return nil
+	}
+	return inf.AddIndexers(cache.Indexers{namespacedByNamespace: func(obj interface{}) ([]string, error) {
+		if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
+			if ns, _, ok := v1alpha1.SplitNamespacedName(ss.Name); ok {
+				return []string{ns}, nil
+			}
+		}
+		return nil, nil
+	}})
 }
 
 // namespaceCap is the cap on the NamespacedSidecarSets of a namespace the storage holds under

@@ -105,6 +105,9 @@ type Settings struct {
 	RefusePodSecurityViolations bool
 	// MaxNamespacedPerNamespace, when positive, caps the NamespacedSidecarSets of one namespace.
 	MaxNamespacedPerNamespace int
+	// MaxNamespacedBytesPerNamespace, when positive, is the most bytes the NamespacedSidecarSets of
+	// one namespace and their revisions may store.
+	MaxNamespacedBytesPerNamespace int64
 }
 
 // ExtraConfig holds the server's own configuration.
@@ -262,7 +265,8 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, err
 	}
-	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, c.ExtraConfig.intake, limit)
+	namespaced, err := sidecarsetstorage.NewNamespacedStorage(Scheme, optsGetter, s.Revisions, viewer, c.GenericConfig.AdmissionControl, c.ExtraConfig.intake,
+		sidecarsetstorage.NamespaceLimits{Cap: limit, Bytes: c.ExtraConfig.MaxNamespacedBytesPerNamespace > 0})
 	if err != nil {
 		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
 	}

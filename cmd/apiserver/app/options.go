@@ -4,11 +4,13 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -58,6 +60,11 @@ func NewOptions() *Options {
 			WebhookLoadDelay:     time.Second,
 			// A namespace's NamespacedSidecarSets are planned together; a ResourceQuota can set less.
 			MaxNamespacedPerNamespace: 200,
+			// 16Mi: the count cap's 200 objects of the manual's size (about 2.3 KiB as stored) with
+			// ten revisions each (about 1.2 KiB) store about 2.7 MiB, so this leaves six times that
+			// for larger sidecars, and one namespace's worst case drops from 250 MiB to about 18 MiB
+			// (the budget and what can still pass it: docs/tenancy.md).
+			MaxNamespacedBytesPerNamespace: 16 << 20,
 		},
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
@@ -106,7 +113,32 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Refuse a SidecarSet whose sidecars break the Pod Security Standard baseline when a namespace it selects enforces baseline or restricted (their pods would be refused after injection); otherwise the write gets a warning naming those namespaces.")
 	fs.IntVar(&o.MaxNamespacedPerNamespace, "max-namespaced-sidecarsets-per-namespace", o.MaxNamespacedPerNamespace,
 		"Most NamespacedSidecarSets one namespace may hold; a create beyond it is refused (0: no limit). A namespace's ResourceQuota (count/namespacedsidecarsets.apps.kruise.io) can set less.")
+	fs.Var(&byteQuantity{&o.MaxNamespacedBytesPerNamespace}, "max-namespaced-bytes-per-namespace",
+		"Most bytes the NamespacedSidecarSets of one namespace and their revisions may store, as stored (JSON), a quantity such as 16Mi or a number of bytes; "+
+			"a create or update that would take the namespace past it, and grows it, is refused (0: no limit).")
 }
+
+// byteQuantity is a flag holding a number of bytes, written as a quantity (16Mi, 500k) or a number.
+type byteQuantity struct{ bytes *int64 }
+
+func (b *byteQuantity) String() string {
+	return resource.NewQuantity(*b.bytes, resource.BinarySI).String()
+}
+
+func (b *byteQuantity) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	n := q.Value() // whole bytes, a fraction rounded up
+	if n == math.MaxInt64 || n == math.MinInt64 {
+		return fmt.Errorf("%s is too large", s)
+	}
+	*b.bytes = n
+	return nil
+}
+
+func (b *byteQuantity) Type() string { return "quantity" }
 
 // Validate checks the options.
 func (o *Options) Validate() error {
@@ -119,6 +151,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxNamespacedPerNamespace < 0 {
 		errs = append(errs, fmt.Errorf("--max-namespaced-sidecarsets-per-namespace must not be negative"))
+	}
+	if o.MaxNamespacedBytesPerNamespace < 0 {
+		errs = append(errs, fmt.Errorf("--max-namespaced-bytes-per-namespace must not be negative"))
 	}
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))

@@ -21,30 +21,9 @@ import (
 // SidecarSet is adopted by the SidecarSet it is labelled with. Pruning never deletes the latest
 // revision and never keeps more than RevisionCap revisions, pinned and in-use ones included.
 
-// NewRevision builds the revision of the SidecarSet's current spec, numbered next.
+// NewRevision builds the revision of the SidecarSet's current spec, numbered next (revision.New).
 func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
-	labels := map[string]string{v1alpha1.SidecarSetNameLabel: ss.Name}
-	if v, ok := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
-		labels[v1alpha1.SidecarSetCustomVersionLabel] = v
-	}
-	annotations := map[string]string{}
-	for _, k := range []string{v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
-		if v, ok := ss.Annotations[k]; ok {
-			annotations[k] = v
-		}
-	}
-	return &v1alpha1.SidecarSetRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ss,
-				v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"))},
-		},
-		SidecarSetName: ss.Name,
-		Revision:       next,
-		Spec:           revision.Snapshot(ss),
-	}
+	return revision.New(ss, name, next)
 }
 
 // HistoryPlan says how to make the revision history match a SidecarSet.

@@ -26,6 +26,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
+	"github.com/sidecarset/apiserver/pkg/bytebudget"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/namespacecap"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -61,6 +62,13 @@ type Inputs struct {
 	// CountNamespaced counts the NamespacedSidecarSets stored in a namespace, from storage (an
 	// informer may not have seen the creates just before).
 	CountNamespaced func(ctx context.Context, namespace string) (int, error)
+	// MaxBytesPerNamespace, when positive, is the most bytes the NamespacedSidecarSets of one
+	// namespace and their revisions may store (--max-namespaced-bytes-per-namespace): a write that
+	// would take the namespace past it, and grows it, is refused.
+	MaxBytesPerNamespace int64
+	// NamespaceUsage returns what the NamespacedSidecarSets of a namespace and their revisions
+	// store, as this replica's informers hold them.
+	NamespaceUsage func(namespace string) (bytebudget.Usage, error)
 	// HasSynced reports whether the listers are ready.
 	HasSynced func() bool
 }
@@ -146,6 +154,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 			return admission.NewForbidden(a, err)
 		}
 	}
+	if kind == "NamespacedSidecarSet" {
+		if err := p.checkNamespaceBytes(a); err != nil {
+			return err
+		}
+	}
 	var before *apps.SidecarSet
 	if old, ok := a.GetOldObject().(*apps.NamespacedSidecarSet); ok && kind == "NamespacedSidecarSet" && a.GetOperation() == admission.Update {
 		before = old.AsSidecarSet()
@@ -182,6 +195,48 @@ func (p *Plugin) checkNamespaceCap(ctx context.Context, ns string) error {
 		return limit.Refusal(ns, n)
 	}
 	return nil
+}
+
+// checkNamespaceBytes refuses a create or update of a NamespacedSidecarSet that would take its
+// namespace past MaxBytesPerNamespace and grows it (package bytebudget): the written object counts
+// at its new size in place of its old one, with the revision the controller will record for it
+// when none of its revisions holds its injected part. Writes that do not grow the namespace pass,
+// so a namespace past its budget can still shrink.
+func (p *Plugin) checkNamespaceBytes(a admission.Attributes) error {
+	budget := bytebudget.Budget(p.in.MaxBytesPerNamespace)
+	n, ok := a.GetObject().(*apps.NamespacedSidecarSet)
+	if !budget.Enabled() || p.in.NamespaceUsage == nil || !ok {
+		return nil
+	}
+	written, err := measureNamespaced(n)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	use, err := p.in.NamespaceUsage(a.GetNamespace())
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if old, ok := a.GetOldObject().(*apps.NamespacedSidecarSet); ok && a.GetOperation() == admission.Update && !use.Has(written.Name) {
+		// Written through another replica, and not in this one's cache yet: counted as stored.
+		was, err := measureNamespaced(old)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		use = use.With(was)
+	}
+	if after := use.After(written); !budget.Admits(use.Bytes, after) {
+		return admission.NewForbidden(a, budget.Refusal(a.GetNamespace(), use.Bytes, after))
+	}
+	return nil
+}
+
+// measureNamespaced measures a NamespacedSidecarSet as it will be stored.
+func measureNamespaced(n *apps.NamespacedSidecarSet) (bytebudget.Object, error) {
+	wire := &v1alpha1.NamespacedSidecarSet{}
+	if err := v1alpha1.Convert_apps_NamespacedSidecarSet_To_v1alpha1_NamespacedSidecarSet(n, wire, nil); err != nil {
+		return bytebudget.Object{}, err
+	}
+	return bytebudget.MeasureNamespaced(wire)
 }
 
 // validateRevision checks a revision a client imports (create on sidecarsetrevisions) as a write

@@ -7,7 +7,9 @@
 // FNV-32 of the recorded data (spec containers, imagePullSecrets, initContainers, patchPodMetadata,
 // volumes as a replace patch, the keys of every object sorted) followed by the collision count. A
 // spec's revision is found by comparing snapshots (semantic equality), never by name, so a revision
-// recorded elsewhere (OpenKruise's, imported) is found whatever its name. No I/O.
+// recorded elsewhere (OpenKruise's, imported) is found whatever its name. The revision a SidecarSet
+// records is New's: the controller writes it, and the per-namespace byte budget measures it before
+// it exists. No I/O.
 package revision
 
 import (
@@ -17,6 +19,7 @@ import (
 	"strconv"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -34,6 +37,34 @@ func Snapshot(ss *v1alpha1.SidecarSet) v1alpha1.SidecarSetRevisionSpec {
 		Volumes:          s.Volumes,
 		ImagePullSecrets: s.ImagePullSecrets,
 		PatchPodMetadata: s.PatchPodMetadata,
+	}
+}
+
+// New returns the revision recording the SidecarSet's current spec under name, numbered next:
+// labelled with the SidecarSet's name and custom version, annotated with its spec hashes, and
+// controlled by it.
+func New(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
+	labels := map[string]string{v1alpha1.SidecarSetNameLabel: ss.Name}
+	if v, ok := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
+		labels[v1alpha1.SidecarSetCustomVersionLabel] = v
+	}
+	annotations := map[string]string{}
+	for _, k := range []string{v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
+		if v, ok := ss.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	return &v1alpha1.SidecarSetRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ss,
+				v1alpha1.SchemeGroupVersion.WithKind("SidecarSet"))},
+		},
+		SidecarSetName: ss.Name,
+		Revision:       next,
+		Spec:           Snapshot(ss),
 	}
 }
 

@@ -63,7 +63,7 @@ func intakeStorages(t *testing.T, intake Intake) (cluster, namespaced SidecarSet
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.SidecarSet.Destroy)
-	if namespaced, err = NewNamespacedStorage(scheme, opts("namespacedsidecarsets"), nil, nil, nil, intake, NamespaceCap{}); err != nil {
+	if namespaced, err = NewNamespacedStorage(scheme, opts("namespacedsidecarsets"), nil, nil, nil, intake, NamespaceLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(namespaced.SidecarSet.Destroy)

@@ -48,7 +48,7 @@ func capReplicas(t testing.TB, n int, limit int, cached func(string) (int, error
 			Decorator:               generic.UndecoratedStorage,
 			DeleteCollectionWorkers: 1,
 			ResourcePrefix:          "namespacedsidecarsets",
-		}}, nil, nil, nil, nil, NamespaceCap{Limit: namespacecap.Limit(limit), Cached: cached})
+		}}, nil, nil, nil, nil, NamespaceLimits{Cap: NamespaceCap{Limit: namespacecap.Limit(limit), Cached: cached}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,9 @@ import (
 
 // NewNamespacedStorage builds the storage of namespacedsidecarsets and its subresources, which
 // behave as those of sidecarsets; the revisions are SidecarSetRevisions named after
-// apps.NamespacedName. limit is the cap on the objects of one namespace, held under concurrent
-// creates; intake is opened for the object's namespace alone before a write is stored.
-func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface, intake Intake, limit NamespaceCap) (SidecarSetStorage, error) {
+// apps.NamespacedName. intake is opened for the object's namespace alone before a write is stored;
+// limits are the per-namespace limits held under concurrent writes.
+func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, revisions *genericregistry.Store, viewer RolloutViewer, admit admission.Interface, intake Intake, limits NamespaceLimits) (SidecarSetStorage, error) {
 	strategy := namespacedsidecarset.NewStrategy(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &apps.NamespacedSidecarSet{} },
@@ -30,6 +30,6 @@ func NewNamespacedStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptions
 		TableConvertor:            sidecarset.TableConvertor{},
 	}
 	parts := subresourceParts{revisions: revisions, viewer: viewer, admit: admit, scheme: scheme, kind: NamespacedSidecarSetKind,
-		guard: newCapGuard(limit), intake: intakeOpener{intake}}
+		guard: newCapGuard(limits.Cap), intake: intakeOpener{intake}, turns: newNamespaceTurns(limits.Bytes)}
 	return complete(store, namespacedsidecarset.GetAttrs, namespacedsidecarset.NewStatusStrategy(strategy), optsGetter, parts)
 }

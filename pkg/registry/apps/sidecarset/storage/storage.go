@@ -59,6 +59,8 @@ type subresourceParts struct {
 	guard *capGuard
 	// intake opens before the writes that change what an object injects are stored.
 	intake intakeOpener
+	// turns has the writes of each namespace take turns; nil for none.
+	turns *namespaceTurns
 }
 
 // statusStrategy is the update strategy of a status subresource.
@@ -76,19 +78,21 @@ func complete(store *genericregistry.Store, attrs storage.AttrFunc, status statu
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
 	return SidecarSetStorage{
-		SidecarSet: &REST{Store: store, guard: p.guard, intake: p.intake},
+		SidecarSet: &REST{Store: store, guard: p.guard, intake: p.intake, turns: p.turns},
 		Status:     &StatusREST{store: &statusStore},
 		Revisions:  &RevisionsREST{sidecarSets: store, revisions: p.revisions, kind: p.kind},
 		Rollout: &RolloutREST{sidecarSets: store, revisions: p.revisions, viewer: p.viewer, admit: p.admit, scheme: p.scheme, kind: p.kind,
-			intake: p.intake},
+			intake: p.intake, turns: p.turns},
 	}, nil
 }
 
-// REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap.
+// REST is the storage of sidecarsets, and of namespacedsidecarsets with their namespace cap and
+// their writes taking turns per namespace.
 type REST struct {
 	*genericregistry.Store
 	guard  *capGuard
 	intake intakeOpener
+	turns  *namespaceTurns
 }
 
 // Create stores a new object once the intake is open (see Intake); a NamespacedSidecarSet near its
@@ -99,6 +103,11 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		dryRun = options.DryRun
 	}
 	createValidation = r.intake.afterCreate(createValidation, dryRun)
+	done, err := r.turns.take(ctx, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if r.guard == nil {
 		return r.Store.Create(ctx, obj, createValidation, options)
 	}
@@ -113,6 +122,11 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 		dryRun = options.DryRun
 	}
 	createValidation, updateValidation = r.intake.afterCreate(createValidation, dryRun), r.intake.afterUpdate(updateValidation, dryRun)
+	done, err := r.turns.take(ctx, dryRun)
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
 	out, created, err := r.Store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
 	if err != nil || !created || r.guard == nil {
 		return out, created, err

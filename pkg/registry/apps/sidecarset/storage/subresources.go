@@ -128,6 +128,8 @@ type RolloutREST struct {
 	kind   Kind
 	// intake opens once the spec an action writes is admitted.
 	intake intakeOpener
+	// turns has the actions take turns with the other writes of the namespace; nil for none.
+	turns *namespaceTurns
 }
 
 var (
@@ -215,6 +217,11 @@ func (r *RolloutREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return obj, nil
 	}
 	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}
+	done, err := r.turns.take(ctx, updateOpts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	mutate, validate := r.admitAsUpdate(ctx, name, updateOpts)
 	updated, _, err := r.sidecarSets.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, apply, mutate),
 		rest.ValidateAllObjectFunc, r.intake.afterUpdate(validate, updateOpts.DryRun), false, updateOpts)
