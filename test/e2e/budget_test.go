@@ -143,7 +143,8 @@ func TestTenantHoldsOnlyItsShare(t *testing.T) {
 			if p.Namespace != teamA {
 				continue
 			}
-			if p.Reason == rollout.ReasonNamespaceShare && strings.Contains(p.Message, "its share of maxUnavailable 2 is 1: 1 of its pods hold it (a-") {
+			if p.Reason == rollout.ReasonNamespaceShare && strings.Contains(p.Message, "'s share of maxUnavailable 2 is 1 (its 2 pods of the 6 ") &&
+				strings.Contains(p.Message, "1 of its pods hold it (a-") {
 				return true, ""
 			}
 			seen = append(seen, fmt.Sprintf("%s %s/%s %q", p.Name, p.State, p.Reason, p.Message))

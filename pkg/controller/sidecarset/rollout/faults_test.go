@@ -204,37 +204,33 @@ func (f *faultWorld) lapsedNow(maxUnavailable int32) map[string]bool {
 	return maps.Clone(f.lapsed)
 }
 
-// share is the rule of share.go: max(1, min(B-1, ceil(B*n/N))) over several namespaces.
-func (f *faultWorld) share(b int32, ns string) int32 {
-	var n int32
-	namespaces := sets.New[string]()
+// share is the rule of share.go: max(1, min(B-1, ceil(B*n/N))), N the pods of the competing
+// namespaces and of ns.
+func (f *faultWorld) share(b int32, ns string, competing sets.Set[string]) int32 {
+	var n, total int32
 	for _, p := range f.pods {
-		namespaces.Insert(p.Namespace)
 		if p.Namespace == ns {
 			n++
 		}
+		if p.Namespace == ns || competing.Has(p.Namespace) {
+			total++
+		}
 	}
-	if namespaces.Len() < 2 {
-		return b
-	}
-	total := int32(len(f.pods))
 	return max(1, min(b-1, (b*n+total-1)/total))
 }
 
-// contested reports whether the cache shows a pod outside brokenNS that waits for its upgrade
-// and is ready (what makes the planner hold brokenNS to its share), unseen ones aside.
-func (f *faultWorld) contested(unseen map[string]bool) bool {
-	if !f.cfg.broken {
-		return false
-	}
+// competing returns the namespaces with a pod the cache shows waiting for its upgrade and ready
+// (what the planner divides maxUnavailable among), unseen ones aside.
+func (f *faultWorld) competing(unseen map[string]bool) sets.Set[string] {
+	out := sets.New[string]()
 	for _, p := range f.shown {
 		h, _ := sidecar.PodHashEntry(p.Annotations, sidecar.HashAnnotation, ssName)
-		if p.Namespace != brokenNS && !unseen[p.Namespace+"/"+p.Name] && h.Hash != f.ss.Annotations[sidecar.HashAnnotation] &&
+		if !unseen[p.Namespace+"/"+p.Name] && h.Hash != f.ss.Annotations[sidecar.HashAnnotation] &&
 			p.Status.Phase == corev1.PodRunning && readyCondition(p) {
-			return true
+			out.Insert(p.Namespace)
 		}
 	}
-	return false
+	return out
 }
 
 // observeHolds plays NamespaceHolds.observe: lapsed namespaces stay so while they hold places.
@@ -263,7 +259,7 @@ func (f *faultWorld) round() {
 	}
 	maxUnavailable := ResolveMaxUnavailable(f.ss.Spec.UpdateStrategy.MaxUnavailable, int32(len(f.pods)))
 	unseen := f.unseen()
-	contested := f.contested(unseen)
+	competing := f.competing(unseen)
 	res := PlanWith(f.ss, view, Options{Unseen: unseen, Lapsed: f.lapsedNow(maxUnavailable)})
 	before, beforeNS := f.truthUnavailable()
 	var took int32 // pods available in truth that this round made unavailable
@@ -324,9 +320,12 @@ func (f *faultWorld) round() {
 				f.step, n, ns, beforeNS[ns], maxUnavailable, stateOf(res))
 		}
 	}
-	if share := f.share(maxUnavailable, brokenNS); contested && tookNS[brokenNS] > 0 && beforeNS[brokenNS]+tookNS[brokenNS] > max(share, beforeNS[brokenNS]) {
-		f.t.Fatalf("step %d: with pods of other namespaces waiting, the round made %d more pods of namespace %s unavailable with %d already (share %d)\n%s",
-			f.step, tookNS[brokenNS], brokenNS, beforeNS[brokenNS], share, stateOf(res))
+	bounded := competing.Len() > 1 || f.lapsed[brokenNS] // by its share: others compete, or its hold lapsed
+	if bounded && tookNS[brokenNS] > 0 {
+		if share := f.share(maxUnavailable, brokenNS, competing); beforeNS[brokenNS]+tookNS[brokenNS] > max(share, beforeNS[brokenNS]) {
+			f.t.Fatalf("step %d: the round made %d more pods of namespace %s unavailable with %d already (share %d, competing %v, lapsed %v)\n%s",
+				f.step, tookNS[brokenNS], brokenNS, beforeNS[brokenNS], share, sets.List(competing), f.lapsed[brokenNS], stateOf(res))
+		}
 	}
 	f.brokenMost = max(f.brokenMost, beforeNS[brokenNS]+tookNS[brokenNS])
 	f.worst = max(f.worst, int(before+took))

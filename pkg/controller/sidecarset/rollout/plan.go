@@ -150,22 +150,26 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 		}
 	}
 	facts := make([]podFacts, len(managed))
-	sh := newShares(ss, managed, opts.Lapsed)
+	sh := newShares(ss, opts.Lapsed)
 	for i, pod := range managed {
 		facts[i] = p.facts(pod)
 		res.Counts.add(&facts[i])
-		if (facts[i].holdsPlace() || facts[i].unseen) && sh.hold(pod) {
+		holds := facts[i].holdsPlace() || facts[i].unseen
+		if holds {
 			res.Unavailable++
 		}
 		if facts[i].unseen {
 			res.Unseen++
 		}
+		sh.count(pod, holds)
 	}
+	sh, lapsed := sh.divided()
+	res.Unavailable -= lapsed
 	total := res.Counts.Matched
 	res.Partition = ResolvePartition(ss.Spec.UpdateStrategy.Partition, total)
 	res.MaxUnavailable = ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, total)
 	if sh != nil {
-		sh.max, res.Holding = res.MaxUnavailable, sh.held
+		sh.max, res.Holding = res.MaxUnavailable, sh.holding()
 	}
 
 	plans := make([]PodPlan, len(managed))
@@ -235,12 +239,12 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 	unavailable := res.Unavailable
 	used := sh.used(false)
 	sh.contend(pods, facts, candidates[:max(0, keep)], func(pod *Pod) bool { return p.opts.Deferred[pod.UID] })
-	shareMessages := map[string]string{}
+	shareMessages := map[text]string{}
 	var out []*Pod
 	stopped := false
 	for n, i := range candidates {
 		take := false
-		switch ns := pods[i].Namespace; {
+		switch ns := pods[i].namespace; {
 		case n >= keep:
 			plans[i].Reason = ReasonPartition
 		case p.opts.Deferred[pods[i].UID]:

@@ -27,7 +27,7 @@ func PreviewWith(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) *Result {
 		for _, i := range left {
 			f := &r.facts[i]
 			switch ready := f.readyForSidecar; {
-			case stopped, ready && r.shares.full(used, f.pod.Namespace):
+			case stopped, ready && r.shares.full(used, f.pod.namespace):
 				later = append(later, i)
 				continue
 			case ready && unavailable >= res.MaxUnavailable:
@@ -36,7 +36,7 @@ func PreviewWith(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) *Result {
 				continue
 			case ready:
 				unavailable++
-				r.shares.take(used, f.pod.Namespace)
+				r.shares.take(used, f.pod.namespace)
 			}
 			batch[f.pod] = n
 		}

@@ -13,31 +13,30 @@ import (
 )
 
 // The expected shares below are worked out by hand from the rule of share.go:
-// share(ns) = max(1, min(B-1, ceil(B*n/N))) over several namespaces, B over one, 0 when B is 0.
+// share = max(1, min(B-1, ceil(B*n/N))), 0 when B is 0.
 func TestNamespaceShare(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		b, n, total int32
-		namespaces  int
 		want        int32
 	}{
-		{name: "one namespace has the whole budget", b: 5, n: 10, total: 10, namespaces: 1, want: 5},
-		{name: "even split", b: 4, n: 5, total: 10, namespaces: 2, want: 2},                           // ceil(20/10) = 2
-		{name: "rounded up", b: 10, n: 33, total: 100, namespaces: 3, want: 4},                        // ceil(3.3) = 4
-		{name: "a small namespace gets one", b: 3, n: 1, total: 10, namespaces: 3, want: 1},           // ceil(0.3) = 1
-		{name: "a tiny share rounds up to one", b: 2, n: 1, total: 1000, namespaces: 2, want: 1},      // ceil(0.002) = 1
-		{name: "most pods: never the whole budget", b: 4, n: 95, total: 100, namespaces: 2, want: 3},  // ceil(3.8) = 4, min(3, 4)
-		{name: "B=2: one place each", b: 2, n: 9, total: 10, namespaces: 2, want: 1},                  // ceil(1.8) = 2, min(1, 2)
-		{name: "B=1, many namespaces: the one place", b: 1, n: 1, total: 50, namespaces: 50, want: 1}, // max(1, min(0, 1))
-		{name: "B=1, most pods", b: 1, n: 49, total: 50, namespaces: 2, want: 1},
-		{name: "B=0", b: 0, n: 3, total: 6, namespaces: 2, want: 0},
-		{name: "B=0, one namespace", b: 0, n: 3, total: 3, namespaces: 1, want: 0},
-		{name: "huge B does not overflow", b: math.MaxInt32, n: 2, total: 3, namespaces: 2, want: 1431655765}, // ceil(2147483647*2/3)
-		{name: "huge B, one namespace", b: math.MaxInt32, n: 3, total: 3, namespaces: 1, want: math.MaxInt32},
+		{name: "even split", b: 4, n: 5, total: 10, want: 2},                          // ceil(20/10) = 2
+		{name: "rounded up", b: 10, n: 33, total: 100, want: 4},                       // ceil(3.3) = 4
+		{name: "a small namespace gets one", b: 3, n: 1, total: 10, want: 1},          // ceil(0.3) = 1
+		{name: "a tiny share rounds up to one", b: 2, n: 1, total: 1000, want: 1},     // ceil(0.002) = 1
+		{name: "most pods: never the whole budget", b: 4, n: 95, total: 100, want: 3}, // ceil(3.8) = 4, min(3, 4)
+		{name: "every pod: never the whole budget", b: 5, n: 10, total: 10, want: 4},  // min(4, 5)
+		{name: "B=2: one place each", b: 2, n: 9, total: 10, want: 1},                 // ceil(1.8) = 2, min(1, 2)
+		{name: "B=1, many namespaces: the one place", b: 1, n: 1, total: 50, want: 1}, // max(1, min(0, 1))
+		{name: "B=1, most pods", b: 1, n: 49, total: 50, want: 1},                     // max(1, min(0, 1))
+		{name: "B=0", b: 0, n: 3, total: 6, want: 0},
+		{name: "no pods", b: 3, n: 0, total: 0, want: 1},                                       // max(1, ...)
+		{name: "huge B does not overflow", b: math.MaxInt32, n: 2, total: 3, want: 1431655765}, // ceil(2147483647*2/3)
+		{name: "huge B, every pod", b: math.MaxInt32, n: 3, total: 3, want: math.MaxInt32 - 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NamespaceShare(tc.b, tc.n, tc.total, tc.namespaces); got != tc.want {
-				t.Errorf("NamespaceShare(%d, %d, %d, %d) = %d, want %d", tc.b, tc.n, tc.total, tc.namespaces, got, tc.want)
+			if got := NamespaceShare(tc.b, tc.n, tc.total); got != tc.want {
+				t.Errorf("NamespaceShare(%d, %d, %d) = %d, want %d", tc.b, tc.n, tc.total, got, tc.want)
 			}
 		})
 	}
@@ -80,6 +79,17 @@ func TestPlanNamespaceShare(t *testing.T) {
 			old("c0", inNamespace("c")), old("c1", inNamespace("c")), old("c2", inNamespace("c")), old("c3", inNamespace("c")), old("c4", inNamespace("c")), old("c5", inNamespace("c"))},
 		upgrade: []string{"a0", "b0", "b1", "c0"},
 		states:  map[string]string{"b2": share, "c1": overBudget, "c5": overBudget},
+		holding: map[string]int32{},
+	}, {
+		// c (8 pods) has nothing left to upgrade: a and b compete, N=8. share(a) = share(b) =
+		// min(3, ceil(4*4/8)) = 2: together the whole budget, none left unused.
+		name: "namespaces with nothing to upgrade leave their part",
+		ss:   budget("4"),
+		pods: append(append(oldPods("a", 4), oldPods("b", 4)...), updatedPod("c0", inNamespace("c")), updatedPod("c1", inNamespace("c")),
+			updatedPod("c2", inNamespace("c")), updatedPod("c3", inNamespace("c")), updatedPod("c4", inNamespace("c")),
+			updatedPod("c5", inNamespace("c")), updatedPod("c6", inNamespace("c")), updatedPod("c7", inNamespace("c"))),
+		upgrade: []string{"a0", "a1", "b0", "b1"},
+		states:  map[string]string{"a2": share, "a3": share, "b2": share},
 		holding: map[string]int32{},
 	}, {
 		// B=1: every share is the one place, which a's restarting pod holds; b and c wait for B,
@@ -186,7 +196,7 @@ func TestPlanNamespaceShareMessages(t *testing.T) {
 	ss := budget("1")
 	pods := []*corev1.Pod{restartingPod("ra", inNamespace("a")), old("a1", inNamespace("a")), old("b1", inNamespace("b"))}
 	res := PlanWith(ss, cached(pods), Options{})
-	want := "namespace a has 2 of the 3 pods, so its share of maxUnavailable 1 is 1: 1 of its pods hold it (ra)"
+	want := "namespace a's share of maxUnavailable 1 is 1 (its 2 pods of the 3 in namespaces with pods waiting for their upgrade): 1 of its pods hold it (ra)"
 	if got := planOf(res, "a1").Message; got != want {
 		t.Errorf("a1: %q, want %q", got, want)
 	}
@@ -203,7 +213,7 @@ func TestPlanNamespaceShareMessages(t *testing.T) {
 	pods = []*corev1.Pod{restartingPod("r5", inNamespace("a")), restartingPod("r4", inNamespace("a")), restartingPod("r3", inNamespace("a")),
 		restartingPod("r2", inNamespace("a")), old("a1", inNamespace("a")), old("b1", inNamespace("b"))}
 	res = PlanWith(ss, cached(pods), Options{})
-	want = "namespace a has 5 of the 6 pods, so its share of maxUnavailable 5 is 4: 4 of its pods hold it (r2, r3, r4 and 1 more)"
+	want = "namespace a's share of maxUnavailable 5 is 4 (its 5 pods of the 6 in namespaces with pods waiting for their upgrade): 4 of its pods hold it (r2, r3, r4 and 1 more)"
 	if got := planOf(res, "a1").Message; got != want {
 		t.Errorf("a1: %q, want %q", got, want)
 	}
