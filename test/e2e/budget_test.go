@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,84 @@ func TestTenantCannotHoldTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantHoldsOnlyItsShare: the cluster SidecarSet, at maxUnavailable 2, over the editor's two
+// pods in team-a and four pods in team-b. The editor annotates its pods so that the fake kubelet
+// (kwok) never restarts an upgraded sidecar in them (kwok.x-k8s.io/image-change-delay 1h): once
+// upgraded they are never available again, as pods whose namespace breaks the new sidecar (their
+// readiness, a config or a NetworkPolicy it meets there). They were ready before their upgrade, so
+// each holds a place; they became ready last, so they come first in the upgrade order. Without
+// namespace shares both took the two places and team-b's rollout stalled for as long as they
+// existed. With them, team-a holds its share, max(1, min(2-1, ceil(2*2/6))) = 1 place: its other
+// pod waits (NamespaceShare) while team-b's pods are upgraded on the other place, never more than
+// 2 of the 6 pods unavailable at once.
+func TestTenantHoldsOnlyItsShare(t *testing.T) {
+	parallelTest(t)
+	ctx := context.Background()
+	teamA, teamB := tempNamespace(t, "e2e-share-a-"), tempNamespace(t, "e2e-share-b-")
+	editor := namespaceEditorKube(t, "e2e-share-editor", teamA)
+	const name = "e2e-budget-share" // and the pods' app label
+	createClusterSidecarSet(t, simpleSidecarSet(name, "busybox:1.36", ptr.To(intstr.FromInt32(2))))
+
+	for i := range 4 {
+		p := budgetPod(fmt.Sprintf("b-%d", i), teamB, name)
+		p.Annotations = map[string]string{kwokRestartDelay: "3s"} // team-b's rollout lasts long enough to watch team-a wait
+		if _, err := kube.CoreV1().Pods(teamB).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		mustHaveSidecar(t, waitPodRunning(t, teamB, fmt.Sprintf("b-%d", i), true))
+	}
+	for i := range 2 {
+		p := budgetPod(fmt.Sprintf("a-%d", i), teamA, name)
+		p.Annotations = map[string]string{kwokRestartDelay: "1h"}
+		if _, err := editor.CoreV1().Pods(teamA).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("the editor creates pod %s: %v", p.Name, err)
+		}
+	}
+	for i := range 2 {
+		mustHaveSidecar(t, waitPodRunning(t, teamA, fmt.Sprintf("a-%d", i), true))
+	}
+	waitStatus(t, name, v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 6, ReadyPods: 6, UpdatedReadyPods: 6})
+
+	stop, start := sampleUnavailable("", "app="+name), time.Now()
+	patchImage(t, name, `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	// While team-b's pods are upgraded, the view says why team-a's other pod waits.
+	lastView, waited := poll(budgetRolloutTimeout, func(ctx context.Context) (bool, string) {
+		view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, p := range view.Status.Pods {
+			if p.Namespace != teamA {
+				continue
+			}
+			if p.Reason == rollout.ReasonNamespaceShare && strings.Contains(p.Message, "'s share of maxUnavailable 2 is 1 (its 2 pods of the 6 ") &&
+				strings.Contains(p.Message, "1 of its pods hold it (a-") {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s %s/%s %q", p.Name, p.State, p.Reason, p.Message))
+		}
+		return false, strings.Join(seen, "; ")
+	})
+	eventually(t, "team-b's pods upgraded past team-a's", budgetRolloutTimeout, func(ctx context.Context) (bool, string) {
+		return upgradedIn(ctx, teamB, name, "busybox:1.37", 4)
+	})
+	took, worst := time.Since(start), stop()
+	t.Logf("team-b's 4 pods upgraded in %s; at most %d of the 6 pods unavailable at once", took.Round(100*time.Millisecond), worst)
+	if worst > 2 {
+		t.Errorf("%d pods of both namespaces were unavailable at once, maxUnavailable is 2", worst)
+	}
+	if !waited {
+		t.Errorf("no pod of team-a waited for its namespace's share (%s) in the rollout view; last seen: %s", rollout.ReasonNamespaceShare, lastView)
+	}
+}
+
+// kwokRestartDelay is the pod annotation that sets how long the fake kubelet takes to restart a
+// container whose image changed (hack/kwok/pod-stages.yaml).
+const kwokRestartDelay = "kwok.x-k8s.io/image-change-delay"
 
 // TestEvictionRefusalsDoNotFreeze: the cluster SidecarSet repairs pods that missed its injection
 // (apps.kruise.io/repair-not-injected) by eviction; the editor's Deployment runs such a pod under
@@ -212,8 +291,8 @@ func upgradedIn(ctx context.Context, namespace, app, image string, n int) (bool,
 	return done == n, fmt.Sprintf("%d of %d upgraded", done, n)
 }
 
-// sampleUnavailable samples, four times a second, how many pods of namespace that selector
-// selects are not ready or whose sidecar1 does not run its spec's image, ready; stop ends it and
+// sampleUnavailable samples, four times a second, how many pods of namespace ("" for all) that
+// selector selects are not ready or whose sidecar1 does not run its spec's image, ready; stop ends it and
 // returns the largest number seen.
 func sampleUnavailable(namespace, selector string) (stop func() int) {
 	ctx, cancel := context.WithCancel(context.Background())

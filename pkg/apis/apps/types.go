@@ -572,8 +572,8 @@ type RolloutPod struct {
 	Revision string
 	// State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.
 	State PodRolloutState
-	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
-	// or NotReady; or why it is not upgradable or failed.
+	// Reason says why a pod waits: Partition, MaxUnavailable, NamespaceShare, Paused, NotSelected,
+	// NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.
 	Reason string
 	// Message is a human readable explanation.
 	Message string

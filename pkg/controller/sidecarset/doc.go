@@ -13,7 +13,9 @@
 //     history.go writes);
 //  3. plans the rollout with the pure planner of package rollout, unless the pod cache does not
 //     show the controller's own last pod writes yet (expectations.go): planning on such a cache
-//     could take more pods down than maxUnavailable allows;
+//     could take more pods down than maxUnavailable allows; it tells the planner which
+//     namespaces' pods have held every place of a cluster SidecarSet's maxUnavailable for too
+//     long while other namespaces waited (holds.go);
 //  4. applies the plan (apply.go): not-upgradable conditions, hot-upgrade resets and in-place
 //     upgrades, each the pure pod mutation of package inplace on a freshly read pod, written back as
 //     a strategic merge patch guarded by the resourceVersion read; a pod that cannot be written is

@@ -54,6 +54,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
 		c.upgrading.forget(name)
+		c.holds.forget(name)
 		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
@@ -77,6 +78,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
 	opts.Deferred = c.deferred(ss, pods)
+	opts.Lapsed = c.holds.Lapsed(ss)
 	plan := rollout.PlanWith(ss, pods, opts)
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
 		pods = replace(pods, ready)
@@ -90,6 +92,11 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if len(out.written) > 0 || len(recreated.pods) > 0 {
 		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
 		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
+	}
+	for _, ns := range c.holds.observe(ss, opts.Lapsed, plan) {
+		out.events = append(out.events, event{cached, corev1.EventTypeWarning, ReasonNamespaceHoldLapsed, fmt.Sprintf(
+			"the pods of namespace %s held every place of maxUnavailable (%d) for %s while pods of other namespaces waited: they now count against the namespace's share alone, and the other namespaces go on",
+			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)})
 	}
 	touched := make(map[string]bool, len(out.written)+len(out.failed)+len(opts.Unseen)) // their states wait for a later round
 	for key := range opts.Unseen {

@@ -26,6 +26,8 @@ type Viewer struct {
 	SidecarSets func(name string) *v1alpha1.SidecarSet
 	// Resizes, when set, is the controller's: the view plans resizes as rounds do.
 	Resizes *Resizes
+	// Holds, when set, is the controller's: the view lets namespaces' holds lapse as rounds do.
+	Holds *NamespaceHolds
 }
 
 // View returns the rollout view of ss.
@@ -48,7 +50,9 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	if err != nil {
 		return nil, err
 	}
-	plan := planner(ss, pods, v.Resizes.Options(ss))
+	opts := v.Resizes.Options(ss)
+	opts.Lapsed = v.Holds.Lapsed(ss)
+	plan := planner(ss, pods, opts)
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)

@@ -697,7 +697,7 @@ func schema_pkg_apis_apps_v1alpha1_RolloutPod(ref common.ReferenceCallback) comm
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
+							Description: "Reason says why a pod waits: Partition, MaxUnavailable, NamespaceShare, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -2550,7 +2550,7 @@ func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) commo
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
+							Description: "Reason says why a pod waits: Partition, MaxUnavailable, NamespaceShare, Paused, NotSelected, NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -142,8 +142,8 @@ type RolloutPod struct {
 	Revision string `json:"revision,omitempty"`
 	// State is Updated, Upgrading, Waiting, NotUpgradable, Failed or NotInjected.
 	State PodRolloutState `json:"state"`
-	// Reason says why a pod waits: Partition, MaxUnavailable, Paused, NotSelected, NotUpdateStrategy,
-	// or NotReady; or why it is not upgradable or failed.
+	// Reason says why a pod waits: Partition, MaxUnavailable, NamespaceShare, Paused, NotSelected,
+	// NotUpdateStrategy, or NotReady; or why it is not upgradable or failed.
 	Reason string `json:"reason,omitempty"`
 	// Message is a human readable explanation.
 	Message string `json:"message,omitempty"`

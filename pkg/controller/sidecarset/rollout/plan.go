@@ -91,8 +91,17 @@ type Result struct {
 	MaxUnavailable, Partition int32
 	// Unavailable counts the updated pods that are not available (before this round's upgrades)
 	// but those that were not ready before their upgrade (NotReadyBefore), and the pods whose
-	// last write is not seen yet (Unseen).
+	// last write is not seen yet (Unseen), but those of the namespaces whose hold lapsed
+	// (Options.Lapsed).
 	Unavailable int32
+	// Holding counts, per namespace, the pods that hold a place of its share of maxUnavailable
+	// (share.go), lapsed or not; nil when the budget is not divided (a NamespacedSidecarSet, or
+	// pods in one namespace).
+	Holding map[string]int32
+	// Holder is the namespace whose pods hold every place of maxUnavailable by themselves while
+	// pods of other namespaces wait for one, "" for none: the controller lets its hold lapse
+	// after NamespaceHoldLapse (Options.Lapsed).
+	Holder string
 	// Unseen counts the managed pods whose last write the pods given do not show (Options.Unseen).
 	Unseen int32
 }
@@ -122,6 +131,7 @@ type round struct {
 	managed    []*Pod
 	facts      []podFacts
 	candidates []int
+	shares     *shares
 }
 
 func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *round) {
@@ -140,19 +150,27 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 		}
 	}
 	facts := make([]podFacts, len(managed))
+	sh := newShares(ss, opts.Lapsed)
 	for i, pod := range managed {
 		facts[i] = p.facts(pod)
 		res.Counts.add(&facts[i])
-		if facts[i].holdsPlace() || facts[i].unseen {
+		holds := facts[i].holdsPlace() || facts[i].unseen
+		if holds {
 			res.Unavailable++
 		}
 		if facts[i].unseen {
 			res.Unseen++
 		}
+		sh.count(pod, holds)
 	}
+	sh, lapsed := sh.divided()
+	res.Unavailable -= lapsed
 	total := res.Counts.Matched
 	res.Partition = ResolvePartition(ss.Spec.UpdateStrategy.Partition, total)
 	res.MaxUnavailable = ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, total)
+	if sh != nil {
+		sh.max, res.Holding = res.MaxUnavailable, sh.holding()
+	}
 
 	plans := make([]PodPlan, len(managed))
 	var candidates []int
@@ -182,12 +200,13 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 	for _, i := range candidates {
 		plans[i].State, plans[i].Reason = v1alpha1.PodRolloutWaiting, p.blocked
 	}
-	r := &round{managed: managed, facts: facts}
+	r := &round{managed: managed, facts: facts, shares: sh}
 	if p.blocked == "" && len(res.Reset) == 0 {
 		candidates = sortCandidates(&ss.Spec.UpdateStrategy, managed, candidates)
 		var used int32
-		res.Upgrade, used = p.choose(res, managed, facts, plans, candidates)
+		res.Upgrade, used = p.choose(res, managed, facts, plans, candidates, sh)
 		r.candidates = candidates
+		res.Holder = holder(sh, managed, plans, candidates)
 		res.Recreate = p.recreates(res, managed, plans, used)
 	} else if len(res.Reset) > 0 {
 		for _, i := range candidates {
@@ -210,21 +229,31 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 }
 
 // choose walks the candidates in order: partition keeps the last ones; a candidate that is not
-// ready for its sidecars costs nothing (res.Unbudgeted); a ready one is taken while fewer than
-// maxUnavailable updated pods are unavailable, and the walk stops at the first that would exceed
-// it (OpenKruise §5.7). It also returns how many pods are unavailable once these are upgraded.
-func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int) ([]*Pod, int32) {
+// ready for its sidecars costs nothing (res.Unbudgeted); a ready one whose namespace holds its
+// share of maxUnavailable waits (sh, share.go), and the walk goes on; another ready one is taken
+// while fewer than maxUnavailable updated pods are unavailable, and the walk stops at the first
+// that would exceed it (OpenKruise §5.7). It also returns how many pods are unavailable once
+// these are upgraded.
+func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []PodPlan, candidates []int, sh *shares) ([]*Pod, int32) {
 	keep := len(candidates) - int(res.Partition)
 	unavailable := res.Unavailable
+	used := sh.used(false)
+	sh.contend(pods, facts, candidates[:max(0, keep)], func(pod *Pod) bool { return p.opts.Deferred[pod.UID] })
+	shareMessages := map[text]string{}
 	var out []*Pod
 	stopped := false
 	for n, i := range candidates {
 		take := false
-		switch {
+		switch ns := pods[i].namespace; {
 		case n >= keep:
 			plans[i].Reason = ReasonPartition
 		case p.opts.Deferred[pods[i].UID]:
 			plans[i].Reason = ReasonRetryBackoff
+		case facts[i].readyForSidecar && sh.full(used, ns):
+			if _, ok := shareMessages[ns]; !ok {
+				shareMessages[ns] = sh.message(ns)
+			}
+			plans[i].Reason, plans[i].Message = ReasonNamespaceShare, shareMessages[ns]
 		case stopped:
 			plans[i].Reason = ReasonMaxUnavailable
 		case !facts[i].readyForSidecar:
@@ -238,6 +267,7 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 			plans[i].Reason = ReasonMaxUnavailable
 		default:
 			unavailable++
+			sh.take(used, ns)
 			take = true
 		}
 		if take {
@@ -252,6 +282,21 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 		}
 	}
 	return out, unavailable
+}
+
+// holder returns the namespace whose pods hold every place of maxUnavailable by themselves
+// (shares.holder) while a pod of another namespace waits for a place, "" for none.
+func holder(sh *shares, pods []*Pod, plans []PodPlan, candidates []int) string {
+	ns := sh.holder()
+	if ns == "" {
+		return ""
+	}
+	for _, i := range candidates {
+		if plans[i].Reason == ReasonMaxUnavailable && pods[i].Namespace != ns {
+			return ns
+		}
+	}
+	return ""
 }
 
 // orderPlans lists the pods that do not wait for an upgrade by namespace/name, then the
@@ -284,7 +329,11 @@ func message(res *Result, reason string) string {
 	case ReasonPartition:
 		return fmt.Sprintf("partition keeps %d pod(s) on older revisions", res.Partition)
 	case ReasonMaxUnavailable:
-		return fmt.Sprintf("maxUnavailable is %d and as many updated pods are unavailable", res.MaxUnavailable)
+		m := fmt.Sprintf("maxUnavailable is %d and as many updated pods are unavailable", res.MaxUnavailable)
+		if res.Holder != "" {
+			m += fmt.Sprintf("; the pods of namespace %s hold every place: if they still do after %s, they count against its share alone and the other namespaces go on", res.Holder, NamespaceHoldLapse)
+		}
+		return m
 	case ReasonPaused:
 		return "updateStrategy.paused is true"
 	case ReasonNotSelected:

@@ -57,6 +57,11 @@ type Options struct {
 	// (ReasonRetryBackoff), so that pods the cluster refuses (an admission policy, a budget, a
 	// quota) never take the budget or a round's batch from the others.
 	Deferred map[types.UID]bool
+	// Lapsed are the namespaces whose pods held every place of a cluster SidecarSet's
+	// maxUnavailable for NamespaceHoldLapse while pods of other namespaces waited (Result.Holder,
+	// measured by the controller): their pods count against their namespace's share alone, no
+	// longer against maxUnavailable (share.go).
+	Lapsed map[string]bool
 }
 
 // Resize returns the kubelet's pending or in-progress resize of the pod (the PodResizePending

@@ -42,7 +42,10 @@ type simConfig struct {
 	rank func(*corev1.Pod) int64
 	// flapRate is the chance per step that a ready pod goes unready for 1-3 steps.
 	flapRate float64
-	maxSteps int
+	// namespaces, when set, spreads the pods over namespaces ns-0.. of skewed sizes (about half
+	// the pods in ns-0), so that maxUnavailable is divided among them (share.go).
+	namespaces int
+	maxSteps   int
 	// reasons are pod plan reasons the scenario must go through.
 	reasons []string
 }
@@ -124,6 +127,9 @@ func newWorld(t *testing.T, cfg simConfig, seed int64) *world {
 		}
 		if w.rng.Intn(5) == 0 {
 			delete(p.Labels, "sts") // some pods lack the ordered key
+		}
+		if cfg.namespaces > 0 {
+			p.Namespace = fmt.Sprintf("ns-%d", min(w.rng.Intn(2*cfg.namespaces), cfg.namespaces)%cfg.namespaces)
 		}
 		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Duration(w.rng.Intn(7200)) * time.Second))
 		setReady(p, false, p.CreationTimestamp.Time)
@@ -644,6 +650,15 @@ func simulations() []simConfig {
 			reasons:  []string{ReasonImmutableField},
 			strategy: func(s *v1alpha1.SidecarSetUpdateStrategy) { s.MaxUnavailable = intOrStr("15") },
 			change:   &specChange{at: 7, version: "v3", hash: "h3", hashWithoutImage: "nh2"},
+		},
+		{
+			name: "namespaces+priority+partition", pods: 400, flapRate: 0.002, maxSteps: 800, namespaces: 5,
+			reasons: []string{ReasonNamespaceShare, ReasonMaxUnavailable, ReasonPartition, ReasonPaused},
+			strategy: func(s *v1alpha1.SidecarSetUpdateStrategy) {
+				s.MaxUnavailable, s.Partition = intOrStr("5%"), intOrStr("20")
+				s.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: weights}
+			},
+			pause: [2]int{4, 8},
 		},
 		{
 			name: "hot-upgrade+native-sidecar", pods: 300, flapRate: 0.002, maxSteps: 800,
