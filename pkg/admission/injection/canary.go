@@ -2,6 +2,7 @@ package injection
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -55,20 +56,10 @@ func overriddenPresent(views []view, present []*v1alpha1.SidecarSet) (bases, can
 
 // withdraw takes out of pod what ss injected into it: its containers and init containers (hot
 // upgrade twins included), its volumes no container left mounts, and its entries in the hash
-// annotations and the injected list. The pod's own containers of a sidecar's name were replaced
+// annotations and the injected list (the annotations themselves once empty). The pod's own containers of a sidecar's name were replaced
 // by the injection and cannot be told apart; imagePullSecrets are left, as they may be the pod's.
 func withdraw(pod *corev1.Pod, ss *v1alpha1.SidecarSet) error {
-	names := map[string]bool{}
-	for _, l := range []struct {
-		items []v1alpha1.SidecarContainer
-		init  bool
-	}{{ss.Spec.Containers, false}, {ss.Spec.InitContainers, true}} {
-		for i := range l.items {
-			for _, n := range sidecar.PodContainerNames(&l.items[i], l.init) {
-				names[n] = true
-			}
-		}
-	}
+	names := podNames(ss)
 	keep := func(cs []corev1.Container) []corev1.Container {
 		var out []corev1.Container
 		for _, c := range cs {
@@ -90,13 +81,15 @@ func withdraw(pod *corev1.Pod, ss *v1alpha1.SidecarSet) error {
 			}
 		}
 	}
-	own := map[string]bool{}
-	for _, v := range ss.Spec.Volumes {
-		own[v.Name] = true
+	own := map[string]*corev1.Volume{}
+	for i := range ss.Spec.Volumes {
+		own[ss.Spec.Volumes[i].Name] = &ss.Spec.Volumes[i]
 	}
 	var volumes []corev1.Volume
 	for _, v := range pod.Spec.Volumes {
-		if !own[v.Name] || mounted[v.Name] {
+		// A volume of ss's name that the pod declared itself (a different one: the pod's win)
+		// stays, mounted or not.
+		if o := own[v.Name]; o == nil || mounted[v.Name] || !equality.Semantic.DeepEqual(&v, o) {
 			volumes = append(volumes, v)
 		}
 	}
@@ -110,7 +103,7 @@ func withdraw(pod *corev1.Pod, ss *v1alpha1.SidecarSet) error {
 			return newError(ss.Name, "metadata.annotations["+key+"]", err)
 		}
 		delete(m, ss.Name)
-		pod.Annotations[key] = m.String()
+		setOrDrop(pod, key, len(m) > 0, m.String())
 	}
 	if list, ok := pod.Annotations[sidecar.InjectedListAnnotation]; ok {
 		var names []string
@@ -119,7 +112,38 @@ func withdraw(pod *corev1.Pod, ss *v1alpha1.SidecarSet) error {
 				names = append(names, n)
 			}
 		}
-		pod.Annotations[sidecar.InjectedListAnnotation] = sidecar.RenderInjectedList(names)
+		setOrDrop(pod, sidecar.InjectedListAnnotation, len(names) > 0, sidecar.RenderInjectedList(names))
 	}
 	return nil
+}
+
+// podNames returns the names ss's containers and init containers have in a pod (hot upgrade
+// twins included).
+func podNames(ss *v1alpha1.SidecarSet) map[string]bool {
+	names := map[string]bool{}
+	for _, l := range []struct {
+		items []v1alpha1.SidecarContainer
+		init  bool
+	}{{ss.Spec.Containers, false}, {ss.Spec.InitContainers, true}} {
+		for i := range l.items {
+			for _, n := range sidecar.PodContainerNames(&l.items[i], l.init) {
+				names[n] = true
+			}
+		}
+	}
+	return names
+}
+
+// setOrDrop sets the pod's annotation key to value when keep holds, else removes it (and the
+// annotations, once none is left): a pod the withdrawn SidecarSet alone was injected into has
+// none of the injection's annotations, as when nothing injected it.
+func setOrDrop(pod *corev1.Pod, key string, keep bool, value string) {
+	if keep {
+		pod.Annotations[key] = value
+		return
+	}
+	delete(pod.Annotations, key)
+	if len(pod.Annotations) == 0 {
+		pod.Annotations = nil
+	}
 }

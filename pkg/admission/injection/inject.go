@@ -31,18 +31,35 @@ func Inject(in Input) (Result, error) {
 		return res, err
 	}
 	bases, canaries, present := overriddenPresent(views, present)
-	if len(views) == 0 && len(bases) == 0 {
+	stale, err := staleRetired(in.Pod, in.Retired, res.Decisions)
+	if err != nil {
+		return res, err
+	}
+	sharing, present := sharingNames(stale, present)
+	if len(views) == 0 && len(bases) == 0 && len(stale) == 0 {
 		return res, nil
 	}
 	pod := in.Pod.DeepCopy()
-	if len(bases) > 0 {
-		if views, err = withdrawBases(pod, views, bases, canaries, &in, res.Decisions); err != nil {
+	for _, ss := range stale {
+		if err := withdraw(pod, ss); err != nil {
+			return res, err
+		}
+	}
+	if len(bases) > 0 || len(sharing) > 0 {
+		if views, err = withdrawBases(pod, views, bases, append(canaries, sharing...), &in, res.Decisions); err != nil {
 			return res, err
 		}
 	}
 	views, res.Warnings, err = withoutShadowed(views, present, res.Decisions)
-	if err != nil || (len(views) == 0 && len(bases) == 0) {
+	if err != nil {
 		return res, err
+	}
+	if len(views) == 0 && len(bases) == 0 {
+		res.Patch = diff(in.Pod, pod)
+		if len(res.Patch) > 0 {
+			res.Pod = pod
+		}
+		return res, nil
 	}
 	for i := range views {
 		annotations, _, err := sidecar.PatchPodMetadata(pod.Annotations, views[i].patchPodMetadata)
@@ -71,8 +88,9 @@ func Inject(in Input) (Result, error) {
 	return res, nil
 }
 
-// withdrawBases takes the canary bases and the present canaries that name them out of pod (see
-// overriddenPresent) and returns views with those canaries to inject again, in name order.
+// withdrawBases takes the canary bases and the present SidecarSets to inject again (the canaries
+// that name them, see overriddenPresent, and those that share names with a stale version, see
+// sharingNames) out of pod and returns views with the latter added, in name order.
 func withdrawBases(pod *corev1.Pod, views []view, bases, canaries []*v1alpha1.SidecarSet, in *Input, decisions []Decision) ([]view, error) {
 	for _, ss := range append(append([]*v1alpha1.SidecarSet(nil), bases...), canaries...) {
 		if err := withdraw(pod, ss); err != nil {

@@ -23,6 +23,11 @@ type Input struct {
 	// SidecarSets are the candidates (for example from Index.Candidates), defaulted, carrying the
 	// hash annotations the server stamps. They are not modified; order does not matter.
 	SidecarSets []*v1alpha1.SidecarSet
+	// Retired are versions of SidecarSets replaced or deleted a moment ago (see Retired) that the
+	// pod may carry: a SidecarSet the pod's hash annotation has at the hash of one of them, and that
+	// no matching candidate of its name applies to now, is taken out of the pod (a policy compiled
+	// from that version, which kube-apiserver still ran, injected it earlier in the admission).
+	Retired []*v1alpha1.SidecarSet
 	// Revisions resolves injectionStrategy.revision; needed only when a candidate sets it.
 	Revisions RevisionSource
 	// Now stamps the hash annotation entries.
