@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -96,12 +97,14 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 
 // newReviewer builds pod injection on the SidecarSet informer, the revision lister and, when the
 // server knows the main cluster (shared is its informer factory), its namespace lister; sortByName
-// places the sidecars in name order.
-func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, sortByName bool) *webhook.Reviewer {
+// places the sidecars in name order; the versions of SidecarSets replaced or deleted are kept for
+// retiredFor, as long as a policy compiled from them may still run.
+func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, sortByName bool, retiredFor time.Duration) *webhook.Reviewer {
 	index := injection.NewIndex()
+	retired := &injection.Retired{Keep: retiredFor}
 	set.index, set.seen = index, webhook.NewWatermark()
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
-	indexed, err := sets.AddEventHandler(webhook.IndexHandler(index, set.seen))
+	indexed, err := sets.AddEventHandler(webhook.Indexer{Index: index, Seen: set.seen, Retired: retired, Clock: clock.RealClock{}}.Handler())
 	if err != nil {
 		panic(err) // only fails on a stopped informer, which cannot be the case before start
 	}
@@ -118,6 +121,7 @@ func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, s
 	}
 	return &webhook.Reviewer{
 		Index:      index,
+		Retired:    retired,
 		Namespaces: namespaces,
 		Revisions:  revs.Lister(),
 		Clock:      clock.RealClock{},

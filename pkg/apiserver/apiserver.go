@@ -177,7 +177,7 @@ func (c completedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	paths := &injectionPaths{webhookOnly: c.ExtraConfig.Injection == InjectionWebhook}
-	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set, c.ExtraConfig.SortSidecarContainersByName)
+	reviewer := newReviewer(c.GenericConfig.SharedInformerFactory, set, c.ExtraConfig.SortSidecarContainersByName, c.ExtraConfig.retiredFor())
 	var viewer sidecarsetstorage.RolloutViewer
 	if c.GenericConfig.SharedInformerFactory != nil && c.main != nil {
 		if err := set.watchPods(c.main, c.GenericConfig.SharedInformerFactory); err != nil {

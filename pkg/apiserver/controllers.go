@@ -140,6 +140,15 @@ func (c *ExtraConfig) excludedNamespaces() []string {
 	return append(append([]string(nil), c.ExcludedNamespaces...), c.Namespace)
 }
 
+// retiredFor is how long the webhook keeps the versions of SidecarSets replaced or deleted: as
+// long as kube-apiserver may still run a policy compiled from one of them (a policy that stops
+// injecting a SidecarSet waits until the webhooks that take it over have been loaded for the
+// grace period, then kube-apiserver loads its change within as much), with room for a busy
+// leader; at least 30 s.
+func (c *ExtraConfig) retiredFor() time.Duration {
+	return max(30*time.Second, 3*(c.PolicyGrace+c.WebhookLoadDelay))
+}
+
 // policyController builds the controller that owns the injection policies in the main cluster,
 // with its informers (started by the returned function). In webhook mode it removes what policy
 // mode left and keeps the webhook's match condition to the SidecarSets' selectors; it is nil

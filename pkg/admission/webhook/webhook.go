@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
 var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -34,6 +36,9 @@ var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 type Reviewer struct {
 	// Index holds the SidecarSets; keep it current with IndexHandler.
 	Index *injection.Index
+	// Retired holds the versions of SidecarSets replaced or deleted a moment ago (IndexHandler
+	// records them); nil keeps none.
+	Retired *injection.Retired
 	// Namespaces lists the main cluster's namespaces.
 	Namespaces corelisters.NamespaceLister
 	// Revisions lists SidecarSetRevisions.
@@ -109,7 +114,9 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		namespace = pod.Namespace
 	}
 	candidates := r.Index.Candidates(namespace, pod.Labels)
-	if len(candidates) == 0 {
+	now := r.Clock.Now()
+	retired := r.retired(pod, now)
+	if len(candidates) == 0 && len(retired) == 0 {
 		return injection.Result{}, nil
 	}
 	var nsLabels map[string]string
@@ -128,8 +135,9 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		Namespace:       namespace,
 		NamespaceLabels: nsLabels,
 		SidecarSets:     candidates,
+		Retired:         retired,
 		Revisions:       revision.Lister{Revisions: r.Revisions},
-		Now:             r.Clock.Now(),
+		Now:             now,
 		Rand:            r.Rand,
 		Options:         r.Options,
 	})
@@ -137,6 +145,25 @@ func (r *Reviewer) inject(pod *corev1.Pod, namespace string) (injection.Result, 
 		res.Warnings = append(res.Warnings, podSecurityWarnings(res.Decisions, candidates, namespace)...)
 	}
 	return res, err
+}
+
+// retired returns the versions retired a moment ago of the SidecarSets the pod carries (its hash
+// annotation names them; a pod being created carries them when a policy injected them earlier
+// in the admission): the injector takes out those that no longer apply to it.
+func (r *Reviewer) retired(pod *corev1.Pod, now time.Time) []*v1alpha1.SidecarSet {
+	v, ok := pod.Annotations[sidecar.HashAnnotation]
+	if r.Retired == nil || !ok {
+		return nil
+	}
+	hashes, err := sidecar.ParseHashMap(v)
+	if err != nil {
+		return nil // the injector refuses the pod for it when a SidecarSet applies
+	}
+	var out []*v1alpha1.SidecarSet
+	for name := range hashes {
+		out = append(out, r.Retired.Versions(name, now)...)
+	}
+	return out
 }
 
 // podSecurityWarnings name the injected SidecarSets whose sidecars break the Pod Security
@@ -170,23 +197,45 @@ func deny(code int32, err error) *admissionv1.AdmissionResponse {
 	}
 }
 
-// IndexHandler keeps index in step with a SidecarSet informer, and advances seen (when not nil)
-// past each event it has taken in.
-func IndexHandler(index *injection.Index, seen *Watermark) cache.ResourceEventHandler {
+// Indexer keeps the webhook's view of the SidecarSets in step with a SidecarSet informer (see
+// Handler).
+type Indexer struct {
+	// Index holds the SidecarSets.
+	Index *injection.Index
+	// Seen, when not nil, advances past each event taken in.
+	Seen *Watermark
+	// Retired, when not nil, records the versions updates replace (injection.Retires) and
+	// deletes remove, at the time of Clock.
+	Retired *injection.Retired
+	Clock   clock.PassiveClock
+}
+
+// Handler returns the informer's event handler.
+func (x Indexer) Handler() cache.ResourceEventHandler {
 	advance := func(ss *v1alpha1.SidecarSet) {
-		if seen != nil {
-			seen.Advance(ss.ResourceVersion)
+		if x.Seen != nil {
+			x.Seen.Advance(ss.ResourceVersion)
+		}
+	}
+	retire := func(ss *v1alpha1.SidecarSet) {
+		if x.Retired != nil {
+			x.Retired.Retire(ss, x.Clock.Now())
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			ss := obj.(*v1alpha1.SidecarSet)
-			index.Add(ss)
+			x.Index.Add(ss)
 			advance(ss)
 		},
-		UpdateFunc: func(_, obj interface{}) {
+		UpdateFunc: func(oldObj, obj interface{}) {
 			ss := obj.(*v1alpha1.SidecarSet)
-			index.Update(ss)
+			// Retired before the index has the new version: a pod the webhook serves in between
+			// finds the old version in the index or in Retired.
+			if old, ok := oldObj.(*v1alpha1.SidecarSet); ok && injection.Retires(old, ss) {
+				retire(old)
+			}
+			x.Index.Update(ss)
 			advance(ss)
 		},
 		DeleteFunc: func(obj interface{}) {
@@ -194,7 +243,8 @@ func IndexHandler(index *injection.Index, seen *Watermark) cache.ResourceEventHa
 				obj = t.Obj
 			}
 			if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-				index.Delete(ss)
+				retire(ss)
+				x.Index.Delete(ss)
 				advance(ss)
 			}
 		},

@@ -174,3 +174,58 @@ func TestPodSecurityWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewWithdrawsRetired: the Indexer keeps the version an update replaces (when its spec
+// changed) and the one a delete removes, and the Reviewer takes out of a pod what such a version
+// injected earlier in the admission (a policy kube-apiserver had not reloaded) where the stored
+// SidecarSet no longer applies: after a selector change, after a delete. A status update retires
+// nothing; a version retired longer ago than Retired.Keep is forgotten.
+func TestReviewWithdrawsRetired(t *testing.T) {
+	set := func(app string, generation int64) *v1alpha1.SidecarSet {
+		return &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "x", Generation: generation, ResourceVersion: "1", Annotations: map[string]string{
+			sidecar.HashAnnotation: "h-x", sidecar.HashWithoutImageAnnotation: "w-x"}},
+			Spec: v1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "x", Image: "busybox"},
+					PodInjectPolicy: v1alpha1.AfterAppContainerType, UpgradeStrategy: v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade}}}}}
+	}
+	web := set("web", 1)
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
+	byPolicy, err := injection.Inject(injection.Input{Pod: bare, SidecarSets: []*v1alpha1.SidecarSet{web}, Now: time.Unix(0, 0)})
+	if err != nil || len(byPolicy.Patch) == 0 {
+		t.Fatalf("injecting x into the pod as its policy does: %v, %v", byPolicy.Patch, err)
+	}
+	for _, tc := range []struct {
+		name      string
+		events    func(h cache.ResourceEventHandler)
+		after     time.Duration
+		withdrawn bool
+	}{
+		{"selector changed", func(h cache.ResourceEventHandler) { h.OnUpdate(web, set("db", 2)) }, time.Second, true},
+		{"deleted", func(h cache.ResourceEventHandler) { h.OnDelete(web) }, time.Second, true},
+		{"deleted long ago", func(h cache.ResourceEventHandler) { h.OnDelete(web) }, time.Minute, false},
+		// The same generation and hash: a status write, which retires nothing (the selector here
+		// only shows that the old version is not kept).
+		{"status written", func(h cache.ResourceEventHandler) { h.OnUpdate(web, set("db", 1)) }, time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(time.Unix(100, 0))
+			r := &Reviewer{Index: injection.NewIndex(), Retired: &injection.Retired{Keep: 30 * time.Second}, Clock: clk,
+				Namespaces: corelisters.NewNamespaceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+				Rand:       func() float64 { return 0 }, HasSynced: func() bool { return true }}
+			h := Indexer{Index: r.Index, Retired: r.Retired, Clock: clk}.Handler()
+			h.OnAdd(web, false)
+			tc.events(h)
+			clk.SetTime(clk.Now().Add(tc.after))
+			raw, _ := json.Marshal(byPolicy.Pod)
+			resp, err := r.Review(context.Background(), &admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "shop",
+				Resource: podResource, Object: runtime.RawExtension{Raw: raw}})
+			if err != nil || !resp.Allowed {
+				t.Fatalf("review: %v, %v", resp, err)
+			}
+			if withdrawn := strings.Contains(string(resp.Patch), `"op":"remove","path":"/metadata/annotations/kruise.io~1sidecarset-hash"`); withdrawn != tc.withdrawn {
+				t.Errorf("x withdrawn %v, want %v; patch %s", withdrawn, tc.withdrawn, resp.Patch)
+			}
+		})
+	}
+}
