@@ -45,6 +45,10 @@ type Step struct {
 	Pods []*corev1.Pod
 	// Pause is how long the sequence waits after the pods before the next write.
 	Pause time.Duration
+	// Quiet asks the write to wait until the server has settled every write before it and
+	// stopped sending every pod to its webhook (the intake): the write then starts from the
+	// selective webhooks and the policies alone.
+	Quiet bool
 }
 
 // Interleaved returns n writes of SidecarSets whose names start with prefix, each with its pods:
@@ -52,7 +56,8 @@ type Step struct {
 // at most 8 SidecarSets live at once. Every SidecarSet is one the policies can serve but for the
 // canary relation; sidecar, init container and volume names are the SidecarSet's own (or the
 // volume "shared", always defined alike), so no write conflicts with another SidecarSet whatever
-// the selectors. pauses are the waits drawn for the steps, uniformly.
+// the selectors. pauses are the waits drawn for the steps, uniformly. The first delete of the
+// second half of the sequence, or else its first selector change, is Quiet.
 func (g *Corpus) Interleaved(n int, prefix string, pauses []time.Duration) []Step {
 	s := &sequence{g: g, prefix: prefix, live: map[string]*v1alpha1.SidecarSet{}}
 	steps := make([]Step, 0, n)
@@ -63,6 +68,12 @@ func (g *Corpus) Interleaved(n int, prefix string, pauses []time.Duration) []Ste
 			st.Pause = pauses[g.r.IntN(len(pauses))]
 		}
 		steps = append(steps, st)
+	}
+	for _, op := range []Op{OpDelete, OpSelector} {
+		if i := slices.IndexFunc(steps[n/2:], func(st Step) bool { return st.Op == op }); i >= 0 {
+			steps[n/2+i].Quiet = true
+			break
+		}
 	}
 	return steps
 }

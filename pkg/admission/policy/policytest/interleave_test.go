@@ -53,8 +53,15 @@ func TestInterleaved(t *testing.T) {
 			g := New(seed)
 			live := map[string]*v1alpha1.SidecarSet{}
 			ops := map[Op]int{}
+			quiet := 0
 			for i, st := range g.Interleaved(40, "iw", pauses) {
 				ops[st.Op]++
+				if st.Quiet {
+					quiet++
+					if i < 20 || (st.Op != OpDelete && st.Op != OpSelector) {
+						t.Errorf("step %d (%s) is quiet: want the first delete or selector change of the second half", i, st.Op)
+					}
+				}
 				if st.Op == OpUncanary || st.Op == OpDelete {
 					if live[st.Set.Name] == nil {
 						t.Fatalf("step %d: %s of %s, which is not live", i, st.Op, st.Set.Name)
@@ -83,6 +90,9 @@ func TestInterleaved(t *testing.T) {
 						t.Errorf("step %d: %s selects the last pod, labels %v", i, ss.Name, none.Labels)
 					}
 				}
+			}
+			if quiet != 1 {
+				t.Errorf("%d quiet steps, want 1", quiet)
 			}
 			for _, op := range []Op{OpCreate, OpImage, OpSelector, OpDelete} {
 				if ops[op] == 0 {
