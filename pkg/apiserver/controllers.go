@@ -142,11 +142,12 @@ func (c *ExtraConfig) excludedNamespaces() []string {
 
 // retiredFor is how long the webhook keeps the versions of SidecarSets replaced or deleted: as
 // long as kube-apiserver may still run a policy compiled from one of them (a policy that stops
-// injecting a SidecarSet waits until the webhooks that take it over have been loaded for the
-// grace period, then kube-apiserver loads its change within as much), with room for a busy
-// leader; at least 30 s.
+// injecting a SidecarSet waits until the webhooks that take it over have been in place for the
+// grace period, which further writes that change them put off, then kube-apiserver loads its
+// change within as much), with room for a busy leader: 2 minutes, or 3 times the grace period and
+// the load delay when longer.
 func (c *ExtraConfig) retiredFor() time.Duration {
-	return max(30*time.Second, 3*(c.PolicyGrace+c.WebhookLoadDelay))
+	return max(2*time.Minute, 3*(c.PolicyGrace+c.WebhookLoadDelay))
 }
 
 // policyController builds the controller that owns the injection policies in the main cluster,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -33,18 +34,21 @@ type retiredVersion struct {
 	at time.Time
 }
 
-// Retire records ss, replaced or deleted at at.
+// Retire records ss, replaced or deleted at at: its name, hash and spec (shared, not copied),
+// what a withdrawal reads.
 func (r *Retired) Retire(ss *v1alpha1.SidecarSet, at time.Time) {
 	if r == nil || ss == nil {
 		return
 	}
+	kept := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: ss.Name,
+		Annotations: map[string]string{sidecar.HashAnnotation: ss.Annotations[sidecar.HashAnnotation]}}, Spec: ss.Spec}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expire(at)
 	if r.byName == nil {
 		r.byName = map[string][]retiredVersion{}
 	}
-	v := retiredVersion{ss: ss, at: at}
+	v := retiredVersion{ss: kept, at: at}
 	r.byName[ss.Name] = append(r.byName[ss.Name], v)
 	r.order = append(r.order, v)
 }
