@@ -18,11 +18,14 @@ type Intake interface {
 }
 
 // intakeOpener opens the intake for the writes of a store that change what a SidecarSet injects
-// (create, update, patch, server-side apply, the /rollout actions), once they have passed
+// (create, update, patch, server-side apply, delete, the /rollout actions), once they have passed
 // validation and admission: it follows the last validation the generic registry runs before it
-// stores an object, so that a write refused by the strategy's validation, the admission chain
-// (quota, the namespace cap, the cluster's policies) or authorization opens nothing. A
-// NamespacedSidecarSet opens it for its own namespace alone; dry runs never open it.
+// stores (or deletes) an object, so that a write refused by the strategy's validation, the
+// admission chain (quota, the namespace cap, the cluster's policies) or authorization opens
+// nothing. A NamespacedSidecarSet opens it for its own namespace alone; dry runs never open it.
+// A delete opens it too: kube-apiserver may still run a policy compiled from the SidecarSet
+// deleted (one that stops injecting a SidecarSet waits for the webhooks), and the webhook takes
+// what that policy injected out of the pods it receives.
 type intakeOpener struct {
 	intake Intake // nil: nothing to open
 }
@@ -38,7 +41,22 @@ func (o intakeOpener) afterCreate(validate rest.ValidateObjectFunc, dryRun []str
 				return err
 			}
 		}
-		return o.open(ctx, obj)
+		return o.open(ctx, obj, "written")
+	}
+}
+
+// afterDelete returns validate followed by the intake's opening for the object deleted.
+func (o intakeOpener) afterDelete(validate rest.ValidateObjectFunc, dryRun []string) rest.ValidateObjectFunc {
+	if o.intake == nil || len(dryRun) > 0 {
+		return validate
+	}
+	return func(ctx context.Context, obj runtime.Object) error {
+		if validate != nil {
+			if err := validate(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return o.open(ctx, obj, "deleted")
 	}
 }
 
@@ -53,19 +71,19 @@ func (o intakeOpener) afterUpdate(validate rest.ValidateObjectUpdateFunc, dryRun
 				return err
 			}
 		}
-		return o.open(ctx, obj)
+		return o.open(ctx, obj, "written")
 	}
 }
 
-// open opens the intake for obj's namespace ("" for a SidecarSet), refusing the write with 503
-// when it cannot.
-func (o intakeOpener) open(ctx context.Context, obj runtime.Object) error {
+// open opens the intake for obj's namespace ("" for a SidecarSet), refusing the write (done: what
+// it would have done to the object) with 503 when it cannot.
+func (o intakeOpener) open(ctx context.Context, obj runtime.Object, done string) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	if err := o.intake.Open(ctx, m.GetNamespace()); err != nil {
-		return apierrors.NewServiceUnavailable("the SidecarSet was not written: the injection webhooks could not be made to receive its pods (retry): " + err.Error())
+		return apierrors.NewServiceUnavailable("the SidecarSet was not " + done + ": the injection webhooks could not be made to receive its pods (retry): " + err.Error())
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -79,9 +80,9 @@ func clusterObject(t *testing.T, scheme *runtime.Scheme, name string) *apps.Side
 
 // TestIntakeOpensAfterAdmission: a write opens the intake once it has passed the strategy's
 // validation and the admission chain, for its namespace alone when it is a NamespacedSidecarSet
-// and for every namespace ("") when it is a SidecarSet; a write refused on the way, a dry run
-// and the Preview action open nothing; when the intake cannot be opened the write is refused with
-// 503 and not stored.
+// and for every namespace ("") when it is a SidecarSet, deletes included; a write refused on the
+// way, a dry run and the Preview action open nothing; when the intake cannot be opened the write
+// is refused with 503 and not stored (nor the object deleted).
 func TestIntakeOpensAfterAdmission(t *testing.T) {
 	intake := &recordedIntake{}
 	cluster, namespaced, scheme := intakeStorages(t, intake)
@@ -99,7 +100,23 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 	if _, err := cluster.SidecarSet.Create(clusterCtx, clusterObject(t, scheme, "existing"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// To delete: NamespacedSidecarSets of team-b (one alone, two by a collection) and a SidecarSet.
+	teamB := genericapirequest.WithNamespace(genericapirequest.NewContext(), "team-b")
+	for _, name := range []string{"deleted", "deleted-by-collection-1", "deleted-by-collection-2"} {
+		obj := capObject(t, scheme, name)
+		obj.Namespace = "team-b"
+		if _, err := namespaced.SidecarSet.Create(teamB, obj, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cluster.SidecarSet.Create(clusterCtx, clusterObject(t, scheme, "deleted"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	intake.take()
+	remove := func(r *REST, ctx context.Context, name string, validate rest.ValidateObjectFunc, dryRun []string) error {
+		_, _, err := r.Delete(ctx, name, validate, &metav1.DeleteOptions{DryRun: dryRun})
+		return err
+	}
 	update := func(r *REST, ctx context.Context, name string, validate rest.ValidateObjectUpdateFunc, dryRun []string) error {
 		_, _, err := r.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
 			obj := old.DeepCopyObject()
@@ -174,6 +191,22 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 		{name: "rollout preview", write: func() error {
 			return rollout(clusterCtx, cluster.Rollout, apps.RolloutActionPreview, nil)
 		}},
+		{name: "delete refused by admission", wantErr: apierrors.IsForbidden, write: func() error {
+			return remove(namespaced.SidecarSet, teamB, "deleted", refuse, nil)
+		}},
+		{name: "delete dry run", write: func() error {
+			return remove(namespaced.SidecarSet, teamB, "deleted", rest.ValidateAllObjectFunc, dryRun)
+		}},
+		{name: "NamespacedSidecarSet delete", wantOpened: []string{"team-b"}, write: func() error {
+			return remove(namespaced.SidecarSet, teamB, "deleted", rest.ValidateAllObjectFunc, nil)
+		}},
+		{name: "SidecarSet delete", wantOpened: []string{""}, write: func() error {
+			return remove(cluster.SidecarSet, clusterCtx, "deleted", rest.ValidateAllObjectFunc, nil)
+		}},
+		{name: "delete collection", wantOpened: []string{"team-b", "team-b"}, write: func() error {
+			_, err := namespaced.SidecarSet.DeleteCollection(teamB, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{})
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.write()
@@ -201,6 +234,12 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 		}
 		if err := update(cluster.SidecarSet, clusterCtx, "existing", rest.ValidateAllObjectUpdateFunc, nil); !apierrors.IsServiceUnavailable(err) {
 			t.Errorf("update: want 503, got %v", err)
+		}
+		if err := remove(cluster.SidecarSet, clusterCtx, "existing", rest.ValidateAllObjectFunc, nil); !apierrors.IsServiceUnavailable(err) {
+			t.Errorf("delete: want 503, got %v", err)
+		}
+		if _, err := cluster.SidecarSet.Get(clusterCtx, "existing", &metav1.GetOptions{}); err != nil {
+			t.Errorf("the SidecarSet was deleted although the intake could not be opened: %v", err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ package storage
 import (
 	"context"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -133,6 +134,24 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 	}
 	out, err = r.guard.createdByUpdate(ctx, r.Store, out, options)
 	return out, err == nil, err
+}
+
+// Delete deletes an object once the intake is open.
+func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	return r.Store.Delete(ctx, name, r.intake.afterDelete(deleteValidation, dryRun), options)
+}
+
+// DeleteCollection deletes the objects listed, each once the intake is open.
+func (r *REST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	var dryRun []string
+	if options != nil {
+		dryRun = options.DryRun
+	}
+	return r.Store.DeleteCollection(ctx, r.intake.afterDelete(deleteValidation, dryRun), options, listOptions)
 }
 
 // StatusREST is the storage of sidecarsets/status.
