@@ -202,8 +202,11 @@ func TestIntakeOpen(t *testing.T) {
 }
 
 // TestIntake: the intake webhooks a SidecarSet write added to the active configuration stay while
-// their hold, plus the load delay, lasts, while the selective webhooks change and until those have
-// been in place for the load delay; then one update removes them and their annotations.
+// their hold, plus the load delay, lasts, while the selective webhooks change, until those have
+// been in place for the load delay, and while a policy that stops injecting a SidecarSet waits
+// for the webhooks that take it over (kube-apiserver runs it meanwhile, injecting the version
+// before into pods that version alone selects, which must reach the webhook) and in the pass
+// that withdraws it; then one update removes them and their annotations.
 func TestIntake(t *testing.T) {
 	const load = time.Second
 	a, b := sidecarSet("a", "app", "v1"), sidecarSet("b", "app", "v1")
@@ -213,9 +216,13 @@ func TestIntake(t *testing.T) {
 		sets           []*v1alpha1.SidecarSet
 		now            time.Time
 		selectiveSince time.Time // since when the selective webhooks are as they are
-		wantKept       bool      // the intake webhooks stay
-		wantWrite      bool      // the active configuration is written
-		wantRecheck    time.Duration
+		// moved: the selective webhooks already serve sets, while the policy still serves a and
+		// b, since activeSince (zero: now) as far as the withdrawal's wait goes.
+		moved       bool
+		activeSince time.Time
+		wantKept    bool // the intake webhooks stay
+		wantWrite   bool // the active configuration is written
+		wantRecheck time.Duration
 	}{
 		{name: "held", sets: []*v1alpha1.SidecarSet{a, b}, now: t0.Add(10 * time.Second), selectiveSince: t0,
 			wantKept: true, wantRecheck: 21 * time.Second},
@@ -227,19 +234,40 @@ func TestIntake(t *testing.T) {
 			wantKept: true, wantRecheck: 3 * load / 4},
 		{name: "a SidecarSet of a new key", sets: []*v1alpha1.SidecarSet{a, b, sidecarSet("c", "team", "v1")}, now: until.Add(time.Minute), selectiveSince: t0,
 			wantKept: true, wantWrite: true, wantRecheck: load + time.Millisecond},
+		{name: "a policy still injects a SidecarSet moved to the webhook", sets: []*v1alpha1.SidecarSet{toWebhook(a), b}, now: until.Add(time.Minute),
+			selectiveSince: t0, moved: true, wantKept: true, wantRecheck: grace},
+		{name: "that policy's withdrawal is written now, the intake goes in a pass after it", sets: []*v1alpha1.SidecarSet{toWebhook(a), b},
+			now: until.Add(time.Minute), selectiveSince: t0, moved: true, activeSince: t0, wantKept: true, wantRecheck: grace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := settled(t, a, b)
+			if tc.moved {
+				first, err := Sync(c.input(tc.sets, t0, c.longAgo(t0)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range first.Writes {
+					if w.Kind == Webhooks {
+						c.apply(w, t0, map[string]bool{})
+					}
+				}
+			}
 			key := Key(Webhooks, "sidecarset-injector-active")
 			c.objects[key] = withIntake(c.input(nil, t0, nil).Active, IntakeState{Cluster: &IntakeHold{Opened: t0, Until: until}})
 			since := c.longAgo(tc.now)
 			since[key] = tc.now // the intake's own writes do not delay its removal
+			if !tc.activeSince.IsZero() {
+				since[key] = tc.activeSince
+			}
 			since[SelectiveWebhooksKey("sidecarset-injector-active")] = tc.selectiveSince
 			in := c.input(tc.sets, tc.now, since)
 			in.LoadDelay = load
 			r, err := Sync(in)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if withdrawn := slices.ContainsFunc(r.Writes, func(w Write) bool { return w.Kind == Policy }); tc.moved && withdrawn != !tc.activeSince.IsZero() {
+				t.Errorf("the policy withdrawn: %v, want %v (%v)", withdrawn, !tc.activeSince.IsZero(), summarize(r).Writes)
 			}
 			written := activeWrite(r)
 			if (written != nil) != tc.wantWrite {

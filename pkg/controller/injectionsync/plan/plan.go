@@ -265,14 +265,18 @@ func Sync(in Input) (Result, error) {
 			r.Held[ss.Name] = "a policy serves it once the controller has recorded its revision"
 		}
 	}
+	// Policies that stop injecting SidecarSets wait for the webhooks that take them over;
+	// meanwhile kube-apiserver runs them, injecting the versions before into pods those versions
+	// alone select, which the intake keeps sending to the webhook.
+	withdrawing := policy.Withdrawing(compiled, p.Policies)
 	var intakeRecheck time.Duration
-	r.Writes, intakeRecheck = webhookWrites(in, p.WebhookMatches, sortedKeys(p.Results))
+	r.Writes, intakeRecheck = webhookWrites(in, p.WebhookMatches, sortedKeys(p.Results), len(withdrawing) > 0)
 	if intakeRecheck > 0 && (r.RecheckAfter <= 0 || intakeRecheck < r.RecheckAfter) {
 		r.RecheckAfter = intakeRecheck
 	}
 	wantPolicies, wantBindings := p.Policies, p.Bindings
 	if r.WithdrawAfter = withdrawWait(in, len(r.Writes) > 0); r.WithdrawAfter > 0 {
-		r.Withdrawing = policy.Withdrawing(compiled, p.Policies)
+		r.Withdrawing = withdrawing
 		wantPolicies, wantBindings = keep(r.Withdrawing, compiled, bindings, wantPolicies, wantBindings)
 		for _, name := range r.Withdrawing {
 			for _, ss := range members(compiled[name], p.Policies) {
@@ -451,10 +455,11 @@ func copyWith[T metav1.Object](o T, rv string) T {
 
 // webhookWrites returns the writes of the webhook configurations: the template's, when it holds
 // webhooks an earlier version expanded into it (policy.TemplateWebhooks), then the active one's,
-// when it is missing or differs from matches (and the intake, see intake). Either failing holds
-// every SidecarSet (all); the active one is written only if the template's write succeeds. The
+// when it is missing or differs from matches (and the intake, see planIntake; withdrawing says a
+// policy kube-apiserver runs injects versions the plan withdraws). Either failing holds every
+// SidecarSet (all); the active one is written only if the template's write succeeds. The
 // duration, when positive, is when to plan again to remove the intake webhooks.
-func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) ([]Write, time.Duration) {
+func webhookWrites(in Input, matches []policy.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
 	tmpl := in.Template
 	if tmpl == nil {
 		return nil, 0
@@ -482,7 +487,7 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string) ([]Wri
 	if have == nil {
 		return append(out, Write{Op: Create, Kind: Webhooks, Name: want.Name, Object: want, If: cond, Holds: all, Reason: "missing"}), 0
 	}
-	intake := planIntake(in, want.Webhooks)
+	intake := planIntake(in, want.Webhooks, withdrawing)
 	update := have.DeepCopy()
 	update.Webhooks, update.OwnerReferences = append(want.Webhooks, intake.webhooks...), want.OwnerReferences
 	if update.Labels == nil {
@@ -521,11 +526,14 @@ type intakePlan struct {
 // planIntake decides what the active configuration keeps of the intake webhooks a replica added
 // before a SidecarSet write (see IntakeState): nothing is dropped while the selective webhooks
 // differ from selective (they are written now, and not loaded before LoadDelay) nor until they
-// have been as they are for LoadDelay; then each hold whose time, plus LoadDelay, has passed (a
-// write admitted before it may still be reaching the informer) is dropped, the cluster hold and
-// each namespace's apart, and the intake webhooks are rewritten for the holds left (none: removed
-// with their annotations).
-func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook) intakePlan {
+// have been as they are for LoadDelay, nor while withdrawing: a policy that stops injecting a
+// SidecarSet (deleted, or moved to another policy or the webhook) waits for the webhooks that
+// take it over, and kube-apiserver runs it meanwhile, injecting the version before into pods that
+// version alone selects, which the selective webhooks do not send and the webhook takes it out
+// of. Then each hold whose time, plus LoadDelay, has passed (a write admitted before it may still
+// be reaching the informer) is dropped, the cluster hold and each namespace's apart, and the
+// intake webhooks are rewritten for the holds left (none: removed with their annotations).
+func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook, withdrawing bool) intakePlan {
 	have, open := policy.SplitIntake(in.Active.Webhooks)
 	if len(open) == 0 {
 		return intakePlan{}
@@ -538,6 +546,9 @@ func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook) i
 	if wait := since(in, SelectiveWebhooksKey(in.Active.Name)).Add(in.LoadDelay).Sub(in.Now); wait > 0 {
 		kept.recheck = wait
 		return kept
+	}
+	if withdrawing {
+		return kept // planned again when the withdrawal is written
 	}
 	state := ReadIntake(in.Active, in.Template.Webhooks, in.ExcludedNamespaces)
 	left, next := state.Expire(in.Now, in.LoadDelay)
