@@ -34,9 +34,9 @@ var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // Reviewer injects sidecars into pods under creation.
 type Reviewer struct {
-	// Index holds the SidecarSets; keep it current with IndexHandler.
+	// Index holds the SidecarSets; keep it current with an Indexer.
 	Index *injection.Index
-	// Retired holds the versions of SidecarSets replaced or deleted a moment ago (IndexHandler
+	// Retired holds the versions of SidecarSets replaced or deleted a moment ago (an Indexer
 	// records them); nil keeps none.
 	Retired *injection.Retired
 	// Namespaces lists the main cluster's namespaces.
