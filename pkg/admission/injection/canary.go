@@ -55,9 +55,11 @@ func overriddenPresent(views []view, present []*v1alpha1.SidecarSet) (bases, can
 }
 
 // withdraw takes out of pod what ss injected into it: its containers and init containers (hot
-// upgrade twins included), its volumes no container left mounts, and its entries in the hash
-// annotations and the injected list (the annotations themselves once empty). The pod's own containers of a sidecar's name were replaced
-// by the injection and cannot be told apart; imagePullSecrets are left, as they may be the pod's.
+// upgrade twins included), its volumes no container left mounts (not one of their names the pod
+// declared itself, differently), and its entries in the hash annotations and the injected list
+// (the annotations themselves once empty). The pod's own containers of a sidecar's name were
+// replaced by the injection and cannot be told apart; imagePullSecrets are left, as they may be
+// the pod's.
 func withdraw(pod *corev1.Pod, ss *v1alpha1.SidecarSet) error {
 	names := podNames(ss)
 	keep := func(cs []corev1.Container) []corev1.Container {

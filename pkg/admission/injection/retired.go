@@ -1,6 +1,7 @@
 package injection
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -96,7 +97,8 @@ func Retires(old, cur *v1alpha1.SidecarSet) bool {
 // an entry of their name at their hash) although their SidecarSet does not apply to the pod now:
 // no candidate of that name matched it (it was deleted, or no longer selects the pod, or is
 // paused). A policy compiled from that version injected it earlier in the admission; the webhook
-// alone would not have. The latest such version of a name counts.
+// alone would not have. The last such version of a name in retired counts; the result is in name
+// order.
 func staleRetired(pod *corev1.Pod, retired []*v1alpha1.SidecarSet, decisions []Decision) ([]*v1alpha1.SidecarSet, error) {
 	if len(retired) == 0 || pod.Annotations[sidecar.HashAnnotation] == "" {
 		return nil, nil
@@ -123,6 +125,7 @@ func staleRetired(pod *corev1.Pod, retired []*v1alpha1.SidecarSet, decisions []D
 		}
 		byName[ss.Name] = ss
 	}
+	slices.Sort(names)
 	out := make([]*v1alpha1.SidecarSet, 0, len(names))
 	for _, name := range names {
 		out = append(out, byName[name])
