@@ -123,6 +123,19 @@ func TestHealth(t *testing.T) {
 			return o.observed(1).condition("Stalled", "True", "PodsFailed", failed)
 		}, Progressing, status.InProgressStatus, "observe generation 2"},
 		{"no pod tracking, no Ready", func(o object) object { return o.observed(2) }, Healthy, status.CurrentStatus, "Generation 2 is observed"},
+		// An OpenKruise-served object reports counters, no condition: 3 matched pods, 1 updated.
+		{"counters only, rolling out", func(o object) object {
+			return o.observed(2).set(int64(3), "status", "matchedPods").set(int64(1), "status", "updatedPods").
+				set(int64(1), "status", "updatedReadyPods")
+		}, Progressing, status.CurrentStatus, "1 of 3 matched pods updated, 1 updated and ready"},
+		{"counters only, updated but not ready", func(o object) object {
+			return o.observed(2).set(int64(3), "status", "matchedPods").set(int64(3), "status", "updatedPods").
+				set(int64(2), "status", "updatedReadyPods")
+		}, Progressing, status.CurrentStatus, "3 of 3 matched pods updated, 2 updated and ready"},
+		{"counters only, done", func(o object) object {
+			return o.observed(2).set(int64(3), "status", "matchedPods").set(int64(3), "status", "updatedPods").
+				set(int64(3), "status", "updatedReadyPods").set(int64(3), "status", "readyPods")
+		}, Healthy, status.CurrentStatus, "3 of 3 matched pods updated and ready"},
 		{"deleting", func(o object) object { return done(o).deleting() }, Healthy, status.TerminatingStatus, ""},
 	} {
 		for _, kind := range []string{"SidecarSet", "NamespacedSidecarSet"} {

@@ -7,6 +7,9 @@
 --     before it is done (Progressing False, reason Paused)
 --   condition Ready True                                  Healthy      (kstatus: Current)
 --   condition Ready False                                 Progressing  (kstatus: InProgress)
+--   no Ready condition (an OpenKruise-served object, or a server that tracks no pods): the status
+--     counters, Healthy once updatedPods and updatedReadyPods reach matchedPods, else Progressing
+--     (kstatus, which reads conditions only: Current)
 -- Stalled is True while pods the rollout upgraded fail to run the new sidecar (reason PodsFailed);
 -- a server that predates it says so with Progressing False, reason PodsFailed, read here alike.
 -- It uses only what Argo CD opens for a script of argocd-cm (the base and table libraries): no
@@ -72,10 +75,23 @@ if progressing ~= nil and progressing.status == "False" and progressing.reason =
 end
 
 if ready == nil then
-  -- A server that tracks no pods writes no Ready condition: the generation is observed, and that
-  -- is all it reports.
+  -- No Ready condition: an OpenKruise-served SidecarSet (during a migration), which reports only
+  -- its pod counters, or a server that tracks no pods. The counters decide: every matched pod
+  -- updated and ready is done; otherwise the rollout goes on.
+  local matched = status.matchedPods or 0
+  local updated = status.updatedPods or 0
+  local updatedReady = status.updatedReadyPods or 0
+  if updated < matched or updatedReady < matched then
+    hs.status = "Progressing"
+    hs.message = updated .. " of " .. matched .. " matched pods updated, " .. updatedReady ..
+      " updated and ready (status counters; no Ready condition)"
+    return hs
+  end
   hs.status = "Healthy"
   hs.message = "Generation " .. generation .. " is observed"
+  if matched > 0 then
+    hs.message = hs.message .. "; " .. matched .. " of " .. matched .. " matched pods updated and ready"
+  end
   return hs
 end
 if ready.status == "True" then
