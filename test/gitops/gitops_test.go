@@ -87,6 +87,10 @@ func TestHealth(t *testing.T) {
 		message string // in the health script's message
 	}{
 		{"new, no status", func(o object) object { return o }, Progressing, status.CurrentStatus, "observe generation 2 (observed: 0)"},
+		// As the server stores a create: Reconciling True until the controller observes it.
+		{"new, as stored", func(o object) object {
+			return o.condition("Reconciling", "True", "NotObserved", "the controller has not observed this SidecarSet yet")
+		}, Progressing, status.InProgressStatus, "observe generation 2 (observed: 0)"},
 		{"generation not observed", func(o object) object { return done(o).set(int64(1), "status", "observedGeneration") },
 			Progressing, status.InProgressStatus, "observe generation 2 (observed: 1)"},
 		{"done", done, Healthy, status.CurrentStatus, "2 of 2 pods updated"},

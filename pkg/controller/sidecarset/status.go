@@ -6,6 +6,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -69,6 +70,7 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 	observed := c.injectionReady == nil || c.injectionReady(cached)
 	if observed {
 		st.ObservedGeneration = cached.Generation
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.SidecarSetReconciling) // set by the create
 		if c.injection != nil {
 			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
 		}

@@ -17,10 +17,15 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
-// Create prepares a new SidecarSet for storage: no status, generation 1, the hashes stamped.
-// A spec that cannot be hashed keeps the annotations it has; validation reports why it is invalid.
+// Create prepares a new SidecarSet for storage: generation 1, the hashes stamped, and a status
+// that only says the controller has not observed it yet (Reconciling True, which kstatus reads
+// as in progress; the controller removes it once it has observed a generation). A spec that
+// cannot be hashed keeps the annotations it has; validation reports why it is invalid.
 func Create(ss *apps.SidecarSet) {
-	ss.Status = apps.SidecarSetStatus{}
+	ss.Status = apps.SidecarSetStatus{Conditions: []metav1.Condition{{
+		Type: v1alpha1.SidecarSetReconciling, Status: metav1.ConditionTrue, Reason: "NotObserved",
+		Message: "the controller has not observed this SidecarSet yet", LastTransitionTime: ss.CreationTimestamp,
+	}}}
 	ss.Generation = 1
 	_ = stamp(ss)
 }

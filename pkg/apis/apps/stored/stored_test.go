@@ -130,7 +130,10 @@ func TestCreate(t *testing.T) {
 			if diff := cmp.Diff(hashes(manualHash, manualHashNoImage), ss.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(apps.SidecarSetStatus{}, ss.Status); diff != "" || ss.Generation != 1 {
+			// The user's status is dropped; the server's says the controller has not observed it.
+			notObserved := apps.SidecarSetStatus{Conditions: []metav1.Condition{{Type: "Reconciling", Status: metav1.ConditionTrue,
+				Reason: "NotObserved", Message: "the controller has not observed this SidecarSet yet", LastTransitionTime: ss.CreationTimestamp}}}
+			if diff := cmp.Diff(notObserved, ss.Status); diff != "" || ss.Generation != 1 {
 				t.Errorf("generation %d, status (-want +got):\n%s", ss.Generation, diff)
 			}
 		})

@@ -377,6 +377,10 @@ const (
 	// SidecarSetWebhookReceivesEveryPod is True while the SidecarSet leaves the injection webhooks
 	// without a label selector.
 	SidecarSetWebhookReceivesEveryPod = "WebhookReceivesEveryPod"
+	// SidecarSetReconciling is True from the create until the controller has observed a
+	// generation (status.observedGeneration set): kstatus (Flux, kubectl wait's tools) reads a
+	// status without it or observedGeneration as done.
+	SidecarSetReconciling = "Reconciling"
 )
 
 // SidecarSetStatus is the observed state of a SidecarSet.
