@@ -206,7 +206,7 @@ func (c completedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.followWrites(s, reviewer, set.seen); err != nil {
+	if err := c.followWrites(s, reviewer, set); err != nil {
 		return nil, err
 	}
 	// Ready once injection can answer: a replica joins the Service only after its first sync
@@ -227,7 +227,7 @@ func (c completedConfig) New() (*Server, error) {
 
 // followWrites has the webhook wait, before it answers, until this replica's index has taken in
 // every SidecarSet write stored through any replica (see keyWrites); nothing to do without etcd.
-func (c completedConfig) followWrites(s *Server, reviewer *webhook.Reviewer, seen *webhook.Watermark) error {
+func (c completedConfig) followWrites(s *Server, reviewer *webhook.Reviewer, set *informerSet) error {
 	if c.GenericConfig.RESTOptionsGetter == nil {
 		return nil
 	}
@@ -239,7 +239,8 @@ func (c completedConfig) followWrites(s *Server, reviewer *webhook.Reviewer, see
 	if err != nil {
 		return err
 	}
-	reviewer.Fresh = freshness(writes, seen)
+	seen := set.seen
+	reviewer.Fresh = freshness(writes, seen, func() bool { return set.intakeOpen == nil || set.intakeOpen() })
 	return s.GenericAPIServer.AddPostStartHook("sidecarset-write-follower", func(hc genericapiserver.PostStartHookContext) error {
 		go writes.Run(hc)
 		return nil

@@ -199,6 +199,10 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.WebhookConfiguration != "" {
+		inf := opts.Webhooks
+		set.intakeOpen = intakeInPlace(inf.Lister(), inf.Informer().HasSynced, injectionsync.ActiveWebhooks(opts.WebhookConfiguration))
+	}
 	if c.ExtraConfig.intake != nil {
 		c.ExtraConfig.intake.Set(&injectionsync.Intake{Kube: kube, Template: opts.WebhookConfiguration,
 			ExcludedNamespaces: opts.ExcludedNamespaces, Hold: intakeHold, LoadDelay: opts.LoadDelay})

@@ -14,11 +14,14 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
@@ -316,9 +319,16 @@ func (c *coalescer) loop() {
 
 // freshness is the webhook's barrier (webhook.Reviewer.Fresh): it returns once this replica's
 // index has taken in the newest SidecarSet write, or when it cannot tell (the pod is then
-// answered from the cache as it is).
-func freshness(writes *keyWrites, seen *webhook.Watermark) func(context.Context) {
+// answered from the cache as it is). It waits only while writes may be that recent: while the
+// intake webhooks are in place (intakeOpen; every write adds them, and waits for kube-apiserver
+// to load them, before it is stored, and the leader removes them only seconds after the last),
+// so that a pod created while no SidecarSet is written pays no read of etcd. Without a main
+// cluster (intakeOpen nil) it always waits.
+func freshness(writes *keyWrites, seen *webhook.Watermark, intakeOpen func() bool) func(context.Context) {
 	return func(ctx context.Context) {
+		if intakeOpen != nil && !intakeOpen() {
+			return
+		}
 		latest, err := writes.Latest(ctx)
 		if err != nil {
 			klog.V(2).InfoS("answering a pod from the cache without knowing the newest SidecarSet write", "err", err)
@@ -329,5 +339,24 @@ func freshness(writes *keyWrites, seen *webhook.Watermark) func(context.Context)
 		if err := seen.Wait(ctx, strconv.FormatUint(latest, 10)); err != nil {
 			klog.InfoS("answering a pod from a cache behind the newest SidecarSet write", "revision", latest, "err", err)
 		}
+	}
+}
+
+// intakeInPlace reports whether the active webhook configuration, as the lister has it, holds
+// intake webhooks; true while the lister has not synced or cannot tell (the barrier then waits).
+func intakeInPlace(lister admissionlisters.MutatingWebhookConfigurationLister, synced func() bool, active string) func() bool {
+	return func() bool {
+		if !synced() {
+			return true
+		}
+		cfg, err := lister.Get(active)
+		if apierrors.IsNotFound(err) {
+			return false // no injection webhooks: nothing sends pods the server
+		}
+		if err != nil {
+			return true
+		}
+		_, intake := policy.SplitIntake(cfg.Webhooks)
+		return len(intake) > 0
 	}
 }

@@ -6,6 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestCommonFolder(t *testing.T) {
@@ -61,5 +66,39 @@ func TestCoalescerReadsAfterEachCall(t *testing.T) {
 	// They share: one more fetch, two if one of them was scheduled only after it began.
 	if n := fetches.Load(); n > 3 {
 		t.Errorf("%d fetches for 4 callers in two waves, want at most 3", n)
+	}
+}
+
+// TestIntakeInPlace: the barrier waits while the active configuration holds intake webhooks, or
+// while that cannot be told; not once they are gone.
+func TestIntakeInPlace(t *testing.T) {
+	const active = "sidecarset-injector-active"
+	selective := admissionregistrationv1.MutatingWebhook{Name: "0.pods.sidecarset.apps.kruise.io"}
+	intake := admissionregistrationv1.MutatingWebhook{Name: "intake.pods.sidecarset.apps.kruise.io"}
+	for _, tc := range []struct {
+		name     string
+		stored   []admissionregistrationv1.MutatingWebhook
+		missing  bool
+		unsynced bool
+		want     bool
+	}{
+		{name: "intake webhooks in place", stored: []admissionregistrationv1.MutatingWebhook{selective, intake}, want: true},
+		{name: "selective webhooks alone", stored: []admissionregistrationv1.MutatingWebhook{selective}, want: false},
+		{name: "no active configuration", missing: true, want: false},
+		{name: "lister not synced", stored: []admissionregistrationv1.MutatingWebhook{selective}, unsynced: true, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if !tc.missing {
+				if err := indexer.Add(&admissionregistrationv1.MutatingWebhookConfiguration{
+					ObjectMeta: metav1.ObjectMeta{Name: active}, Webhooks: tc.stored}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open := intakeInPlace(admissionlisters.NewMutatingWebhookConfigurationLister(indexer), func() bool { return !tc.unsynced }, active)
+			if got := open(); got != tc.want {
+				t.Errorf("intake in place = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -32,6 +32,9 @@ type informerSet struct {
 	index *injection.Index
 	// seen is how far the index has taken SidecarSet events in (see settleWrites).
 	seen *webhook.Watermark
+	// intakeOpen reports whether the intake webhooks are in place (intakeInPlace); nil without a
+	// main cluster. Set while the server is built, read once it serves.
+	intakeOpen func() bool
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
 	resizes *controller.Resizes
