@@ -32,21 +32,17 @@ type intakeOpener struct {
 
 // afterCreate returns validate followed by the intake's opening for the object created.
 func (o intakeOpener) afterCreate(validate rest.ValidateObjectFunc, dryRun []string) rest.ValidateObjectFunc {
-	if o.intake == nil || len(dryRun) > 0 {
-		return validate
-	}
-	return func(ctx context.Context, obj runtime.Object) error {
-		if validate != nil {
-			if err := validate(ctx, obj); err != nil {
-				return err
-			}
-		}
-		return o.open(ctx, obj, "written")
-	}
+	return o.after(validate, dryRun, "written")
 }
 
 // afterDelete returns validate followed by the intake's opening for the object deleted.
 func (o intakeOpener) afterDelete(validate rest.ValidateObjectFunc, dryRun []string) rest.ValidateObjectFunc {
+	return o.after(validate, dryRun, "deleted")
+}
+
+// after returns validate followed by the intake's opening for the object (done: what the write
+// does to it, for the error).
+func (o intakeOpener) after(validate rest.ValidateObjectFunc, dryRun []string, done string) rest.ValidateObjectFunc {
 	if o.intake == nil || len(dryRun) > 0 {
 		return validate
 	}
@@ -56,7 +52,7 @@ func (o intakeOpener) afterDelete(validate rest.ValidateObjectFunc, dryRun []str
 				return err
 			}
 		}
-		return o.open(ctx, obj, "deleted")
+		return o.open(ctx, obj, done)
 	}
 }
 
