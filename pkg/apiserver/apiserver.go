@@ -191,9 +191,8 @@ func (c completedConfig) New() (*Server, error) {
 		if set.resizes, err = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
 			return nil, err
 		}
-		set.holds = controller.NewNamespaceHolds(nil)
 		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
-			Resizes: set.resizes, Holds: set.holds,
+			Resizes: set.resizes,
 			SidecarSets: func(name string) *v1alpha1.SidecarSet {
 				ss, err := sets.Get(name)
 				if err != nil {

@@ -85,7 +85,6 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 		}
 		opts.Pods = set.pods
 		opts.Resizes = set.resizes
-		opts.Holds = set.holds
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
 	}

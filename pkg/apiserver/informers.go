@@ -38,9 +38,6 @@ type informerSet struct {
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
 	resizes *controller.Resizes
-	// holds is where the controller times the namespaces that hold a cluster SidecarSet's
-	// maxUnavailable, which the rollout view reads; nil without a main cluster.
-	holds *controller.NamespaceHolds
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the

@@ -3,6 +3,7 @@ package apps
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -351,9 +352,47 @@ type SidecarSetStatus struct {
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32
 
+	// InFlightEvictions are the pods the controller evicted whose owners have not replaced them
+	// with ready pods yet: each holds a place of maxUnavailable until then, for 10 minutes at
+	// most. Kept in the status, as a Job keeps its uncounted pods, so that a new leader and every
+	// replica's rollout view count them too.
+	InFlightEvictions []InFlightEviction
+
+	// NamespaceHolds are the namespaces whose pods hold every place of a cluster SidecarSet's
+	// maxUnavailable while pods of other namespaces wait, since when, and whether their hold has
+	// lapsed (it does after 10 minutes): kept in the status, so that a leader change neither
+	// restarts nor forgets the measure.
+	NamespaceHolds []NamespaceHold
+
 	// Conditions are the latest observations of the SidecarSet's state (Injected, Ready,
 	// Progressing, PodsNotInjected, WebhookReceivesEveryPod).
 	Conditions []metav1.Condition
+}
+
+// InFlightEviction is a pod the controller evicted whose owner has not replaced it yet.
+type InFlightEviction struct {
+	// Namespace and Name of the evicted pod.
+	Namespace string
+	Name      string
+	// OwnerUID is the UID of the pod's controller (its ReplicaSet, StatefulSet...).
+	OwnerUID types.UID
+	// OwnerPods is how many active pods of the owner the SidecarSet selected when the pod was
+	// evicted: the eviction settles once the owner has as many again, every one ready.
+	OwnerPods int32
+	// Time is when the pod was evicted.
+	Time metav1.Time
+}
+
+// NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's
+// maxUnavailable while pods of other namespaces wait for one.
+type NamespaceHold struct {
+	// Namespace whose pods hold the places.
+	Namespace string
+	// Since is when the controller first saw them hold every place.
+	Since metav1.Time
+	// Lapsed: the hold lasted 10 minutes, and the namespace's pods now count against its share
+	// alone.
+	Lapsed bool
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -67,9 +67,6 @@ type Options struct {
 	// Resizes, when set, lets rollouts resize sidecars in place (see Resizes); without it a
 	// change of resources waits for the pods to be recreated.
 	Resizes *Resizes
-	// Holds, when set, is where the controller times the namespaces that hold every place of a
-	// cluster SidecarSet's maxUnavailable (shared with the rollout view); else it keeps its own.
-	Holds *NamespaceHolds
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -103,7 +100,6 @@ type Controller struct {
 	excluded       map[string]bool
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
-	holds          *NamespaceHolds
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
@@ -117,9 +113,6 @@ func New(o Options) (*Controller, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	if o.Holds == nil {
-		o.Holds = NewNamespaceHolds(o.Clock)
-	}
 	c := &Controller{
 		client:         o.Client,
 		injectionReady: o.InjectionReady,
@@ -128,7 +121,6 @@ func New(o Options) (*Controller, error) {
 		excluded:       map[string]bool{},
 		candidates:     o.Candidates,
 		resizes:        o.Resizes,
-		holds:          o.Holds,
 		stateWrites:    flowcontrol.NewTokenBucketRateLimiterWithClock(stateWritesPerSecond, stateWritesBurst, o.Clock),
 		verdictWrites:  flowcontrol.NewTokenBucketRateLimiterWithClock(verdictWritesPerSecond, verdictWritesBurst, o.Clock),
 		sets:           o.SidecarSets.Lister(),

@@ -37,17 +37,28 @@ type evictions struct {
 	clock clock.Clock
 }
 
-// inFlight returns the evictions of a SidecarSet not settled among pods, forgetting the others.
-func (e *evictions) inFlight(name string, pods []*rollout.Pod) []rollout.Eviction {
+// inFlight returns the evictions of ss not settled among pods, those its status records
+// (written by this term or an earlier one) and those this term made since, and forgets the
+// others.
+func (e *evictions) inFlight(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []rollout.Eviction {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	left := rollout.InFlight(e.bySet[name], pods, e.clock.Now(), evictionTTL)
+	all := rollout.MergeEvictions(e.bySet[ss.Name], rollout.EvictionsFromStatus(ss.Status.InFlightEvictions))
+	left := rollout.InFlight(all, pods, e.clock.Now(), evictionTTL)
 	if len(left) == 0 {
-		delete(e.bySet, name)
+		delete(e.bySet, ss.Name)
 	} else {
-		e.bySet[name] = left
+		e.bySet[ss.Name] = left
 	}
 	return left
+}
+
+// recorded returns the evictions of the SidecarSet name this term keeps: those in flight when the
+// round began (inFlight) and those it made since, for its status.
+func (e *evictions) recorded(name string) []rollout.Eviction {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.bySet[name])
 }
 
 // add records the eviction of pod, one of pods.
@@ -80,7 +91,7 @@ func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods [
 	missed = slices.DeleteFunc(slices.Clone(missed), func(m rollout.Missed) bool {
 		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.evictionDeferred(ss, m.Pod)
 	})
-	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss.Name, seen(pods, unseen)),
+	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss, seen(pods, unseen)),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
 	return c.evict(ctx, ss, rollout.Repairs(in), pods, evictionWhy{
 		reason: "EvictedNotInjected", what: "which runs without its sidecars",

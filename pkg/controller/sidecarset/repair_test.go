@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -223,5 +224,48 @@ func TestEvictionForbiddenIsReported(t *testing.T) {
 	}
 	if !slices.Contains(reasons, ReasonEvictionForbidden) || !slices.Contains(reasons, "SidecarSetPodWriteFailed") {
 		t.Errorf("event reasons %v, want EvictionForbidden and SidecarSetPodWriteFailed", reasons)
+	}
+}
+
+// TestNewTermCountsRecordedEvictions: pod c is evicted for its repair and its ReplicaSet has not
+// replaced it yet when a new leader takes over. The eviction is in the status, so the new leader
+// counts it against maxUnavailable (1) and evicts d only once c's replacement is ready; it then
+// drops the settled eviction from the status.
+func TestNewTermCountsRecordedEvictions(t *testing.T) {
+	old, h := newRepairHarness(t)
+	var evicted []string
+	h.onEviction(func(name string) error {
+		evicted = append(evicted, name)
+		return nil
+	})
+	h.sync()
+	round := func(want ...string) {
+		t.Helper()
+		if _, err := h.round(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(evicted, want) {
+			t.Fatalf("evicted %v, want %v", evicted, want)
+		}
+	}
+	round("c")
+	want := []v1alpha1.InFlightEviction{{Namespace: "default", Name: "c", OwnerUID: "rs", OwnerPods: 2, Time: metav1.NewTime(t0)}}
+	if diff := cmp.Diff(want, h.stored().Status.InFlightEvictions); diff != "" {
+		t.Fatalf("status.inFlightEvictions (-want +got):\n%s", diff)
+	}
+	h.sync() // c is gone; its ReplicaSet has not replaced it yet
+	h.newTerm()
+	h.clock.Step(time.Minute)
+	round("c")
+	h.addReplacement("c2", old)
+	h.sync()
+	round("c", "d")
+	h.addReplacement("d2", old)
+	h.sync()
+	h.clock.Step(time.Minute)
+	h.newTerm()
+	round("c", "d")
+	if got := h.stored().Status.InFlightEvictions; len(got) != 0 {
+		t.Errorf("status.inFlightEvictions %+v once both replacements are ready, want none", got)
 	}
 }

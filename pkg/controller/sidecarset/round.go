@@ -54,7 +54,6 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
 		c.upgrading.forget(name)
-		c.holds.forget(name)
 		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
@@ -76,9 +75,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	}
 	opts := c.resizes.Options(ss)
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
-	opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
+	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 	opts.Deferred = c.deferred(ss, pods)
-	opts.Lapsed = c.holds.Lapsed(ss)
+	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
 	plan := rollout.PlanWith(ss, pods, opts)
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
 		pods = replace(pods, ready)
@@ -90,13 +89,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	out.events = append(out.events, recreated.events...)
 	out.failed = append(out.failed, recreated.failed...)
 	if len(out.written) > 0 || len(recreated.pods) > 0 {
-		opts.InFlightEvictions = len(c.evictions.inFlight(ss.Name, seen(pods, opts.Unseen)))
+		opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 		plan = rollout.PlanWith(ss, replace(pods, out.written), opts)
-	}
-	for _, ns := range c.holds.observe(ss, opts.Lapsed, plan) {
-		out.events = append(out.events, event{cached, corev1.EventTypeWarning, ReasonNamespaceHoldLapsed, fmt.Sprintf(
-			"the pods of namespace %s held every place of maxUnavailable (%d) for %s while pods of other namespaces waited: they now count against the namespace's share alone, and the other namespaces go on",
-			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)})
 	}
 	touched := make(map[string]bool, len(out.written)+len(out.failed)+len(opts.Unseen)) // their states wait for a later round
 	for key := range opts.Unseen {
@@ -127,7 +121,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused)}
+	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
+		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name)}
 	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
@@ -145,6 +140,11 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			reason = "Paused"
 		}
 		out.events = append(out.events, event{cached, corev1.EventTypeNormal, reason, facts.progress.Summary(cached.Name)})
+	}
+	for _, ns := range facts.newlyLapsed {
+		out.events = append(out.events, event{cached, corev1.EventTypeWarning, ReasonNamespaceHoldLapsed, fmt.Sprintf(
+			"the pods of namespace %s held every place of maxUnavailable (%d) for %s while pods of other namespaces waited: they now count against the namespace's share alone, and the other namespaces go on",
+			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)})
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
 		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,

@@ -47,6 +47,7 @@ type harness struct {
 	events *record.FakeRecorder
 	clock  *clocktesting.FakeClock
 	ss     *v1alpha1.SidecarSet
+	opts   Options // what New was given: newTerm builds another controller from it
 
 	sets, revisions, pods cache.Indexer
 }
@@ -73,8 +74,9 @@ func newHarness(t *testing.T, old, ss *v1alpha1.SidecarSet) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c, err = New(Options{Client: h.own, SidecarSets: own.Apps().V1alpha1().SidecarSets(), Revisions: own.Apps().V1alpha1().SidecarSetRevisions(),
-		Writer: h.store, Kube: h.kube, Pods: src, Recorder: h.events, Clock: h.clock})
+	h.opts = Options{Client: h.own, SidecarSets: own.Apps().V1alpha1().SidecarSets(), Revisions: own.Apps().V1alpha1().SidecarSetRevisions(),
+		Writer: h.store, Kube: h.kube, Pods: src, Recorder: h.events, Clock: h.clock}
+	h.c, err = New(h.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +115,17 @@ func (h *harness) sync() {
 			h.t.Fatal(err)
 		}
 	}
+}
+
+// newTerm replaces the controller by a new one on the same clients and caches, as a new leader
+// starts: it remembers nothing the previous one did but what the objects say.
+func (h *harness) newTerm() {
+	h.t.Helper()
+	c, err := New(h.opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c = c
 }
 
 // round runs a round of the SidecarSet as a worker does.

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -27,6 +28,13 @@ type roundFacts struct {
 	// is Progressing or not.
 	ready       bool
 	progressing string
+	// plan, lapsed and evictions are what the round planned with and left in flight: the status
+	// records the namespaces' holds and the evictions for the next rounds, whoever leads then.
+	plan      *rollout.Result
+	lapsed    map[string]bool
+	evictions []rollout.Eviction
+	// newlyLapsed is set by desiredStatus: the namespaces whose hold lapsed with the status written.
+	newlyLapsed []string
 }
 
 // writeStatus writes the status of ss (latest revision, collisions, counters when known) if it
@@ -84,6 +92,10 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		st.ReadyPods, st.UpdatedReadyPods = facts.counts.Ready, facts.counts.UpdatedReady
 		st.NotInjectedPods = int32(len(facts.missed))
 		setMissedCondition(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
+		if facts.plan != nil {
+			st.NamespaceHolds, facts.newlyLapsed = rollout.NextHolds(current.Status.NamespaceHolds, facts.lapsed, facts.plan, c.clock.Now())
+		}
+		st.InFlightEvictions = rollout.EvictionsStatus(rollout.MergeEvictions(facts.evictions, recordedSince(cached, current)))
 		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
@@ -110,4 +122,27 @@ func (c *Controller) get(ctx context.Context, name string) (*v1alpha1.SidecarSet
 		return n.AsSidecarSet(), nil
 	}
 	return c.client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+}
+
+// recordedSince returns the evictions current's status records and cached's did not: written by
+// another term since the round read cached (two leaders briefly both acting), kept so that the
+// budget still counts them.
+func recordedSince(cached, current *v1alpha1.SidecarSet) []rollout.Eviction {
+	if current == cached {
+		return nil
+	}
+	key := func(e v1alpha1.InFlightEviction) string {
+		return fmt.Sprintf("%s/%s/%s/%d", e.Namespace, e.Name, e.OwnerUID, e.Time.Unix())
+	}
+	known := map[string]bool{}
+	for _, e := range cached.Status.InFlightEvictions {
+		known[key(e)] = true
+	}
+	var out []rollout.Eviction
+	for _, e := range current.Status.InFlightEvictions {
+		if !known[key(e)] {
+			out = append(out, rollout.EvictionsFromStatus([]v1alpha1.InFlightEviction{e})...)
+		}
+	}
+	return out
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -26,8 +28,9 @@ type Viewer struct {
 	SidecarSets func(name string) *v1alpha1.SidecarSet
 	// Resizes, when set, is the controller's: the view plans resizes as rounds do.
 	Resizes *Resizes
-	// Holds, when set, is the controller's: the view lets namespaces' holds lapse as rounds do.
-	Holds *NamespaceHolds
+	// Clock, when set, is the controller's (the real clock when nil): the view lets namespaces'
+	// holds lapse and evictions settle as rounds do, from what the SidecarSet's status records.
+	Clock clock.PassiveClock
 }
 
 // View returns the rollout view of ss.
@@ -50,8 +53,10 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	if err != nil {
 		return nil, err
 	}
+	now := v.now()
 	opts := v.Resizes.Options(ss)
-	opts.Lapsed = v.Holds.Lapsed(ss)
+	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, now)
+	opts.InFlightEvictions = len(rollout.InFlight(rollout.EvictionsFromStatus(ss.Status.InFlightEvictions), pods, now, evictionTTL))
 	plan := planner(ss, pods, opts)
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
 	if v.Injection != nil {
@@ -60,6 +65,13 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	out := &apps.SidecarSetRollout{ObjectMeta: metav1.ObjectMeta{Name: ss.Name, ResourceVersion: ss.ResourceVersion, Generation: ss.Generation}}
 	err = v1alpha1.Convert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus(&status, &out.Status, nil)
 	return out, err
+}
+
+func (v Viewer) now() time.Time {
+	if v.Clock == nil {
+		return time.Now()
+	}
+	return v.Clock.Now()
 }
 
 func (v Viewer) excluded(namespace string) bool {

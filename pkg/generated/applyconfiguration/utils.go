@@ -34,8 +34,12 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=apps.kruise.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("InFlightEviction"):
+		return &appsv1alpha1.InFlightEvictionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespacedSidecarSet"):
 		return &appsv1alpha1.NamespacedSidecarSetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceHold"):
+		return &appsv1alpha1.NamespaceHoldApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
@@ -78,6 +82,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.UpdateScatterTermApplyConfiguration{}
 
 		// Group=apps.kruise.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("InFlightEviction"):
+		return &appsv1beta1.InFlightEvictionApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("NamespaceHold"):
+		return &appsv1beta1.NamespaceHoldApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1beta1.ResourceExprLimitsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprRequests"):

@@ -36,6 +36,8 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.InFlightEviction{}.OpenAPIModelName():                schema_pkg_apis_apps_v1alpha1_InFlightEviction(ref),
+		v1alpha1.NamespaceHold{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1alpha1_NamespaceHold(ref),
 		v1alpha1.NamespacedSidecarSet{}.OpenAPIModelName():            schema_pkg_apis_apps_v1alpha1_NamespacedSidecarSet(ref),
 		v1alpha1.NamespacedSidecarSetList{}.OpenAPIModelName():        schema_pkg_apis_apps_v1alpha1_NamespacedSidecarSetList(ref),
 		v1alpha1.ResourceExprLimits{}.OpenAPIModelName():              schema_pkg_apis_apps_v1alpha1_ResourceExprLimits(ref),
@@ -68,6 +70,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.UpdatePriorityStrategy{}.OpenAPIModelName():          schema_pkg_apis_apps_v1alpha1_UpdatePriorityStrategy(ref),
 		v1alpha1.UpdatePriorityWeightTerm{}.OpenAPIModelName():        schema_pkg_apis_apps_v1alpha1_UpdatePriorityWeightTerm(ref),
 		v1alpha1.UpdateScatterTerm{}.OpenAPIModelName():               schema_pkg_apis_apps_v1alpha1_UpdateScatterTerm(ref),
+		v1beta1.InFlightEviction{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_InFlightEviction(ref),
+		v1beta1.NamespaceHold{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_NamespaceHold(ref),
 		v1beta1.ResourceExprLimits{}.OpenAPIModelName():               schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref),
 		v1beta1.ResourceExprRequests{}.OpenAPIModelName():             schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
 		v1beta1.ResourcesExpr{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
@@ -391,6 +395,96 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.Unknown{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		intstr.IntOrString{}.OpenAPIModelName():                       schema_apimachinery_pkg_util_intstr_IntOrString(ref),
 		version.Info{}.OpenAPIModelName():                             schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_InFlightEviction(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InFlightEviction is a pod the controller evicted whose owner has not replaced it yet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace and Name of the evicted pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"ownerUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OwnerUID is the UID of the pod's controller (its ReplicaSet, StatefulSet...).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ownerPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OwnerPods is how many active pods of the owner the SidecarSet selected when the pod was evicted: the eviction settles once the owner has as many again, every one ready.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the pod was evicted.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "ownerUID", "ownerPods", "time"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_NamespaceHold(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's maxUnavailable while pods of other namespaces wait for one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace whose pods hold the places.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Since is when the controller first saw them hold every place.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lapsed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Lapsed: the hold lasted 10 minutes, and the namespace's pods now count against its share alone.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "since"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2036,6 +2130,44 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 							Format:      "int32",
 						},
 					},
+					"inFlightEvictions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "InFlightEvictions are the pods the controller evicted whose owners have not replaced them with ready pods yet: each holds a place of maxUnavailable until then, for 10 minutes at most. Kept in the status, as a Job keeps its uncounted pods, so that a new leader and every replica's rollout view count them too.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.InFlightEviction{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"namespaceHolds": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NamespaceHolds are the namespaces whose pods hold every place of a cluster SidecarSet's maxUnavailable while pods of other namespaces wait, since when, and whether their hold has lapsed (it does after 10 minutes): kept in the status, so that a leader change neither restarts nor forgets the measure.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.NamespaceHold{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -2065,7 +2197,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.InFlightEviction{}.OpenAPIModelName(), v1alpha1.NamespaceHold{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -2345,6 +2477,96 @@ func schema_pkg_apis_apps_v1alpha1_UpdateScatterTerm(ref common.ReferenceCallbac
 				Required: []string{"key", "value"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_InFlightEviction(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "InFlightEviction is a pod the controller evicted whose owner has not replaced it yet.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace and Name of the evicted pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"ownerUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OwnerUID is the UID of the pod's controller (its ReplicaSet, StatefulSet...).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ownerPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OwnerPods is how many active pods of the owner the SidecarSet selected when the pod was evicted: the eviction settles once the owner has as many again, every one ready.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the pod was evicted.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "ownerUID", "ownerPods", "time"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_NamespaceHold(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's maxUnavailable while pods of other namespaces wait for one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace whose pods hold the places.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Since is when the controller first saw them hold every place.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lapsed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Lapsed: the hold lasted 10 minutes, and the namespace's pods now count against its share alone.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "since"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -3668,6 +3890,44 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 							Format:      "int32",
 						},
 					},
+					"inFlightEvictions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "InFlightEvictions are the pods the controller evicted whose owners have not replaced them with ready pods yet: each holds a place of maxUnavailable until then, for 10 minutes at most. Kept in the status, as a Job keeps its uncounted pods, so that a new leader and every replica's rollout view count them too.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.InFlightEviction{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"namespaceHolds": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NamespaceHolds are the namespaces whose pods hold every place of a cluster SidecarSet's maxUnavailable while pods of other namespaces wait, since when, and whether their hold has lapsed (it does after 10 minutes): kept in the status, so that a leader change neither restarts nor forgets the measure.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.NamespaceHold{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -3697,7 +3957,7 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			metav1.Condition{}.OpenAPIModelName()},
+			v1beta1.InFlightEviction{}.OpenAPIModelName(), v1beta1.NamespaceHold{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -411,6 +412,22 @@ type SidecarSetStatus struct {
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
+	// InFlightEvictions are the pods the controller evicted whose owners have not replaced them
+	// with ready pods yet: each holds a place of maxUnavailable until then, for 10 minutes at
+	// most. Kept in the status, as a Job keeps its uncounted pods, so that a new leader and every
+	// replica's rollout view count them too.
+	// +optional
+	// +listType=atomic
+	InFlightEvictions []InFlightEviction `json:"inFlightEvictions,omitempty"`
+
+	// NamespaceHolds are the namespaces whose pods hold every place of a cluster SidecarSet's
+	// maxUnavailable while pods of other namespaces wait, since when, and whether their hold has
+	// lapsed (it does after 10 minutes): kept in the status, so that a leader change neither
+	// restarts nor forgets the measure.
+	// +optional
+	// +listType=atomic
+	NamespaceHolds []NamespaceHold `json:"namespaceHolds,omitempty"`
+
 	// Conditions are the latest observations of the SidecarSet's state: Injected (True while new
 	// pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a
 	// MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected
@@ -421,6 +438,33 @@ type SidecarSetStatus struct {
 	// +patchStrategy=merge
 	// +patchMergeKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// InFlightEviction is a pod the controller evicted whose owner has not replaced it yet.
+type InFlightEviction struct {
+	// Namespace and Name of the evicted pod.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// OwnerUID is the UID of the pod's controller (its ReplicaSet, StatefulSet...).
+	OwnerUID types.UID `json:"ownerUID"`
+	// OwnerPods is how many active pods of the owner the SidecarSet selected when the pod was
+	// evicted: the eviction settles once the owner has as many again, every one ready.
+	OwnerPods int32 `json:"ownerPods"`
+	// Time is when the pod was evicted.
+	Time metav1.Time `json:"time"`
+}
+
+// NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's
+// maxUnavailable while pods of other namespaces wait for one.
+type NamespaceHold struct {
+	// Namespace whose pods hold the places.
+	Namespace string `json:"namespace"`
+	// Since is when the controller first saw them hold every place.
+	Since metav1.Time `json:"since"`
+	// Lapsed: the hold lasted 10 minutes, and the namespace's pods now count against its share
+	// alone.
+	// +optional
+	Lapsed bool `json:"lapsed,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -22,6 +22,16 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in InFlightEviction) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.InFlightEviction"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NamespaceHold) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.NamespaceHold"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in NamespacedSidecarSet) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.NamespacedSidecarSet"
 }

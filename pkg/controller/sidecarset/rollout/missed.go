@@ -187,7 +187,8 @@ func sortedMissed(missed []Missed) []Missed {
 
 // Eviction is a repair eviction whose pod its owner has not replaced yet.
 type Eviction struct {
-	Owner types.UID
+	Namespace, Name string // the evicted pod
+	Owner           types.UID
 	// Want is how many active pods the owner had among the selected ones when the pod was evicted.
 	Want int
 	At   time.Time
@@ -196,7 +197,7 @@ type Eviction struct {
 // NewEviction records the eviction of pod, one of pods (the selected pods), at now.
 func NewEviction(pod *Pod, pods []*Pod, now time.Time) Eviction {
 	want, _ := ownerPods(pod.Owner(), pods)
-	return Eviction{Owner: pod.Owner(), Want: want, At: now}
+	return Eviction{Namespace: pod.Namespace, Name: pod.Name, Owner: pod.Owner(), Want: want, At: now}
 }
 
 // InFlight returns the evictions not settled yet: an eviction settles once its owner has at least

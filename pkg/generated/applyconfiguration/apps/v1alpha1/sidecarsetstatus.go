@@ -44,6 +44,16 @@ type SidecarSetStatusApplyConfiguration struct {
 	LatestRevision *string `json:"latestRevision,omitempty"`
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
+	// InFlightEvictions are the pods the controller evicted whose owners have not replaced them
+	// with ready pods yet: each holds a place of maxUnavailable until then, for 10 minutes at
+	// most. Kept in the status, as a Job keeps its uncounted pods, so that a new leader and every
+	// replica's rollout view count them too.
+	InFlightEvictions []InFlightEvictionApplyConfiguration `json:"inFlightEvictions,omitempty"`
+	// NamespaceHolds are the namespaces whose pods hold every place of a cluster SidecarSet's
+	// maxUnavailable while pods of other namespaces wait, since when, and whether their hold has
+	// lapsed (it does after 10 minutes): kept in the status, so that a leader change neither
+	// restarts nor forgets the measure.
+	NamespaceHolds []NamespaceHoldApplyConfiguration `json:"namespaceHolds,omitempty"`
 	// Conditions are the latest observations of the SidecarSet's state: Injected (True while new
 	// pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a
 	// MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected
@@ -118,6 +128,32 @@ func (b *SidecarSetStatusApplyConfiguration) WithLatestRevision(value string) *S
 // If called multiple times, the CollisionCount field is set to the value of the last call.
 func (b *SidecarSetStatusApplyConfiguration) WithCollisionCount(value int32) *SidecarSetStatusApplyConfiguration {
 	b.CollisionCount = &value
+	return b
+}
+
+// WithInFlightEvictions adds the given value to the InFlightEvictions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the InFlightEvictions field.
+func (b *SidecarSetStatusApplyConfiguration) WithInFlightEvictions(values ...*InFlightEvictionApplyConfiguration) *SidecarSetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithInFlightEvictions")
+		}
+		b.InFlightEvictions = append(b.InFlightEvictions, *values[i])
+	}
+	return b
+}
+
+// WithNamespaceHolds adds the given value to the NamespaceHolds field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the NamespaceHolds field.
+func (b *SidecarSetStatusApplyConfiguration) WithNamespaceHolds(values ...*NamespaceHoldApplyConfiguration) *SidecarSetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithNamespaceHolds")
+		}
+		b.NamespaceHolds = append(b.NamespaceHolds, *values[i])
+	}
 	return b
 }
 
