@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` (local cluster + the manual's example) and `make test`.
 GO ?= go
 
-.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-planner bench-e2e bench-tenants bench-rollout bench-memory bench-curves bench-plot build codegen down image release
+.PHONY: run test unit chart verify lint verify-fresh e2e e2e-node e2e-moves e2e-policy fuzz chaos bench bench-planner bench-e2e bench-tenants bench-rollout bench-memory bench-heap bench-curves bench-plot build codegen down image release
 
 # The version stamped into the server, the plugin and the image (pkg/version): git describe, or
 # VERSION=v1.2.3 make build.
@@ -152,6 +152,11 @@ bench-curves:
 bench-plot:
 	mkdir -p docs/bench
 	cd hack/benchplot && $(GO) run . -in ../../docs/bench/curves.jsonl -md ../../docs/bench/curves.md -png ../../docs/bench/curves.png
+
+# The heap each stored SidecarSet costs a server in process (BENCH_SIDECARSETS, 1,000), with the
+# defaults and with the watch cache on for the server's resources, for comparison.
+bench-heap:
+	$(GO) test -run '^$$' -bench ServerHeapPerSidecarSet -benchtime 1x ./test/integration/
 
 # Server memory with 10,000 pods in its cache, against the same server idle.
 bench-memory:

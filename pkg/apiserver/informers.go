@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,7 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.informers = &informerSet{own: informers.NewSharedInformerFactory(client, 0)}
+		c.informers = &informerSet{own: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripManagedFields))}
 		// Registered first: the factory's SidecarSet informer is then the one of both kinds.
 		c.informers.own.InformerFor(&v1alpha1.SidecarSet{}, allsidecarsets.NewInformer)
 	}
@@ -99,4 +100,14 @@ func protobuf(cfg *rest.Config) *rest.Config {
 	out.ContentType = runtime.ContentTypeProtobuf
 	out.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	return out
+}
+
+// stripManagedFields drops the managedFields of the objects the server's own informers keep:
+// nothing the server does reads them, and a SidecarSet's (its appliers' and the controller's
+// status writes) are often larger than the rest of it.
+func stripManagedFields(obj interface{}) (interface{}, error) {
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }

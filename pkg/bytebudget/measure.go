@@ -45,10 +45,13 @@ func MeasureNamespaced(n *v1alpha1.NamespacedSidecarSet) (Object, error) {
 	return measure(back.AsSidecarSet(), len(stored))
 }
 
-// encode returns n as the server stores it: v1alpha1 JSON with its kind.
+// encode returns n as the server stores it, v1alpha1 JSON with its kind, without its
+// managedFields: the server's informers do not keep them, and they grow with the fields the
+// object has, which the budget bounds.
 func encode(n *v1alpha1.NamespacedSidecarSet) ([]byte, error) {
 	typed := *n
 	typed.APIVersion, typed.Kind = v1alpha1.SchemeGroupVersion.String(), "NamespacedSidecarSet"
+	typed.ManagedFields = nil
 	return json.Marshal(&typed)
 }
 
