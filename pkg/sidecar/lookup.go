@@ -1,21 +1,35 @@
 package sidecar
 
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // LookupHash returns the hash and controllerRevision of sidecarSetName's entry in a hash
 // annotation value (HashAnnotation or HashWithoutImageAnnotation), with the same result as
 // PodHashEntry. The common form is scanned (see scan.go); anything unusual (escapes, non-ASCII,
 // legacy or unknown fields) goes through the full decoder.
 func LookupHash(value, sidecarSetName string) (hash, revision string, ok bool) {
+	e, ok := LookupHashEntry(value, sidecarSetName)
+	return e.Hash, e.ControllerRevision, ok
+}
+
+// LookupHashEntry returns sidecarSetName's entry in a hash annotation value as LookupHash finds
+// it: its hash, controllerRevision and updateTimestamp (its sidecarList is left out).
+func LookupHashEntry(value, sidecarSetName string) (HashEntry, bool) {
 	if value == "" {
-		return "", "", false
+		return HashEntry{}, false
 	}
 	if plainJSON(value) {
 		s := scanner{in: value}
 		if e, found, valid := s.hashEntry(sidecarSetName); valid {
-			return e.Hash, e.ControllerRevision, found
+			return e, found
 		}
 	}
 	e, ok := PodHashEntry(map[string]string{HashAnnotation: value}, HashAnnotation, sidecarSetName)
-	return e.Hash, e.ControllerRevision, ok
+	e.SidecarSetName, e.SidecarList = "", nil
+	return e, ok
 }
 
 // hashEntry scans a HashMap for name's entry; valid=false means "not sure, decode it".
@@ -45,7 +59,9 @@ func (s *scanner) hashFields() (e HashEntry, ok bool) {
 		case "sidecarSetName":
 			_, ok = s.str()
 		case "updateTimestamp":
-			ok = s.timestamp()
+			var t time.Time
+			t, ok = s.timestamp()
+			e.UpdateTimestamp = metav1.NewTime(t)
 		case "sidecarList":
 			ok = s.strings()
 		}

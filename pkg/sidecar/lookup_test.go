@@ -44,7 +44,7 @@ func TestLookupHash(t *testing.T) {
 // FuzzLookupHash checks the scanner against the full decoder on arbitrary values.
 func FuzzLookupHash(f *testing.F) {
 	a := map[string]string{}
-	_ = SetHashEntry(a, HashAnnotation, NewHashEntry("a", "ha", "rev", []string{"x"}, time.Unix(0, 0)))
+	_ = SetHashEntry(a, HashAnnotation, NewHashEntry("a", "ha", "rev", []string{"x"}, time.Unix(1700000000, 0)))
 	for _, seed := range []string{a[HashAnnotation], `{"a":"h"}`, `{}`, `{"a":{"hash":"h"},"a":{}}`, ` {"a" :{"sidecarList":null}}`} {
 		f.Add(seed, "a")
 	}
@@ -53,6 +53,9 @@ func FuzzLookupHash(f *testing.F) {
 		e, want := PodHashEntry(map[string]string{HashAnnotation: value}, HashAnnotation, name)
 		if hash != e.Hash || revision != e.ControllerRevision || ok != want {
 			t.Fatalf("LookupHash(%q, %q) = %q, %q, %v; decoder says %q, %q, %v", value, name, hash, revision, ok, e.Hash, e.ControllerRevision, want)
+		}
+		if got, _ := LookupHashEntry(value, name); !got.UpdateTimestamp.Equal(&e.UpdateTimestamp) {
+			t.Fatalf("LookupHashEntry(%q, %q) updateTimestamp %v; decoder says %v", value, name, got.UpdateTimestamp, e.UpdateTimestamp)
 		}
 	})
 }

@@ -56,7 +56,8 @@ func (s *scanner) inPlaceState() (rec []RecordedContainer, ok bool) {
 			_, ok := s.str()
 			return ok && seen.first(0)
 		case "updateTimestamp":
-			return s.timestamp() && seen.first(1)
+			_, ok := s.timestamp()
+			return ok && seen.first(1)
 		case "lastContainerStatuses":
 			var ok bool
 			rec, ok = s.recordedContainers()

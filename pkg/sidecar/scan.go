@@ -84,14 +84,14 @@ func (s *scanner) str() (string, bool) {
 	return v, true
 }
 
-// timestamp scans a string that metav1.Time decodes.
-func (s *scanner) timestamp() bool {
+// timestamp scans a string that metav1.Time decodes, and returns its time.
+func (s *scanner) timestamp() (time.Time, bool) {
 	ts, ok := s.str()
 	if !ok {
-		return false
+		return time.Time{}, false
 	}
-	_, err := time.Parse(time.RFC3339, ts)
-	return err == nil
+	t, err := time.Parse(time.RFC3339, ts)
+	return t, err == nil
 }
 
 // integer scans a JSON number written as a plain integer that fits in bits.

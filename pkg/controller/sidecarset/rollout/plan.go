@@ -161,10 +161,10 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 		if facts[i].unseen {
 			res.Unseen++
 		}
-		sh.count(pod, holds)
+		sh.count(pod, holds, facts[i].born)
 	}
-	sh, lapsed := sh.divided()
-	res.Unavailable -= lapsed
+	sh, own := sh.divided()
+	res.Unavailable -= own
 	total := res.Counts.Matched
 	res.Partition = ResolvePartition(ss.Spec.UpdateStrategy.Partition, total)
 	res.MaxUnavailable = ResolveMaxUnavailable(ss.Spec.UpdateStrategy.MaxUnavailable, total)
@@ -431,6 +431,7 @@ type podFacts struct {
 	resizeMsg        string // the kubelet's message on it
 	selected         bool   // by updateStrategy.selector
 	notReadyBefore   bool   // updated, not available, and upgraded when it was not ready
+	born             bool   // holds a place, created with the current spec: never upgraded to it
 	unseen           bool   // the controller's last write to it is not seen yet (Options.Unseen)
 }
 
@@ -484,6 +485,7 @@ func (p *planner) facts(pod *Pod) podFacts {
 		st, ok := pod.UpgradeState(p.ss.Name)
 		f.notReadyBefore = ok && st.NotReadyBefore
 	}
+	f.born = f.holdsPlace() && !f.unseen && h.AtCreation()
 	return f
 }
 

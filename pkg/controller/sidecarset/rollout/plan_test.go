@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,9 +54,10 @@ func updatedPod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
 	return newPod(name, ssV2, opts...)
 }
 
-// restartingPod returns pod name upgraded from v1 to v2 whose sidecar has not restarted yet.
+// restartingPod returns pod name, created from v1 an hour before, upgraded to v2 at t0, whose
+// sidecar has not restarted yet.
 func restartingPod(name string, opts ...func(*corev1.Pod)) *corev1.Pod {
-	p := old(name)
+	p := old(name, createdAt(t0.Add(-time.Hour)))
 	upgradePod(p, ssV2, t0)
 	for _, o := range opts {
 		o(p)

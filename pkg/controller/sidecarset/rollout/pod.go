@@ -166,7 +166,22 @@ func ContainerIDOf(id string) ContainerID {
 }
 
 // HashRef is one SidecarSet's entry in a hash annotation.
-type HashRef struct{ sidecarSet, hash, revision text }
+type HashRef struct {
+	sidecarSet, hash, revision text
+	// atCreation: the entry was written when the pod was created (its injection), not by an
+	// in-place upgrade since (see InjectedAtCreation).
+	atCreation bool
+}
+
+// AtCreation reports whether the entry was written when the pod was created: by its injection,
+// not by an in-place upgrade.
+func (r HashRef) AtCreation() bool { return r.atCreation }
+
+// creationSkew is how much later than a pod's creation its injection's entry may be dated and
+// still count as written at its creation: the injection happens before kube-apiserver stores the
+// pod (and dates it), both times are in whole seconds, and the server's clock and kube-apiserver's
+// may differ a little. An in-place upgrade comes later: it needs the pod running.
+const creationSkew = 2 * time.Second
 
 // Hash is the entry's hash.
 func (r HashRef) Hash() string { return r.hash.String() }
@@ -388,8 +403,9 @@ func (p *Pod) decodeAnnotations(a map[string]string) {
 		if st, ok := states[name]; ok {
 			p.states = append(p.states, stateRef{sidecarSet: ss, revision: newText(st.Revision), state: newText(st.State), reason: newText(st.Reason), notReadyBefore: st.NotReadyBefore})
 		}
-		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashAnnotation], name); ok {
-			p.Hashes = append(p.Hashes, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})
+		if e, ok := sidecar.LookupHashEntry(a[sidecar.HashAnnotation], name); ok {
+			atCreation := !p.Created.IsZero() && !e.UpdateTimestamp.Time.After(p.Created.Add(creationSkew))
+			p.Hashes = append(p.Hashes, HashRef{sidecarSet: ss, hash: newText(e.Hash), revision: newText(e.ControllerRevision), atCreation: atCreation})
 		}
 		if hash, rev, ok := sidecar.LookupHash(a[sidecar.HashWithoutImageAnnotation], name); ok {
 			p.HashesWithoutImage = append(p.HashesWithoutImage, HashRef{sidecarSet: ss, hash: newText(hash), revision: newText(rev)})

@@ -67,6 +67,7 @@ func NamespaceShare(b, n, total int32) int32 {
 type shares struct {
 	pods    map[text]int32    // managed pods per namespace
 	held    map[text]int32    // places held per namespace, lapsed or not
+	born    map[text]int32    // of those, the pods created with the current spec (not upgraded to it)
 	holders map[text][]string // the names of the pods holding them
 	lapsed  map[string]bool   // Options.Lapsed
 	max     int32             // resolved maxUnavailable
@@ -82,11 +83,12 @@ func newShares(ss *v1alpha1.SidecarSet, lapsed map[string]bool) *shares {
 	if v1alpha1.IsNamespaced(ss) {
 		return nil
 	}
-	return &shares{pods: map[text]int32{}, held: map[text]int32{}, holders: map[text][]string{}, lapsed: lapsed}
+	return &shares{pods: map[text]int32{}, held: map[text]int32{}, born: map[text]int32{}, holders: map[text][]string{}, lapsed: lapsed}
 }
 
-// count counts a managed pod, and a place it holds.
-func (s *shares) count(p *Pod, holds bool) {
+// count counts a managed pod, and a place it holds; born: the pod was created with the current
+// spec (a place its namespace holds without the rollout having upgraded it).
+func (s *shares) count(p *Pod, holds, born bool) {
 	if s == nil {
 		return
 	}
@@ -94,23 +96,28 @@ func (s *shares) count(p *Pod, holds bool) {
 	if holds {
 		s.held[p.namespace]++
 		s.holders[p.namespace] = append(s.holders[p.namespace], p.Name)
+		if born {
+			s.born[p.namespace]++
+		}
 	}
 }
 
 // divided returns s once every managed pod is counted if they are in two namespaces or more, and
-// the places the pods of lapsed namespaces hold (which count against their shares alone); nil
-// and 0 otherwise.
+// the places that count against their namespaces' shares alone: all those of lapsed namespaces,
+// and those of pods created with the current spec; nil and 0 otherwise.
 func (s *shares) divided() (*shares, int32) {
 	if s == nil || len(s.pods) < 2 {
 		return nil, 0
 	}
-	var lapsed int32
+	var own int32
 	for ns, n := range s.held {
 		if s.lapsed[ns.String()] {
-			lapsed += n
+			own += n
+		} else {
+			own += s.born[ns]
 		}
 	}
-	return s, lapsed
+	return s, own
 }
 
 // holding returns the places held per namespace.
@@ -175,10 +182,11 @@ func (s *shares) take(used map[text]int32, ns text) {
 }
 
 // full reports whether namespace ns holds its whole share in used while another namespace's
-// pods wait (contested), or at all once its hold lapsed; an uncontested namespace is otherwise
-// bounded by maxUnavailable alone.
+// pods wait (contested), or at all once its hold lapsed or while pods created with the current
+// spec hold places in it (those count against its share alone); an uncontested namespace is
+// otherwise bounded by maxUnavailable alone.
 func (s *shares) full(used map[text]int32, ns text) bool {
-	return s != nil && (s.contested(ns) || s.lapsed[ns.String()]) && used[ns] >= s.share(ns)
+	return s != nil && (s.contested(ns) || s.lapsed[ns.String()] || s.born[ns] > 0) && used[ns] >= s.share(ns)
 }
 
 // holder returns the namespace whose counted places (its hold has not lapsed) fill
@@ -189,7 +197,7 @@ func (s *shares) holder() string {
 	}
 	var out string
 	for ns, n := range s.held {
-		if name := ns.String(); !s.lapsed[name] && n >= s.max && (out == "" || name < out) {
+		if name := ns.String(); !s.lapsed[name] && n-s.born[ns] >= s.max && (out == "" || name < out) {
 			out = name
 		}
 	}
@@ -208,6 +216,8 @@ func (s *shares) message(ns text) string {
 		ns, s.max, s.share(ns), s.pods[ns], s.among(ns), s.held[ns], list)
 	if s.lapsed[ns.String()] {
 		m += fmt.Sprintf("; they held every place of maxUnavailable for %s while other namespaces waited, so they count against this share alone", NamespaceHoldLapse)
+	} else if b := s.born[ns]; b > 0 {
+		m += fmt.Sprintf("; %d of them were created with the current sidecars and are not available: they count against this share alone", b)
 	}
 	return m
 }

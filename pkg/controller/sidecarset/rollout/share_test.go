@@ -162,6 +162,34 @@ func TestPlanNamespaceShare(t *testing.T) {
 		upgrade: []string{"a1", "b1"},
 		states:  map[string]string{"b2": overBudget},
 		holding: map[string]int32{"a": 1}, unavail: 1,
+	}, {
+		// Two pods a's editor created with the current sidecars never become ready: they hold
+		// a's share (1) and count against it alone; b's pods go on within B. N=5, B=2,
+		// share(b) = min(1, ceil(2*2/5)) = 1.
+		name: "pods created with the current sidecars hold their namespace's share alone",
+		ss:   budget("2"),
+		pods: []*corev1.Pod{updatedPod("na1", inNamespace("a"), notReady), updatedPod("na2", inNamespace("a"), notReady),
+			old("a1", inNamespace("a")), old("b1", inNamespace("b")), old("b2", inNamespace("b"))},
+		upgrade: []string{"b1"},
+		states:  map[string]string{"a1": share, "b1": selected, "b2": share},
+		holding: map[string]int32{"a": 2},
+	}, {
+		// The same pods as the only other namespace's: a is uncontested, yet stays within its
+		// share, which they hold.
+		name: "pods created with the current sidecars, uncontested: their namespace waits",
+		ss:   budget("2"),
+		pods: []*corev1.Pod{updatedPod("na1", inNamespace("a"), notReady), updatedPod("na2", inNamespace("a"), notReady),
+			old("a1", inNamespace("a")), updatedPod("bu", inNamespace("b"))},
+		states:  map[string]string{"a1": share},
+		holding: map[string]int32{"a": 2},
+	}, {
+		// In one namespace they count against maxUnavailable, as in OpenKruise: new pods that
+		// fail with the new sidecars stop its rollout.
+		name:    "pods created with the current sidecars, one namespace: maxUnavailable",
+		ss:      budget("2"),
+		pods:    []*corev1.Pod{updatedPod("na1", notReady), updatedPod("na2", notReady), old("a1")},
+		states:  map[string]string{"a1": overBudget},
+		unavail: 2,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := PlanWith(tc.ss, cached(tc.pods), Options{Lapsed: tc.lapsed})
