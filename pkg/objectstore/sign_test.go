@@ -35,9 +35,9 @@ func TestSignAWSExamples(t *testing.T) {
 		want: "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, " +
 			"SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
 	}, {
-		name:   "PUT Object, a key with $",
-		method: http.MethodPut,
-		url:    awsExampleBucket.ObjectURL("test$file.text").String(),
+		name:    "PUT Object, a key with $",
+		method:  http.MethodPut,
+		url:     awsExampleBucket.ObjectURL("test$file.text").String(),
 		headers: map[string]string{"Date": "Fri, 24 May 2013 00:00:00 GMT", "X-Amz-Storage-Class": "REDUCED_REDUNDANCY"},
 		// SHA-256 of "Welcome to Amazon S3."
 		payloadHash: "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072",

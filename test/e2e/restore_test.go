@@ -94,7 +94,9 @@ func restoreFixtures(t *testing.T) (cluster *v1alpha1.SidecarSet, namespaced *v1
 	if err := createSidecarSet(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sidecars.AppsV1alpha1().SidecarSets().Delete(context.Background(), cluster.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = sidecars.AppsV1alpha1().SidecarSets().Delete(context.Background(), cluster.Name, metav1.DeleteOptions{})
+	})
 	namespaced = &v1alpha1.NamespacedSidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "restore-team", Namespace: restoreNamespace},
 		Spec:       restoreSidecarSet("", "agent", "agent:v1").Spec,
