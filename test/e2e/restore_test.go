@@ -301,11 +301,10 @@ func checkWatchExpired(t *testing.T, seen string) {
 		return
 	}
 	defer w.Stop()
-	for ev := range w.ResultChan() {
-		if status, ok := ev.Object.(*metav1.Status); ok && status.Code == 410 {
-			return
+	if ev, ok := <-w.ResultChan(); ok {
+		if status, isStatus := ev.Object.(*metav1.Status); !isStatus || status.Code != 410 {
+			t.Errorf("watch from resourceVersion %s, seen before the restore: event %s %T, want 410 Expired", seen, ev.Type, ev.Object)
 		}
-		t.Errorf("watch from resourceVersion %s, seen before the restore: event %s %T, want 410 Expired", seen, ev.Type, ev.Object)
 		return
 	}
 	t.Errorf("watch from resourceVersion %s, seen before the restore: no event in 10 s, want 410 Expired (%s)", seen,
