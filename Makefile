@@ -57,7 +57,9 @@ verify-fresh:
 # kube-apiserver's pod validation (its own module, test/podvalidation, which requires
 # k8s.io/kubernetes; about 20 s), and the check of the chart's alerts and dashboard with
 # Prometheus' parser and engine (its own module, test/monitoring, which requires
-# github.com/prometheus/prometheus). test/chart needs helm and kubectl: built first (once, into
+# github.com/prometheus/prometheus), and the server's off-cluster snapshot copies against a local
+# S3-compatible store (its own module, test/objectstore, which requires github.com/rclone/gofakes3).
+# test/chart needs helm and kubectl: built first (once, into
 # _output/tools), so that no test waits for them.
 unit:
 	GO=$(GO) hack/install-helm.sh >/dev/null
@@ -65,6 +67,7 @@ unit:
 	$(GO) test -count=1 ./...
 	cd test/podvalidation && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd test/monitoring && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd test/objectstore && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd hack/release && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The Helm chart charts/sidecarset-apiserver: helm lint --strict with its values.schema.json (here

@@ -40,7 +40,7 @@ SHARDS=(
   "catalogue-rollout-1 ^TestRolloutConformance$ E2E_SCENARIO_SHARD=0/2"
   "catalogue-rollout-2 ^TestRolloutConformance$ E2E_SCENARIO_SHARD=1/2"
   "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
-  "serial-1 ^(TestPolicyDifferential|TestNotLoadedFailsSafe|TestNamespaceCapUnderConcurrentCreates|TestPodsCreatedWithTheirSidecarSetInWebhookMode|TestIntakeScopedToNamespace)$"
+  "serial-1 ^(TestBackupRestore|TestPolicyDifferential|TestNotLoadedFailsSafe|TestNamespaceCapUnderConcurrentCreates|TestPodsCreatedWithTheirSidecarSetInWebhookMode|TestIntakeScopedToNamespace)$"
   "serial-2 ^(TestChaosRollout|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection|TestDocs)$"
   "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestNamespaceDeletionStallReported|TestPolicyDifferentialWhileWriting|TestValidationConformance)$"
 )
@@ -49,10 +49,11 @@ if [[ -n "${E2E_RUN:-}" ]]; then
   SHARDS=() # a few tests: the main cluster is enough
 fi
 
-# What the clusters would otherwise build at the same moment: the cluster's binaries, the server
-# and the test binary (into the Go build cache).
+# What the clusters would otherwise build at the same moment: the cluster's binaries, the server,
+# etcdctl and etcdutl (TestBackupRestore) and the test binary (into the Go build cache).
 hack/install-tools.sh >/dev/null
 hack/local-up.sh build-server
+hack/local-up.sh build-etcd-tools
 go test -count=1 -run '^$' ./test/e2e/ >/dev/null
 
 start=${SECONDS}

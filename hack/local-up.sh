@@ -20,6 +20,15 @@
 #                                 cannot load its SidecarSets, so it is never ready
 #   hack/local-up.sh stop-server-etcd | start-server-etcd
 #                                 stop the server's etcd alone (the server keeps running), start it
+#   hack/local-up.sh snapshot-server-etcd FILE
+#                                 etcdctl snapshot save FILE from the server's etcd, as the backup
+#                                 CronJobs run it (etcdctl and etcdutl: hack/etcdimage, built into
+#                                 _output/bin/etcd-tools)
+#   hack/local-up.sh restore-server-etcd FILE
+#                                 the restore procedure (artifacts/deploy/README.md, Restore) on the
+#                                 local cluster: stop the servers and their etcd, delete its data
+#                                 directory, etcdutl snapshot restore FILE into a new one with the
+#                                 revision bumped and marked compacted, start etcd and the server
 #   hack/local-up.sh start-replica | stop-replica
 #                                 a second server process (sidecarset-apiserver-2) on the same
 #                                 server etcd, kubeconfig and --namespace, listening on
@@ -28,6 +37,8 @@
 #                                 the first), it competes for the controller Lease. down stops it too.
 #   hack/local-up.sh restart-kwok re-read hack/kwok/*-stages.yaml (after editing a stage)
 #   hack/local-up.sh build-server build the server as every start of it does (into _output/bin)
+#   hack/local-up.sh build-etcd-tools
+#                                 build etcdctl and etcdutl as snapshot-server-etcd does
 #   hack/local-up.sh restart-kube-apiserver
 #                                 stop kube-apiserver (SIGTERM) and start it again, until ready
 #   hack/local-up.sh stop-kube-apiserver | start-kube-apiserver
@@ -291,6 +302,59 @@ start_server_etcd() {
     sleep 2
   done
   return 1
+}
+
+# etcd_tools builds hack/etcdimage (etcd, etcdctl and etcdutl in one binary, chosen by its name)
+# into _output/bin/etcd-tools, with etcdctl and etcdutl links to it; go build links again only
+# when a source changed. Local clusters may build at once: one at a time.
+etcd_tools() {
+  local dir="${ROOT}/_output/bin/etcd-tools"
+  mkdir -p "${dir}"
+  (cd "${ROOT}/hack/etcdimage" && flock "${dir}/.lock" go build -o "${dir}/etcd" .)
+  ln -sf etcd "${dir}/etcdctl"
+  ln -sf etcd "${dir}/etcdutl"
+  ETCDCTL="${dir}/etcdctl" ETCDUTL="${dir}/etcdutl"
+}
+
+# snapshot_server_etcd FILE saves a snapshot of the server's etcd to FILE with the command of the
+# backup CronJobs (charts/sidecarset-apiserver/templates/etcd-backup.yaml) and the server's client
+# certificate.
+snapshot_server_etcd() {
+  local file=${1:?usage: $0 snapshot-server-etcd FILE}
+  etcd_tools
+  "${ETCDCTL}" --endpoints "https://127.0.0.1:${SERVER_ETCD_PORT}" --cacert "${CERTS}/etcd-ca.crt" \
+    --cert "${CERTS}/server-etcd-client.crt" --key "${CERTS}/server-etcd-client.key" \
+    --command-timeout 2m snapshot save "${file}" >>"${LOGS}/etcd-tools.log" 2>&1 ||
+    { log "etcdctl snapshot save failed; last lines of ${LOGS}/etcd-tools.log:"; tail -n 5 "${LOGS}/etcd-tools.log" >&2; return 1; }
+  log "snapshot of the server's etcd saved to ${file}"
+}
+
+# RESTORE_BUMP_REVISION: how far restore-server-etcd moves etcd's revision past the snapshot's (the
+# procedure's --bump-revision, with --mark-compacted): every resourceVersion a client saw before
+# the restore stays below the restored store's, and a watch or list from one is answered 410
+# Expired instead of missing what changed. 0 restores the revisions as the snapshot has them.
+RESTORE_BUMP_REVISION=${RESTORE_BUMP_REVISION:-1000000000}
+
+# restore_server_etcd FILE is the restore procedure on the local cluster's single member: writers
+# and etcd stopped, the data directory deleted, the snapshot restored into a new one (the member's
+# name, peer URL and cluster token as hack/tools/etcd starts it), etcd and the server started.
+restore_server_etcd() {
+  local file=${1:?usage: $0 restore-server-etcd FILE} peer="https://127.0.0.1:$((SERVER_ETCD_PORT + 1))"
+  [[ -s "${file}" ]] || { log "no snapshot at ${file}"; exit 1; }
+  etcd_tools
+  stop sidecarset-apiserver-2
+  stop sidecarset-apiserver
+  stop server-etcd
+  rm -rf "${STATE}/server-etcd"
+  local bump=()
+  if [[ "${RESTORE_BUMP_REVISION}" != 0 ]]; then bump=(--bump-revision "${RESTORE_BUMP_REVISION}" --mark-compacted); fi
+  "${ETCDUTL}" snapshot restore "${file}" --data-dir "${STATE}/server-etcd" --name default \
+    --initial-cluster "default=${peer}" --initial-advertise-peer-urls "${peer}" \
+    --initial-cluster-token etcd-cluster "${bump[@]}" >>"${LOGS}/etcd-tools.log" 2>&1 ||
+    { log "etcdutl snapshot restore failed; last lines of ${LOGS}/etcd-tools.log:"; tail -n 5 "${LOGS}/etcd-tools.log" >&2; return 1; }
+  log "${file} restored into ${STATE}/server-etcd (revision bumped by ${RESTORE_BUMP_REVISION})"
+  start_server
+  register
 }
 
 # server_kubeconfig applies the shipped namespace, ServiceAccount and RBAC and writes a kubeconfig
@@ -580,7 +644,8 @@ DEPLOY_IMAGE=${DEPLOY_IMAGE:-sidecarset.dev/sidecarset-apiserver:local}
 DEPLOY_ETCD_IMAGE=${DEPLOY_ETCD_IMAGE:-sidecarset.dev/etcd:local}
 
 # node_deploy_images builds the server's image with `make image` and an etcd image (etcd's own
-# server and etcdctl, hack/etcdimage, reached as /usr/local/bin/etcd and etcdctl) with hack/release/cmd/image,
+# server, etcdctl and etcdutl, hack/etcdimage, reached as /usr/local/bin/etcd, etcdctl and etcdutl)
+# with hack/release/cmd/image,
 # and imports both into the real node's containerd.
 node_deploy_images() {
   [[ -f "${RUN}/containerd.pid" ]] || { log "the real node is not up: run $0 node-up first"; exit 1; }
@@ -591,7 +656,7 @@ node_deploy_images() {
   (cd "${ROOT}/hack/release" && go build -o "${ROOT}/_output/bin/image" ./cmd/image)
   (cd "${ROOT}/hack/etcdimage" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dir}/etcd" .)
   "${ROOT}/_output/bin/image" -binary "${dir}/etcd" -ref "${DEPLOY_ETCD_IMAGE}" -entrypoint /etcd \
-    -link /usr/local/bin/etcd -link /usr/local/bin/etcdctl -layout "${dir}/etcd.oci" -archive "${dir}/etcd.tar" >/dev/null
+    -link /usr/local/bin/etcd -link /usr/local/bin/etcdctl -link /usr/local/bin/etcdutl -layout "${dir}/etcd.oci" -archive "${dir}/etcd.tar" >/dev/null
   ctr_ images import "${dir}/etcd.tar" >/dev/null
   log "images ${DEPLOY_IMAGE} and ${DEPLOY_ETCD_IMAGE} imported ($((SECONDS - t0)) s)"
 }
@@ -680,10 +745,13 @@ case "${1:-run}" in
   stop-server) stop sidecarset-apiserver; stop server-etcd ;;
   stop-server-etcd) stop server-etcd ;;
   start-server-etcd) tools; start_server_etcd ;;
+  snapshot-server-etcd) snapshot_server_etcd "${2:-}" ;;
+  restore-server-etcd) tools; restore_server_etcd "${2:-}" ;;
   start-server) tools; start_server; register ;;
   start-server-alone) tools; start_server_process ;;
   restart-kwok) tools; stop kwok; start_kwok ;;
   build-server) build_server ;;
+  build-etcd-tools) etcd_tools ;;
   restart-kube-apiserver) tools; stop kube-apiserver; start_kube_apiserver ;;
   stop-kube-apiserver) stop kube-apiserver ;;
   start-kube-apiserver) tools; start_kube_apiserver ;;
@@ -693,5 +761,5 @@ case "${1:-run}" in
   node-up) tools; node_up ;;
   node-down) node_down ;;
   node-deploy-images) tools; node_deploy_images ;;
-  *) echo "usage: $0 [run|up|down [--purge]|restart-server|stop-kube-apiserver|start-kube-apiserver|restart-kube-apiserver|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|restart-kwok|build-server|start-replica|stop-replica|node-up|node-down|node-deploy-images|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|up|down [--purge]|restart-server|stop-kube-apiserver|start-kube-apiserver|restart-kube-apiserver|restart-server-etcd|stop-server|start-server|stop-server-etcd|start-server-etcd|snapshot-server-etcd FILE|restore-server-etcd FILE|restart-kwok|build-server|build-etcd-tools|start-replica|stop-replica|node-up|node-down|node-deploy-images|env]" >&2; exit 2 ;;
 esac

@@ -25,6 +25,7 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	}
 	cmd.SetContext(ctx)
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(newSnapshotCommand())
 	return cmd
 }
 
