@@ -53,12 +53,12 @@ var origins = map[string]Origin{
 	"aggregator_unavailable_apiservice": KubeAPIServer,
 	// kube-apiserver's admission metrics (k8s.io/apiserver/pkg/admission/metrics and
 	// .../plugin/policy/mutating/metrics), as testdata/kube-apiserver-admission.prom has them.
-	"apiserver_admission_webhook_admission_duration_seconds_bucket":    KubeAPIServer,
-	"apiserver_admission_webhook_request_total":                        KubeAPIServer,
-	"apiserver_admission_webhook_rejection_count":                      KubeAPIServer,
-	"apiserver_admission_webhook_fail_open_count":                      KubeAPIServer,
-	"apiserver_admission_match_condition_evaluation_errors_total":      KubeAPIServer,
-	"apiserver_mutating_admission_policy_check_total":                  KubeAPIServer,
+	"apiserver_admission_webhook_admission_duration_seconds_bucket":     KubeAPIServer,
+	"apiserver_admission_webhook_request_total":                         KubeAPIServer,
+	"apiserver_admission_webhook_rejection_count":                       KubeAPIServer,
+	"apiserver_admission_webhook_fail_open_count":                       KubeAPIServer,
+	"apiserver_admission_match_condition_evaluation_errors_total":       KubeAPIServer,
+	"apiserver_mutating_admission_policy_check_total":                   KubeAPIServer,
 	"apiserver_mutating_admission_policy_check_duration_seconds_bucket": KubeAPIServer,
 	"kube_job_failed":                          KubeStateMetrics,
 	"kube_job_status_start_time":               KubeStateMetrics,
