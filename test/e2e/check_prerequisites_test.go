@@ -54,7 +54,9 @@ func TestCheckPrerequisites(t *testing.T) {
 	if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	report, out, _ = runCheck(t, "--pre", "--etcd-storage-class", class)
 	if status, msg := report.status("storage-class"); status != "ok" || !strings.Contains(msg, `StorageClass "`+class+`" exists`) {
 		t.Errorf("check --pre --etcd-storage-class %s (created): %s %q, want ok\n%s", class, status, msg, out)
