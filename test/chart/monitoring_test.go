@@ -26,8 +26,8 @@ var (
 // TestChartMonitoring: with the monitoring values on, the chart renders the metrics reader's
 // ClusterRole and its binding, ServiceMonitors that select the server's and etcd's Services by
 // their labels on ports those Services name (the server's over HTTPS, verified against the CA of
-// its serving Secret), the PrometheusRule with monitoring/alerts.yaml's groups and the runbook
-// base URL given, and the dashboard's ConfigMap with the JSON file and Grafana's sidecar label.
+// its serving Secret), the PrometheusRule with monitoring/alerts.yaml's groups, the runbook
+// base URL given and the injection webhooks' timeouts in the webhook latency alert, and the dashboard's ConfigMap with the JSON file and Grafana's sidecar label.
 // With the defaults it renders none of them; the ServiceMonitors alone bring the ClusterRole.
 func TestChartMonitoring(t *testing.T) {
 	e := setup(t)
@@ -43,6 +43,7 @@ func TestChartMonitoring(t *testing.T) {
 		"--set", "metrics.readerRole.subjects[0].namespace=monitoring",
 		"--set", "metrics.prometheusRule.enabled=true", "--set", "metrics.prometheusRule.labels.role=alert-rules",
 		"--set", "metrics.prometheusRule.runbookBaseURL=https://docs.example.com/sidecarset/runbook/",
+		"--set", "webhook.timeoutSeconds=20", "--set", "webhook.kubeSystem.timeoutSeconds=8",
 		"--set", "metrics.dashboard.enabled=true", "--set", "metrics.dashboard.namespace=grafana")...)
 
 	role := get(t, objs, readerRole)
@@ -74,7 +75,11 @@ func TestChartMonitoring(t *testing.T) {
 
 	rule := get(t, objs, alertRule)
 	expect(t, rule, "alert-rules", "metadata", "labels", "role")
-	checkRuleGroups(t, e.root, rule, "https://docs.example.com/sidecarset/runbook")
+	checkRuleGroups(t, e.root, rule, strings.NewReplacer(shippedRunbook, "https://docs.example.com/sidecarset/runbook",
+		"> 0.6 * 10 # webhook.timeoutSeconds\n", "> 0.6 * 20 # webhook.timeoutSeconds\n",
+		"> 0.6 * 5 # webhook.kubeSystem.timeoutSeconds\n", "> 0.6 * 8 # webhook.kubeSystem.timeoutSeconds\n"))
+	checkRuleGroups(t, e.root, get(t, e.template(t, append(CertFlags(e.certs), "--set", "metrics.prometheusRule.enabled=true")...), alertRule),
+		strings.NewReplacer())
 
 	cm := get(t, objs, dashboardConfig)
 	expect(t, cm, "1", "metadata", "labels", "grafana_dashboard")
@@ -122,20 +127,25 @@ func checkMonitorSelects(t *testing.T, objs map[Key]*unstructured.Unstructured, 
 	return endpoint
 }
 
-// checkRuleGroups checks that the PrometheusRule holds monitoring/alerts.yaml's groups, with the
-// runbook's base URL replaced by base.
-func checkRuleGroups(t *testing.T, root string, rule *unstructured.Unstructured, base string) {
+// shippedRunbook is the runbook's base URL in monitoring/alerts.yaml.
+const shippedRunbook = "https://github.com/sidecarset/apiserver/blob/main/docs/runbook.md"
+
+// checkRuleGroups checks that the PrometheusRule holds monitoring/alerts.yaml's groups with the
+// replacements of r made (the runbook's base URL, the webhooks' timeouts), and that each of r's
+// strings is in the file.
+func checkRuleGroups(t *testing.T, root string, rule *unstructured.Unstructured, r *strings.Replacer) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, Dir, "monitoring/alerts.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const shipped = "https://github.com/sidecarset/apiserver/blob/main/docs/runbook.md"
-	if !strings.Contains(string(data), shipped+"#") {
-		t.Fatalf("monitoring/alerts.yaml names no runbook section under %s", shipped)
+	for _, s := range []string{shippedRunbook + "#", "> 0.6 * 10 # webhook.timeoutSeconds\n", "> 0.6 * 5 # webhook.kubeSystem.timeoutSeconds\n"} {
+		if !strings.Contains(string(data), s) {
+			t.Fatalf("monitoring/alerts.yaml has no %q", s)
+		}
 	}
 	var want map[string]interface{}
-	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(data), shipped, base)), &want); err != nil {
+	if err := yaml.Unmarshal([]byte(r.Replace(string(data))), &want); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, rule.Object["spec"]); diff != "" {

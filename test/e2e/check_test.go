@@ -91,7 +91,8 @@ func (c checkOutput) status(name string) (string, string) {
 	return "", ""
 }
 
-// TestCheck: on the installed local cluster every check passes (exit 0); with OpenKruise's
+// TestCheck: on the installed local cluster every check passes (exit 0), the plugin and the server
+// built from the same checkout (no version skew); with OpenKruise's
 // CloneSet CRD beside it, check reports the kind hidden by the server's APIServices and exits 1,
 // while OpenKruise's SidecarSet alone is only a warning.
 func TestCheck(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCheck(t *testing.T) {
 		report, out, err = runCheck(t)
 		return err == nil, fmt.Sprintf("%v\n%s", err, out)
 	})
-	for _, name := range []string{"openkruise-crds", "apiservices", "storage", "webhooks", "version", "certificates"} {
+	for _, name := range []string{"openkruise-crds", "apiservices", "storage", "webhooks", "version", "version-skew", "certificates"} {
 		if status, msg := report.status(name); status != "ok" || !report.Installed {
 			t.Errorf("check %s: %s %q (installed %v), want ok", name, status, msg, report.Installed)
 		}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/common/model"
@@ -315,4 +316,122 @@ func Root() (string, error) {
 		return "", fmt.Errorf("the repository's root: %w", err)
 	}
 	return root, nil
+}
+
+// OneLine returns expr on one line, its comments (from a # outside a string to the end of the
+// line) removed: the form a promqltest eval line takes.
+func OneLine(expr string) string {
+	var b strings.Builder
+	var quote rune
+	comment, escaped := false, false
+	for _, r := range expr {
+		switch {
+		case comment:
+			if r == '\n' {
+				comment = false
+				b.WriteRune(r)
+			}
+			continue
+		case escaped:
+			escaped = false
+		case quote != 0 && r == '\\' && quote != '`':
+			escaped = true
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == 0 && (r == '"' || r == '\'' || r == '`'):
+			quote = r
+		case quote == 0 && r == '#':
+			comment = true
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// Sample is one sample of a Prometheus text exposition, with its family's type.
+type Sample struct {
+	Labels labels.Labels
+	Value  float64
+	// Counter is whether the sample grows (a counter's, or a histogram's or summary's bucket,
+	// sum or count); the others are gauges.
+	Counter bool
+}
+
+// ParseExposition reads the samples of a Prometheus text exposition (what a /metrics endpoint
+// serves): "# TYPE" lines give each family's type, sample lines are "METRIC{LABELS} VALUE" (no
+// timestamps); other comments and blank lines are skipped.
+func ParseExposition(data []byte, p parser.Parser) ([]Sample, error) {
+	types := map[string]string{}
+	var out []Sample
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			if f := strings.Fields(rest); len(f) == 2 {
+				types[f[0]] = f[1]
+			}
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		at := strings.LastIndexByte(line, ' ')
+		if at < 0 {
+			return nil, fmt.Errorf("line %d: %q is not METRIC VALUE", i+1, line)
+		}
+		lset, err := p.ParseMetric(line[:at])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		v, err := strconv.ParseFloat(line[at+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		name := lset.Get(labels.MetricName)
+		family := name
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base, ok := strings.CutSuffix(name, suffix); ok && types[base] != "" {
+				family = base
+			}
+		}
+		t, ok := types[family]
+		if !ok {
+			return nil, fmt.Errorf("line %d: %s has no # TYPE line", i+1, name)
+		}
+		out = append(out, Sample{Labels: lset, Value: v, Counter: t != "gauge" && t != "untyped"})
+	}
+	return out, nil
+}
+
+// LoadScript is a promqltest load command that has each sample's series scraped every minute
+// for steps minutes: a gauge at its value throughout, a counter at 0 until the last scrape,
+// which reads its value (so that a rate over the last minutes sees all of it).
+func LoadScript(samples []Sample, steps int) string {
+	var b strings.Builder
+	b.WriteString("load 1m\n")
+	for _, s := range samples {
+		v := strconv.FormatFloat(s.Value, 'g', -1, 64)
+		if s.Counter {
+			fmt.Fprintf(&b, "  %s 0x%d %s\n", s.Labels.String(), steps-1, v)
+		} else {
+			fmt.Fprintf(&b, "  %s %sx%d\n", s.Labels.String(), v, steps)
+		}
+	}
+	return b.String()
+}
+
+// Selectors returns the matchers of every vector selector of expr (the metric name's among them).
+func Selectors(p parser.Parser, expr string) ([][]*labels.Matcher, error) {
+	node, err := p.ParseExpr(expr)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]*labels.Matcher
+	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			out = append(out, vs.LabelMatchers)
+		}
+		return nil
+	})
+	return out, nil
 }

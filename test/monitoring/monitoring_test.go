@@ -50,7 +50,16 @@ var origins = map[string]Origin{
 	"etcd_disk_wal_fsync_duration_seconds_bucket":      Etcd,
 	"etcd_disk_backend_commit_duration_seconds_bucket": Etcd,
 	// Outside this project.
-	"aggregator_unavailable_apiservice":        KubeAPIServer,
+	"aggregator_unavailable_apiservice": KubeAPIServer,
+	// kube-apiserver's admission metrics (k8s.io/apiserver/pkg/admission/metrics and
+	// .../plugin/policy/mutating/metrics), as testdata/kube-apiserver-admission.prom has them.
+	"apiserver_admission_webhook_admission_duration_seconds_bucket":     KubeAPIServer,
+	"apiserver_admission_webhook_request_total":                         KubeAPIServer,
+	"apiserver_admission_webhook_rejection_count":                       KubeAPIServer,
+	"apiserver_admission_webhook_fail_open_count":                       KubeAPIServer,
+	"apiserver_admission_match_condition_evaluation_errors_total":       KubeAPIServer,
+	"apiserver_mutating_admission_policy_check_total":                   KubeAPIServer,
+	"apiserver_mutating_admission_policy_check_duration_seconds_bucket": KubeAPIServer,
 	"kube_job_failed":                          KubeStateMetrics,
 	"kube_job_status_start_time":               KubeStateMetrics,
 	"kube_cronjob_status_last_successful_time": KubeStateMetrics,

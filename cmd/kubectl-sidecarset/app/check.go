@@ -23,6 +23,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
+	"github.com/sidecarset/apiserver/pkg/version"
 )
 
 // errCheckFailed is returned when a check finds an error; it exits with exitError.
@@ -34,11 +35,15 @@ type checkTargets struct {
 	etcdQuota                                   int64
 	pre                                         bool
 	wait                                        time.Duration
+	// What the installation will create, for the prerequisites: the chart's certificates.source,
+	// etcd's StorageClass ("" for the default) and whether it creates its PriorityClass.
+	certificates, etcdStorageClass string
+	priorityClass                  bool
 }
 
 func newCheckCommand(o *options) *cobra.Command {
 	t := checkTargets{webhooks: "sidecarset-injector", namespace: "sidecarset-system", service: "sidecarset-apiserver",
-		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30}
+		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30, certificates: certificatesSecrets, priorityClass: true}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check a cluster before installing the server (--pre) and after",
@@ -51,8 +56,12 @@ docs/plugin.md#CATEGORY:
   openkruise            OpenKruise's CRDs of apps.kruise.io (hidden by the server's APIServices),
                         its webhook configurations and manager, APIServices routed elsewhere, and
                         SidecarSets relying on OpenKruise features this server lacks
+  prerequisites         (--pre, or before the install) your permissions for what the install
+                        creates, a StorageClass for etcd's claims, the aggregation layer's
+                        front-proxy CA, cert-manager's API with --certificates cert-manager
   sidecarset-apiserver  the APIServices Available, no namespace stuck Terminating on them,
-                        the server's /healthz, its webhook configurations and recorded version
+                        the server's /healthz, its webhook configurations, its recorded version
+                        and its skew from the plugin's
   etcd                  a quorum read through the server, its etcd check, the database size
                         against the quota
   certificates          the CAs kube-apiserver trusts for the server and its serving certificate
@@ -71,17 +80,24 @@ seconds until none is an error or DURATION passes.`,
 			if err := o.checkOutput(); err != nil {
 				return &exitCodeError{exitCouldNotRun, err}
 			}
+			if !slices.Contains(certificateSources, t.certificates) {
+				return &exitCodeError{exitCouldNotRun, fmt.Errorf("--certificates: %q is not one of %s", t.certificates, strings.Join(certificateSources, ", "))}
+			}
 			return o.runCheck(cmd.Context(), t)
 		},
 	}
 	flags := cmd.Flags()
-	flags.BoolVar(&t.pre, "pre", false, "run the pre-install checks only (Kubernetes version, OpenKruise's leftovers, APIService conflicts)")
+	flags.BoolVar(&t.pre, "pre", false, "run the pre-install checks only (Kubernetes version, OpenKruise's leftovers, APIService conflicts, the prerequisites)")
 	flags.DurationVar(&t.wait, "wait", 0, "run the checks again until none is an error, for at most this long (e.g. right after an install)")
 	flags.StringVar(&t.webhooks, "webhook-configuration", t.webhooks, "the injection webhook configuration shipped with the deployment (the server writes NAME-active)")
 	flags.StringVar(&t.namespace, "server-namespace", t.namespace, "the namespace the server runs in")
 	flags.StringVar(&t.service, "server-service", t.service, "the Service of the server, which its APIServices route to")
 	flags.StringVar(&t.servingSecret, "serving-secret", t.servingSecret, "the Secret of the server's serving certificate (read when allowed)")
 	flags.Int64Var(&t.etcdQuota, "etcd-quota-bytes", t.etcdQuota, "the server's etcd --quota-backend-bytes, which the database size is compared with")
+	flags.StringVar(&t.certificates, "certificates", t.certificates, "where the installation's certificates come from, as the chart's certificates.source: "+strings.Join(certificateSources, ", ")+
+		" (cert-manager: its API must be served)")
+	flags.StringVar(&t.etcdStorageClass, "etcd-storage-class", t.etcdStorageClass, "the StorageClass of etcd's claims (etcd.persistence.storageClassName); empty: the cluster's default")
+	flags.BoolVar(&t.priorityClass, "priority-class", t.priorityClass, "whether the installation creates its PriorityClass (priorityClass.create)")
 	return cmd
 }
 
@@ -151,7 +167,8 @@ func (o *options) gatherCluster(ctx context.Context, t checkTargets) (*clusterFa
 		return nil, err
 	}
 	f := &clusterFacts{Now: time.Now(), Pre: t.pre, Objects: map[string]int{}, APIServices: map[string]*apiregistrationv1.APIService{},
-		Unread: map[string]unreadFact{}, StorageBytes: -1, EtcdQuota: t.etcdQuota, ServerService: t.namespace + "/" + t.service}
+		Unread: map[string]unreadFact{}, StorageBytes: -1, EtcdQuota: t.etcdQuota, ServerService: t.namespace + "/" + t.service,
+		PluginVersion: version.Get().GitVersion}
 	if err := gatherDiscovery(c.clients.kube.Discovery(), f); err != nil {
 		return nil, fmt.Errorf("kube-apiserver cannot be reached: %w", err)
 	}
@@ -159,6 +176,7 @@ func (o *options) gatherCluster(ctx context.Context, t checkTargets) (*clusterFa
 	gatherCRDs(ctx, c, f)
 	gatherOpenKruise(ctx, c, f)
 	if f.Pre || !f.installed() {
+		gatherPrerequisites(ctx, c.kube, t, f)
 		return f, nil
 	}
 	o.gatherServer(ctx, c.clients, t, f)

@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +149,24 @@ type clusterFacts struct {
 	// TerminatingNamespaces are the Namespaces being deleted (phase Terminating), with the
 	// conditions by which the namespace controller says what holds them up.
 	TerminatingNamespaces []corev1.Namespace
+
+	// Install is what the installation will create (--server-namespace, --certificates,
+	// --priority-class), for the prerequisites.
+	Install installTargets
+	// InstallerAccess is kube-apiserver's answer for each of installerPermissions(Install); nil
+	// when not reviewed.
+	InstallerAccess []accessReview
+	// StorageClasses are the cluster's; EtcdStorageClass the one given for etcd's claims
+	// (--etcd-storage-class), "" for the default.
+	StorageClasses   []storagev1.StorageClass
+	EtcdStorageClass string
+	// FrontProxy is the ConfigMap kube-system/extension-apiserver-authentication, nil when absent.
+	FrontProxy *corev1.ConfigMap
+	// CertManagerResources are the resources cert-manager.io/v1 serves, nil when it is not served
+	// (read with --certificates cert-manager only).
+	CertManagerResources []string
+	// PluginVersion is this plugin's version (pkg/version), compared with the server's.
+	PluginVersion string
 }
 
 // unreadFact is a read that failed.
@@ -215,13 +234,18 @@ var checkInfos = map[string]checkInfo{
 	"storage":               {categoryEtcd, "the server cannot read its etcd: kubectl -n NAMESPACE get pods -l app.kubernetes.io/component=etcd, and the server's logs"},
 	"etcd-health":           {categoryEtcd, "the server's etcd check fails: check the etcd members and the server's etcd flags (--etcd-servers, certificates)"},
 	"etcd-quota":            {categoryEtcd, "compact and defragment etcd, or raise --quota-backend-bytes (and --etcd-quota-bytes here); once the quota is reached etcd refuses every write"},
+	"installer-rbac":        {categoryPrerequisites, "ask a cluster administrator to install the server, or to grant you these creates (cluster-admin has them all); creating the ClusterRoles also needs every permission they grant, or escalate on clusterroles"},
+	"storage-class":         {categoryPrerequisites, "mark a StorageClass the default (annotation storageclass.kubernetes.io/is-default-class: \"true\"), or install with --set etcd.persistence.storageClassName=NAME (and --etcd-storage-class NAME here)"},
+	"front-proxy-ca":        {categoryPrerequisites, "start kube-apiserver with the aggregation layer's flags (--requestheader-client-ca-file, --proxy-client-cert-file, --proxy-client-key-file, --requestheader-allowed-names, --requestheader-*-headers); managed clusters have them"},
+	"cert-manager":          {categoryPrerequisites, "install cert-manager (its CRDs and webhook) first and wait for its Deployments, or install with certificates.source=secrets (hack/deploy-certs.sh) or existingSecrets"},
+	"version-skew":          {categoryServer, "use the plugin of the server's version (kubectl sidecarset version shows both; docs/compatibility.md)"},
 	"certificates":          {categoryCertificates, "renew the serving certificate and the caBundle of the APIServices and webhooks (cert-manager does it; hack/deploy-certs.sh otherwise)"},
 	"injection":             {categorySidecarSets, "kubectl get sidecarset NAME -o yaml: the Injected condition's reason and message say why"},
 	"sidecarset-conditions": {categorySidecarSets, "see the condition's message; kubectl sidecarset explain and kubectl sidecarset rollout status NAME tell more"},
 }
 
 // categoryOrder orders the report.
-var categoryOrder = []string{categoryKubernetesAPI, categoryKubernetesVersion, categoryOpenKruise, categoryServer, categoryEtcd, categoryCertificates, categorySidecarSets}
+var categoryOrder = []string{categoryKubernetesAPI, categoryKubernetesVersion, categoryOpenKruise, categoryPrerequisites, categoryServer, categoryEtcd, categoryCertificates, categorySidecarSets}
 
 // assessCluster turns the facts into the report: the pre-install checks, then, once the server is
 // installed and unless --pre, the post-install ones. A check whose input could not be read is
@@ -230,12 +254,15 @@ func assessCluster(f *clusterFacts) checkReport {
 	r := checkReport{Pre: f.Pre, Installed: f.installed()}
 	r.Checks = []checkResult{checkConnectivity(f), checkKubernetesVersion(f), checkPolicyAPI(f), checkCRDs(f), checkOpenKruiseWebhooks(f),
 		checkOpenKruiseManager(f), checkAPIServiceConflicts(f)}
+	if f.Pre || !r.Installed {
+		r.Checks = append(r.Checks, checkInstallerRBAC(f), checkStorageClass(f), checkFrontProxyCA(f), checkCertManager(f))
+	}
 	switch {
 	case f.Pre:
 	case !r.Installed:
 		r.Checks = append(r.Checks, result("server", checkSkipped, "not installed: no APIService "+strings.Join(apiServiceNames, ", ")))
 	default:
-		r.Checks = append(r.Checks, checkAPIServices(f), checkNamespaceDeletion(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkStorage(f),
+		r.Checks = append(r.Checks, checkAPIServices(f), checkNamespaceDeletion(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkVersionSkew(f), checkStorage(f),
 			checkEtcdHealth(f), checkEtcdQuota(f), checkCertificates(f), checkInjection(f), checkConditions(f), checkOpenKruiseFeatures(f))
 	}
 	for i := range r.Checks {

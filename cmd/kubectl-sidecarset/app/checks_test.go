@@ -92,19 +92,19 @@ func TestAssessCluster(t *testing.T) {
 		inMsg  map[string]string      // words a check's message must hold
 		failed bool
 	}{
-		{"not installed, no OpenKruise", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow}
+		{"not installed, no OpenKruise", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow})
 		}, map[string]checkStatus{"openkruise-crds": checkOK, "server": checkSkipped}, nil, false},
-		{"not installed beside OpenKruise's CloneSet", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("CloneSet", "clonesets", "v1alpha1"), crd("SidecarSet", "sidecarsets", "v1alpha1", "v1beta1")},
-				Objects: map[string]int{"clonesets.apps.kruise.io/v1alpha1": 3, "sidecarsets.apps.kruise.io/v1alpha1": 1, "sidecarsets.apps.kruise.io/v1beta1": 1}}
+		{"not installed beside OpenKruise's CloneSet", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("CloneSet", "clonesets", "v1alpha1"), crd("SidecarSet", "sidecarsets", "v1alpha1", "v1beta1")},
+				Objects: map[string]int{"clonesets.apps.kruise.io/v1alpha1": 3, "sidecarsets.apps.kruise.io/v1alpha1": 1, "sidecarsets.apps.kruise.io/v1beta1": 1}})
 		}, map[string]checkStatus{"openkruise-crds": checkError}, map[string]string{"openkruise-crds": "would hide every kind of apps.kruise.io at those versions: apps.kruise.io/v1alpha1 CloneSet (clonesets.apps.kruise.io, 3 objects)"}, true},
-		{"not installed, only OpenKruise's SidecarSet", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("SidecarSet", "sidecarsets", "v1alpha1")},
-				Objects: map[string]int{"sidecarsets.apps.kruise.io/v1alpha1": 1}}
+		{"not installed, only OpenKruise's SidecarSet", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("SidecarSet", "sidecarsets", "v1alpha1")},
+				Objects: map[string]int{"sidecarsets.apps.kruise.io/v1alpha1": 1}})
 		}, map[string]checkStatus{"openkruise-crds": checkWarning}, map[string]string{"openkruise-crds": "SidecarSet (sidecarsets.apps.kruise.io, 1 object)"}, false},
-		{"a kind at another version is not hidden", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("Future", "futures", "v2")}}
+		{"a kind at another version is not hidden", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow, CRDs: []apiextensionsv1.CustomResourceDefinition{crd("Future", "futures", "v2")}})
 		}, map[string]checkStatus{"openkruise-crds": checkOK}, nil, false},
 		{"healthy", installedFacts, map[string]checkStatus{"openkruise-crds": checkOK, "apiservices": checkOK, "storage": checkOK,
 			"webhooks": checkOK, "version": checkOK, "injection": checkOK, "openkruise-features": checkOK, "certificates": checkOK},
@@ -216,13 +216,13 @@ func TestAssessCluster(t *testing.T) {
 			f.KubernetesVersion, f.PolicyAPI = "1.33.1", &served
 			return f
 		}, map[string]checkStatus{"kubernetes-version": checkOK, "policy-api": checkWarning}, map[string]string{"kubernetes-version": "webhook injection only"}, false},
-		{"pre-install beside OpenKruise", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0", OpenKruiseManager: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-controller-manager"}},
-				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration"}}
+		{"pre-install beside OpenKruise", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0", OpenKruiseManager: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kruise-system", Name: "kruise-controller-manager"}},
+				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration"}})
 		}, map[string]checkStatus{"openkruise-webhooks": checkWarning, "openkruise-manager": checkWarning, "server": ""}, nil, false},
-		{"OpenKruise's webhooks left behind", func(*testing.T) *clusterFacts {
-			return &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0",
-				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration", "validatingwebhookconfiguration/kruise-validating-webhook-configuration"}}
+		{"OpenKruise's webhooks left behind", func(t *testing.T) *clusterFacts {
+			return withPrerequisites(t, &clusterFacts{Now: checkNow, Pre: true, KubernetesVersion: "1.36.0",
+				OpenKruiseWebhooks: []string{"mutatingwebhookconfiguration/kruise-mutating-webhook-configuration", "validatingwebhookconfiguration/kruise-validating-webhook-configuration"}})
 		}, map[string]checkStatus{"openkruise-webhooks": checkError, "openkruise-manager": checkOK}, map[string]string{"openkruise-webhooks": "left behind"}, true},
 		{"an APIService routed to another server", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
