@@ -164,6 +164,56 @@ func TestTenantHoldsOnlyItsShare(t *testing.T) {
 	}
 }
 
+// TestTenantNewPodsHoldOnlyTheirShare: a cluster SidecarSet at maxUnavailable 2 selects pods of
+// team-a and team-b. Its image changes while its rollout is paused; then team-a's editor creates
+// three pods that never run (a nodeSelector no node has), injected with the new sidecars at
+// creation. Once the rollout resumes, they hold team-a's share alone: team-b's four pods are
+// upgraded, two at a time at most, while team-a's pods stay Pending.
+func TestTenantNewPodsHoldOnlyTheirShare(t *testing.T) {
+	parallelTest(t)
+	ctx := context.Background()
+	teamA, teamB := tempNamespace(t, "e2e-born-a-"), tempNamespace(t, "e2e-born-b-")
+	editor := namespaceEditorKube(t, "e2e-born-editor", teamA)
+	const name = "e2e-budget-born" // and the pods' app label
+	createClusterSidecarSet(t, simpleSidecarSet(name, "busybox:1.36", ptr.To(intstr.FromInt32(2))))
+	for i := range 4 {
+		if _, err := kube.CoreV1().Pods(teamB).Create(ctx, budgetPod(fmt.Sprintf("b-%d", i), teamB, name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		mustHaveSidecar(t, waitPodRunning(t, teamB, fmt.Sprintf("b-%d", i), true))
+	}
+	patchImage(t, name, `{"spec":{"updateStrategy":{"paused":true},"containers":[{"name":"sidecar1","image":"busybox:1.37"}]}}`)
+	waitSettled(t, name)
+	for i := range 3 {
+		p := budgetPod(fmt.Sprintf("a-%d", i), teamA, name)
+		p.Spec.NodeSelector = map[string]string{"e2e.sidecarset.dev/no-such-node": "true"}
+		created, err := editor.CoreV1().Pods(teamA).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("the editor creates pod %s: %v", p.Name, err)
+		}
+		if len(created.Spec.Containers) < 2 || created.Spec.Containers[0].Image != "busybox:1.37" {
+			t.Fatalf("pod %s created without the new sidecar: %+v", p.Name, created.Spec.Containers)
+		}
+	}
+	stop := sampleUnavailable(teamB, "app="+name)
+	patchImage(t, name, `{"spec":{"updateStrategy":{"paused":false}}}`)
+	eventually(t, "team-b's pods upgraded while team-a's new pods stay Pending", budgetRolloutTimeout, func(ctx context.Context) (bool, string) {
+		return upgradedIn(ctx, teamB, name, "busybox:1.37", 4)
+	})
+	if worst := stop(); worst > 2 {
+		t.Errorf("%d of team-b's pods were unavailable at once, maxUnavailable is 2", worst)
+	}
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.Status.Unavailable != 0 {
+		t.Errorf("rollout view: %d unavailable, want 0 (team-a's new pods count against its share alone)", view.Status.Unavailable)
+	}
+}
+
 // kwokRestartDelay is the pod annotation that sets how long the fake kubelet takes to restart a
 // container whose image changed (hack/kwok/pod-stages.yaml).
 const kwokRestartDelay = "kwok.x-k8s.io/image-change-delay"
