@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,13 @@ import (
 
 	"github.com/sidecarset/apiserver/test/chart"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 	"github.com/sidecarset/apiserver/test/deploycheck"
 )
 
@@ -171,6 +175,10 @@ func equalFiles(a, b map[string][]byte) bool {
 // selection. `kubectl delete -k` then removes it all and the local server comes back.
 func TestDeployWhileServerCannotStart(t *testing.T) {
 	applyManualExample(t)
+	// The local server is stopped below: first, until its policy serves the example, its own
+	// webhooks still send the example's pods to it (the intake after the write, then the policy's
+	// grace), and would keep doing so while it is down.
+	waitWebhooksRelease(t, map[string]string{"app": "nginx"})
 	ctx := context.Background()
 	const ns = serverNamespace
 	dir := t.TempDir()
@@ -225,4 +233,40 @@ func TestDeployWhileServerCannotStart(t *testing.T) {
 	if out, err := runKubectl(t, "", "get", "apiservice", "v1alpha1.apps.kruise.io", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"); err != nil || out == "True" {
 		t.Errorf("APIService v1alpha1.apps.kruise.io Available=%q (%v): the deployed server was meant not to run", out, err)
 	}
+}
+
+// waitWebhooksRelease waits until no webhook of the server's active configuration that fails
+// closed would be called for a pod with these labels in namespace default: no intake webhook, and
+// no selective webhook whose selectors take it.
+func waitWebhooksRelease(t *testing.T, podLabels map[string]string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("the server's webhooks no longer take pods labelled %v", podLabels), time.Minute, func(ctx context.Context) (bool, string) {
+		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		ns := labels.Set{corev1.LabelMetadataName: "default"}
+		for _, w := range cfg.Webhooks {
+			if w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Ignore {
+				continue
+			}
+			if selects(w.ObjectSelector, podLabels) && selects(w.NamespaceSelector, ns) {
+				return false, fmt.Sprintf("webhook %s takes them", w.Name)
+			}
+		}
+		return true, ""
+	})
+}
+
+// selects reports whether a webhook's label selector (nil: everything) takes an object with these
+// labels.
+func selects(sel *metav1.LabelSelector, set map[string]string) bool {
+	if sel == nil {
+		return true
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(labels.Set(set))
 }
