@@ -351,6 +351,14 @@ func TestValuesReachEveryPlace(t *testing.T) {
 					t.Error("a sysctl for a port from 1024 up")
 				}
 			}},
+		{"values an older release lacks (an upgrade with --reuse-values keeps the old chart's defaults): 8443 and 1000000000",
+			[]string{"securePort=null", "priorityClass.create=true", "priorityClass.value=null"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if args := serverArgs(t, objs); !hasAll(args, "--secure-port=8443") {
+					t.Errorf("the server's args %v", args)
+				}
+				expect(t, get(t, objs, Key{"PriorityClass", "", "sidecarset-critical"}), int64(1000000000), "value")
+			}},
 		{"securePort below 1024: the sysctl that lets the non-root server bind it, in the pod's own network",
 			[]string{"securePort=443"},
 			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {

@@ -189,10 +189,11 @@ dict "value" .Values.certificates.etcdCA "name" "etcdCA" "file" "etcd-ca.crt".
 {{/*
 securePort, checked: with hostNetwork it is a port of the node, which must not be one the node's
 own components listen on (the kubelet's, kube-proxy's, the control plane's, ssh and DNS) nor
-below 1024 (the non-root server cannot bind it in the node's network namespace).
+below 1024 (the non-root server cannot bind it in the node's network namespace). 8443 when the
+values have none (an upgrade with --reuse-values of a release installed before the value existed).
 */}}
 {{- define "sidecarset.securePort" -}}
-{{- $port := int .Values.securePort -}}
+{{- $port := int (.Values.securePort | default 8443) -}}
 {{- if .Values.hostNetwork -}}
 {{- $taken := dict "22" "ssh's" "53" "DNS's" "2379" "the control plane's etcd's" "2380" "the control plane's etcd's" "6443" "kube-apiserver's" "10248" "the kubelet's health" "10249" "kube-proxy's metrics" "10250" "the kubelet's" "10255" "the kubelet's read-only" "10256" "kube-proxy's health" "10257" "kube-controller-manager's" "10259" "kube-scheduler's" -}}
 {{- with get $taken (toString $port) -}}
