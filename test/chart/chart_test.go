@@ -155,12 +155,12 @@ func TestDeployRenderedFromChart(t *testing.T) {
 // TestChartRendersEveryObject: for each combination of values, the chart renders exactly the
 // objects it must: each certificate source's Secrets, Issuers and Certificates, the Namespace only
 // when asked, the server's PodDisruptionBudget only with more than one replica, the PriorityClass
-// and the PodDisruptionBudgets only when enabled, one CronJob per backup hour.
+// only when asked (none by default) and the PodDisruptionBudgets only when enabled, one CronJob
+// per backup hour.
 func TestChartRendersEveryObject(t *testing.T) {
 	e := setup(t)
 	common := join(
 		namespaced("ServiceAccount", "sidecarset-apiserver"),
-		cluster("PriorityClass", "sidecarset-critical"),
 		cluster("ClusterRole", "sidecarset-apiserver", "sidecarsets-view", "sidecarsets-admin", "sidecarsets-rollout-operator",
 			"namespacedsidecarsets-view", "namespacedsidecarsets-edit"),
 		cluster("ClusterRoleBinding", "sidecarset-apiserver", "sidecarset-apiserver:system:auth-delegator"),
@@ -193,10 +193,11 @@ func TestChartRendersEveryObject(t *testing.T) {
 			leaveOut: namespaced("PodDisruptionBudget", "sidecarset-apiserver")},
 		{name: "PodDisruptionBudgets off", args: with(existingSecrets, "podDisruptionBudget.enabled=false"),
 			leaveOut: namespaced("PodDisruptionBudget", "sidecarset-apiserver", "sidecarset-etcd")},
-		{name: "PriorityClass not created", args: with(existingSecrets, "priorityClass.create=false"),
-			leaveOut: cluster("PriorityClass", "sidecarset-critical")},
-		{name: "no PriorityClass", args: with(existingSecrets, "priorityClass.name="),
-			leaveOut: cluster("PriorityClass", "sidecarset-critical")},
+		{name: "PriorityClass created under the chart's name", args: with(existingSecrets, "priorityClass.create=true"),
+			add: cluster("PriorityClass", "sidecarset-critical")},
+		{name: "PriorityClass created under a name given", args: with(existingSecrets, "priorityClass.create=true", "priorityClass.name=platform-critical"),
+			add: cluster("PriorityClass", "platform-critical")},
+		{name: "an existing PriorityClass: none created", args: with(existingSecrets, "priorityClass.name=system-cluster-critical")},
 		{name: "ServiceMonitors", args: with(existingSecrets, "metrics.serviceMonitor.enabled=true"),
 			add: join(namespaced("ServiceMonitor", "sidecarset-apiserver", "sidecarset-etcd"), cluster("ClusterRole", "sidecarset-apiserver-metrics-reader"))},
 		{name: "one backup hour", args: with(existingSecrets, "etcd.backup.hours={7}"),
@@ -364,6 +365,15 @@ func TestChartRefusesInvalidValues(t *testing.T) {
 		{"even etcd members", append(cm, "--set", "etcd.replicas=4"), "etcd.replicas is 4: an etcd cluster needs an odd number of members"},
 		{"no etcd member", append(cm, "--set", "etcd.replicas=0"), "at '/etcd/replicas': minimum: got 0, want 1"},
 		{"backup hour out of range", append(cm, "--set", "etcd.backup.hours={6,24}"), "at '/etcd/backup/hours/1': maximum: got 24, want 23"},
+		{"the kubelet's port on the host network", append(cm, "--set", "hostNetwork=true", "--set", "securePort=10250"),
+			"securePort is 10250 with hostNetwork=true: that port of the node is the kubelet's port; pick one nothing on the nodes listens on"},
+		{"kube-proxy's health port on the host network", append(cm, "--set", "hostNetwork=true", "--set", "securePort=10256"),
+			"securePort is 10256 with hostNetwork=true: that port of the node is kube-proxy's health port"},
+		{"a privileged port on the host network", append(cm, "--set", "hostNetwork=true", "--set", "securePort=443"),
+			"securePort is 443 with hostNetwork=true: the server runs as non-root and cannot bind a port below 1024"},
+		{"port out of range", append(cm, "--set", "securePort=70000"), "at '/securePort': maximum: got 70,000, want 65,535"},
+		{"PriorityClass above the system's", append(cm, "--set", "priorityClass.create=true", "--set", "priorityClass.value=2000000000"),
+			"at '/priorityClass/value': maximum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Template(e.helm, e.root, tc.args...)

@@ -292,12 +292,183 @@ func TestValuesReachEveryPlace(t *testing.T) {
 					}
 				}
 			}},
-		{"PriorityClass: an existing class, or none",
-			[]string{"priorityClass.create=false", "priorityClass.name=system-cluster-critical"},
+		{"PriorityClass: none by default",
+			nil,
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for _, k := range pods {
+					if got, ok := podSpec(t, get(t, objs, k))["priorityClassName"]; ok {
+						t.Errorf("%s: priorityClassName %v, want none", k, got)
+					}
+				}
+			}},
+		{"PriorityClass: an existing class",
+			[]string{"priorityClass.name=system-cluster-critical"},
 			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
 				for _, k := range []Key{server, etcd} {
 					if got := podSpec(t, get(t, objs, k))["priorityClassName"]; got != "system-cluster-critical" {
 						t.Errorf("%s: priorityClassName %v", k, got)
+					}
+				}
+			}},
+		{"PriorityClass: created under the chart's name, at the value given",
+			[]string{"priorityClass.create=true", "priorityClass.value=100000"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				for _, k := range []Key{server, etcd} {
+					if got := podSpec(t, get(t, objs, k))["priorityClassName"]; got != "sidecarset-critical" {
+						t.Errorf("%s: priorityClassName %v", k, got)
+					}
+				}
+				class := get(t, objs, Key{"PriorityClass", "", "sidecarset-critical"})
+				expect(t, class, int64(100000), "value")
+				expect(t, class, false, "globalDefault")
+			}},
+		{"securePort: the server's flag, its container port, the Service's targetPort; the probes and the ServiceMonitor by the port's name",
+			[]string{"securePort=9443", "metrics.serviceMonitor.enabled=true"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if args := serverArgs(t, objs); !hasAll(args, "--secure-port=9443") || slices.Contains(args, "--secure-port=8443") {
+					t.Errorf("the server's args %v", args)
+				}
+				c := firstContainer(t, get(t, objs, server))
+				if diff := cmp.Diff([]interface{}{map[string]interface{}{"containerPort": int64(9443), "name": "https"}}, numbers(c["ports"])); diff != "" {
+					t.Errorf("the server's container ports (-want +got):\n%s", diff)
+				}
+				for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+					expect(t, &unstructured.Unstructured{Object: c}, "https", probe, "httpGet", "port")
+				}
+				ports, _, _ := unstructured.NestedSlice(get(t, objs, Key{"Service", Namespace, "sidecarset-apiserver"}).Object, "spec", "ports")
+				if diff := cmp.Diff([]interface{}{map[string]interface{}{"name": "https", "port": int64(443), "targetPort": int64(9443)}}, numbers(ports)); diff != "" {
+					t.Errorf("the Service's ports (-want +got):\n%s", diff)
+				}
+				// The APIServices keep the Service's port.
+				expect(t, get(t, objs, Key{"APIService", "", "v1beta1.apps.kruise.io"}), int64(443), "spec", "service", "port")
+				endpoints, _, _ := unstructured.NestedSlice(get(t, objs, Key{"ServiceMonitor", Namespace, "sidecarset-apiserver"}).Object, "spec", "endpoints")
+				expect(t, &unstructured.Unstructured{Object: endpoints[0].(map[string]interface{})}, "https", "port")
+				spec := podSpec(t, get(t, objs, server))
+				if _, ok := spec["hostNetwork"]; ok {
+					t.Error("the server's pods are on the host network without hostNetwork")
+				}
+				if _, ok := spec["securityContext"].(map[string]interface{})["sysctls"]; ok {
+					t.Error("a sysctl for a port from 1024 up")
+				}
+			}},
+		{"values an older release lacks (an upgrade with --reuse-values keeps the old chart's defaults): 8443 and 1000000000",
+			[]string{"securePort=null", "priorityClass.create=true", "priorityClass.value=null"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if args := serverArgs(t, objs); !hasAll(args, "--secure-port=8443") {
+					t.Errorf("the server's args %v", args)
+				}
+				expect(t, get(t, objs, Key{"PriorityClass", "", "sidecarset-critical"}), int64(1000000000), "value")
+			}},
+		{"securePort below 1024: the sysctl that lets the non-root server bind it, in the pod's own network",
+			[]string{"securePort=443"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				if args := serverArgs(t, objs); !hasAll(args, "--secure-port=443") {
+					t.Errorf("the server's args %v", args)
+				}
+				sc := podSpec(t, get(t, objs, server))["securityContext"].(map[string]interface{})
+				want := []interface{}{map[string]interface{}{"name": "net.ipv4.ip_unprivileged_port_start", "value": "443"}}
+				if diff := cmp.Diff(want, sc["sysctls"]); diff != "" {
+					t.Errorf("the server's sysctls (-want +got):\n%s", diff)
+				}
+				if got := numbers(sc["runAsUser"]); got != int64(65532) {
+					t.Errorf("runAsUser %v beside the sysctl, want 65532", got)
+				}
+			}},
+		{"hostNetwork: the server's pods in the node's network with the cluster's DNS; etcd's client port open to node addresses",
+			[]string{"hostNetwork=true", "securePort=9445"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				spec := podSpec(t, get(t, objs, server))
+				if spec["hostNetwork"] != true || spec["dnsPolicy"] != "ClusterFirstWithHostNet" {
+					t.Errorf("the server's pods: hostNetwork %v, dnsPolicy %v; want true, ClusterFirstWithHostNet", spec["hostNetwork"], spec["dnsPolicy"])
+				}
+				if args := serverArgs(t, objs); !hasAll(args, "--secure-port=9445") {
+					t.Errorf("the server's args %v", args)
+				}
+				for _, k := range []Key{etcd, backup} {
+					if _, ok := podSpec(t, get(t, objs, k))["hostNetwork"]; ok {
+						t.Errorf("%s: on the host network", k)
+					}
+				}
+				if got := clientPortRule(t, objs); got["from"] != nil {
+					t.Errorf("etcd's NetworkPolicy admits the client port only from %v: not from the server's node addresses", got["from"])
+				}
+			}},
+		{"hostNetwork off: etcd's client port only from the server, the backups and the members",
+			nil,
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				var apps []string
+				from, _ := clientPortRule(t, objs)["from"].([]interface{})
+				for _, f := range from {
+					app, _, _ := unstructured.NestedString(f.(map[string]interface{}), "podSelector", "matchLabels", "app")
+					apps = append(apps, app)
+				}
+				if diff := cmp.Diff([]string{"sidecarset-apiserver", "sidecarset-etcd-backup", "sidecarset-etcd"}, apps); diff != "" {
+					t.Errorf("etcd's client port admits (-want +got):\n%s", diff)
+				}
+				if _, ok := podSpec(t, get(t, objs, server))["hostNetwork"]; ok {
+					t.Error("the server's pods are on the host network by default")
+				}
+			}},
+		{"securityContexts: the chart's by default, on every pod and container",
+			nil,
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				pod := map[string]interface{}{"runAsNonRoot": true, "runAsUser": int64(65532), "runAsGroup": int64(65532), "fsGroup": int64(65532),
+					"seccompProfile": map[string]interface{}{"type": "RuntimeDefault"}}
+				container := map[string]interface{}{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+					"capabilities": map[string]interface{}{"drop": []interface{}{"ALL"}}}
+				for _, k := range pods {
+					if diff := cmp.Diff(pod, numbers(podSpec(t, get(t, objs, k))["securityContext"])); diff != "" {
+						t.Errorf("%s: pod securityContext (-want +got):\n%s", k, diff)
+					}
+					if diff := cmp.Diff(container, numbers(firstContainer(t, get(t, objs, k))["securityContext"])); diff != "" {
+						t.Errorf("%s: container securityContext (-want +got):\n%s", k, diff)
+					}
+				}
+			}},
+		{"securityContexts given replace the chart's whole: no uid where OpenShift assigns one",
+			[]string{"podSecurityContext.runAsNonRoot=true", "podSecurityContext.seccompProfile.type=RuntimeDefault",
+				"securityContext.allowPrivilegeEscalation=false", "securityContext.capabilities.drop={ALL}",
+				"etcd.podSecurityContext.runAsNonRoot=true", "etcd.podSecurityContext.seccompProfile.type=RuntimeDefault",
+				"etcd.securityContext.allowPrivilegeEscalation=false", "etcd.securityContext.capabilities.drop={ALL}"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				pod := map[string]interface{}{"runAsNonRoot": true, "seccompProfile": map[string]interface{}{"type": "RuntimeDefault"}}
+				container := map[string]interface{}{"allowPrivilegeEscalation": false, "capabilities": map[string]interface{}{"drop": []interface{}{"ALL"}}}
+				for _, k := range pods {
+					if diff := cmp.Diff(pod, numbers(podSpec(t, get(t, objs, k))["securityContext"])); diff != "" {
+						t.Errorf("%s: pod securityContext (-want +got):\n%s", k, diff)
+					}
+					if diff := cmp.Diff(container, numbers(firstContainer(t, get(t, objs, k))["securityContext"])); diff != "" {
+						t.Errorf("%s: container securityContext (-want +got):\n%s", k, diff)
+					}
+				}
+			}},
+		{"extra env, volumes and mounts: the server's, after the chart's",
+			[]string{"extraEnv[0].name=GOMEMLIMIT", "extraEnv[0].value=900MiB",
+				"extraEnv[1].name=NODE", "extraEnv[1].valueFrom.fieldRef.fieldPath=spec.nodeName",
+				"extraVolumes[0].name=corp-ca", "extraVolumes[0].configMap.name=corp-ca",
+				"extraVolumeMounts[0].name=corp-ca", "extraVolumeMounts[0].mountPath=/etc/corp-ca", "extraVolumeMounts[0].readOnly=true"},
+			func(t *testing.T, objs map[Key]*unstructured.Unstructured) {
+				c := firstContainer(t, get(t, objs, server))
+				env := c["env"].([]interface{})
+				if diff := cmp.Diff([]interface{}{
+					map[string]interface{}{"name": "GOMEMLIMIT", "value": "900MiB"},
+					map[string]interface{}{"name": "NODE", "valueFrom": map[string]interface{}{"fieldRef": map[string]interface{}{"fieldPath": "spec.nodeName"}}},
+				}, env[len(env)-2:]); diff != "" || env[0].(map[string]interface{})["name"] != "POD_NAMESPACE" {
+					t.Errorf("the server's env %v: POD_NAMESPACE first, then the extra ones (-want +got):\n%s", env, diff)
+				}
+				mounts := c["volumeMounts"].([]interface{})
+				if diff := cmp.Diff(map[string]interface{}{"name": "corp-ca", "mountPath": "/etc/corp-ca", "readOnly": true}, mounts[len(mounts)-1]); diff != "" || len(mounts) != 4 {
+					t.Errorf("the server's volume mounts %v: the chart's 3, then the extra one (-want +got):\n%s", mounts, diff)
+				}
+				volumes := podSpec(t, get(t, objs, server))["volumes"].([]interface{})
+				if diff := cmp.Diff(map[string]interface{}{"name": "corp-ca", "configMap": map[string]interface{}{"name": "corp-ca"}}, volumes[len(volumes)-1]); diff != "" || len(volumes) != 4 {
+					t.Errorf("the server's volumes %v: the chart's 3, then the extra one (-want +got):\n%s", volumes, diff)
+				}
+				for _, k := range []Key{etcd, backup} {
+					for _, e := range firstContainer(t, get(t, objs, k))["env"].([]interface{}) {
+						if e.(map[string]interface{})["name"] == "GOMEMLIMIT" {
+							t.Errorf("%s has the server's extra env", k)
+						}
 					}
 				}
 			}},
@@ -327,6 +498,48 @@ func TestValuesReachEveryPlace(t *testing.T) {
 			tc.check(t, e.template(t, with(base, tc.values...)...))
 		})
 	}
+}
+
+// clientPortRule returns the ingress rule of etcd's NetworkPolicy for the client port 2379.
+func clientPortRule(t *testing.T, objs map[Key]*unstructured.Unstructured) map[string]interface{} {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(get(t, objs, Key{"NetworkPolicy", Namespace, "sidecarset-etcd"}).Object, "spec", "ingress")
+	for _, r := range rules {
+		r := r.(map[string]interface{})
+		ports, _ := r["ports"].([]interface{})
+		if len(ports) == 1 && numbers(ports[0].(map[string]interface{})["port"]) == int64(2379) {
+			return r
+		}
+	}
+	t.Fatalf("etcd's NetworkPolicy has no rule for the client port alone: %v", rules)
+	return nil
+}
+
+// numbers returns v with every float64 (as sigs.k8s.io/yaml decodes numbers) an int64 when whole,
+// so that cmp.Diff compares it with integer literals.
+func numbers(v interface{}) interface{} {
+	switch v := v.(type) {
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v)
+		}
+		return v
+	case int:
+		return int64(v)
+	case map[string]interface{}:
+		out := make(map[string]interface{}, len(v))
+		for k, x := range v {
+			out[k] = numbers(x)
+		}
+		return out
+	case []interface{}:
+		out := make([]interface{}, len(v))
+		for i, x := range v {
+			out[i] = numbers(x)
+		}
+		return out
+	}
+	return v
 }
 
 func appVersion(t *testing.T, e env) string {
@@ -364,6 +577,13 @@ func TestSchemaRefusesTypos(t *testing.T) {
 		{"excluded namespace", "injection.excludedNamespaces={Team_A}", "/injection/excludedNamespaces/0"},
 		{"image digest", "image.digest=latest", "/image/digest"},
 		{"extra arg without --", "extraArgs={v=4}", "/extraArgs/0"},
+		{"extra env without a name", "extraEnv[0].value=x", "/extraEnv/0"},
+		{"extra volume mount without a path", "extraVolumeMounts[0].name=x", "/extraVolumeMounts/0"},
+		{"extra volume named out of DNS labels", "extraVolumes[0].name=Corp_CA", "/extraVolumes/0/name"},
+		{"secure port zero", "securePort=0", "/securePort"},
+		{"host network not a boolean", "hostNetwork=yes", "/hostNetwork"},
+		{"unknown etcd securityContext key", "etcd.securityContexts.runAsUser=1", "additional properties 'securityContexts' not allowed"},
+		{"PriorityClass name not a DNS name", "priorityClass.name=Critical_1", "/priorityClass/name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := with(existingSecrets, tc.value)

@@ -312,10 +312,10 @@ func waitAPIServices(t *testing.T, ns string) {
 	}
 }
 
-// helmUpgradeWhileInjecting runs `helm upgrade --reuse-values --set logLevel=4`, which rolls the
-// server's Deployment, while pods the SidecarSet rn-helm selects are created (dry run, every 200
-// ms): none may be refused or admitted without its sidecar. It returns once both new replicas
-// are ready with the new flag.
+// helmUpgradeWhileInjecting runs `helm upgrade --reset-then-reuse-values --set logLevel=4` (as
+// docs/install.md upgrades), which rolls the server's Deployment, while pods the SidecarSet
+// rn-helm selects are created (dry run, every 200 ms): none may be refused or admitted without its
+// sidecar. It returns once both new replicas are ready with the new flag.
 func helmUpgradeWhileInjecting(t *testing.T, helm, pkg, ns string, args []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -341,7 +341,7 @@ func helmUpgradeWhileInjecting(t *testing.T, helm, pkg, ns string, args []string
 		done <- r
 	}()
 	upgraded := time.Now()
-	out, err := runHelm(helm, append([]string{"upgrade", "sidecarset", pkg, "--reuse-values", "--set", "logLevel=4"}, args...)...)
+	out, err := runHelm(helm, append([]string{"upgrade", "sidecarset", pkg, "--reset-then-reuse-values", "--set", "logLevel=4"}, args...)...)
 	if err != nil {
 		cancel()
 		<-done

@@ -44,7 +44,7 @@ tolerations, affinity, topologySpreadConstraints), with "priority" true the prio
 */}}
 {{- define "sidecarset.podScheduling" -}}
 {{- if .priority }}
-{{- with .root.Values.priorityClass.name }}
+{{- with include "sidecarset.priorityClassName" .root }}
 priorityClassName: {{ . }}
 {{- end }}
 {{- end }}
@@ -184,4 +184,65 @@ dict "value" .Values.certificates.etcdCA "name" "etcdCA" "file" "etcd-ca.crt".
 {{- fail (printf "certificates.source is %q: secrets, cert-manager or existingSecrets" $s) -}}
 {{- end -}}
 {{- $s -}}
+{{- end -}}
+
+{{/*
+securePort, checked: with hostNetwork it is a port of the node, which must not be one the node's
+own components listen on (the kubelet's, kube-proxy's, the control plane's, ssh and DNS) nor
+below 1024 (the non-root server cannot bind it in the node's network namespace). 8443 when the
+values have none (an upgrade with --reuse-values of a release installed before the value existed).
+*/}}
+{{- define "sidecarset.securePort" -}}
+{{- $port := int (.Values.securePort | default 8443) -}}
+{{- if .Values.hostNetwork -}}
+{{- $taken := dict "22" "ssh's" "53" "DNS's" "2379" "the control plane's etcd's" "2380" "the control plane's etcd's" "6443" "kube-apiserver's" "10248" "the kubelet's health" "10249" "kube-proxy's metrics" "10250" "the kubelet's" "10255" "the kubelet's read-only" "10256" "kube-proxy's health" "10257" "kube-controller-manager's" "10259" "kube-scheduler's" -}}
+{{- with get $taken (toString $port) -}}
+{{- fail (printf "securePort is %d with hostNetwork=true: that port of the node is %s port; pick one nothing on the nodes listens on (docs/managed-clusters.md)" $port .) -}}
+{{- end -}}
+{{- if lt $port 1024 -}}
+{{- fail (printf "securePort is %d with hostNetwork=true: the server runs as non-root and cannot bind a port below 1024 in the node's network namespace; pick one from 1024 up that nothing on the nodes listens on (docs/managed-clusters.md)" $port) -}}
+{{- end -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
+{{/*
+A securityContext: the value when given (it replaces the chart's whole: what it leaves out is not
+rendered), else the chart's default of that kind: dict "value" .Values.podSecurityContext "kind"
+"Pod" (sidecarset.defaultPodSecurityContext) or "Container".
+*/}}
+{{- define "sidecarset.securityContext" -}}
+{{- if .value -}}
+{{- toYaml .value -}}
+{{- else -}}
+{{- include (printf "sidecarset.default%sSecurityContext" .kind) . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's pod securityContext: non-root, uid, gid and fsGroup 65532, RuntimeDefault seccomp. */}}
+{{- define "sidecarset.defaultPodSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{/* The chart's container securityContext: no privilege escalation, a read-only root, no capability. */}}
+{{- define "sidecarset.defaultContainerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities: {drop: [ALL]}
+{{- end -}}
+
+{{/*
+The PriorityClass the server's and etcd's pods use: priorityClass.name, or sidecarset-critical
+when the chart creates one without a name; empty: none.
+*/}}
+{{- define "sidecarset.priorityClassName" -}}
+{{- if .Values.priorityClass.name -}}
+{{- .Values.priorityClass.name -}}
+{{- else if .Values.priorityClass.create -}}
+sidecarset-critical
+{{- end -}}
 {{- end -}}
