@@ -364,6 +364,11 @@ type SidecarSetStatus struct {
 	// restarts nor forgets the measure.
 	NamespaceHolds []NamespaceHold
 
+	// Backoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, left
+	// alone until retryAfter (the 100 that retry last): kept in the status, so that a new leader
+	// waits as the last one would have, and every replica's rollout view says so.
+	Backoffs []PodBackoff
+
 	// Conditions are the latest observations of the SidecarSet's state (Injected, Ready,
 	// Progressing, PodsNotInjected, WebhookReceivesEveryPod).
 	Conditions []metav1.Condition
@@ -381,6 +386,25 @@ type InFlightEviction struct {
 	OwnerPods int32
 	// Time is when the pod was evicted.
 	Time metav1.Time
+}
+
+// PodBackoff is a pod whose last upgrade, resize or eviction kube-apiserver refused.
+type PodBackoff struct {
+	// Namespace, Name and UID of the pod.
+	Namespace string
+	Name      string
+	UID       types.UID
+	// Action is what was refused: Upgrade, Resize or Evict.
+	Action string
+	// Revision is the SidecarSet's latest revision when it was refused: a new one tries again at
+	// once.
+	Revision string
+	// Attempts is how many times in a row it was refused.
+	Attempts int32
+	// RetryAfter is when the pod is tried again.
+	RetryAfter metav1.Time
+	// Message is kube-apiserver's answer.
+	Message string
 }
 
 // NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's

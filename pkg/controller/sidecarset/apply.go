@@ -131,7 +131,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				return len(changed) > 0, err
 			}, "resize"); err != nil {
 				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) { // the node cannot fit it: stop here
-					c.resizes.Refused(ss, pod.UID, errorMessage(err))
+					c.backoffs.refuse(ss, pod, rollout.BackoffResize, errorMessage(err))
 				}
 				c.deferWrite(ss, pod, err)
 				failures[i] = &podFailure{pod, actionResize, err}
@@ -161,9 +161,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failures[i] = &podFailure{pod, actionUpgrade, err}
 			return
 		}
-		if c.writeBackoff != nil {
-			c.writeBackoff.Reset(backoffKey(ss, pod))
-		}
+		c.backoffs.reset(ss, pod.UID, rollout.BackoffUpgrade)
 		if leave {
 			left[i] = pod
 			return
@@ -194,15 +192,10 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 // deferWrite starts or doubles the backoff of a pod whose upgrade kube-apiserver refused (not a
 // conflict, nor a write whose outcome is unknown: the cache settles those).
 func (c *Controller) deferWrite(ss *v1alpha1.SidecarSet, p *rollout.Pod, err error) {
-	if c.writeBackoff == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ambiguous(err) || notConnected(err) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ambiguous(err) || notConnected(err) {
 		return
 	}
-	c.writeBackoff.Next(backoffKey(ss, p), c.clock.Now())
-}
-
-// writeDeferred reports whether the pod's last upgrade was refused within its backoff.
-func (c *Controller) writeDeferred(ss *v1alpha1.SidecarSet, p *rollout.Pod) bool {
-	return c.writeBackoff != nil && c.writeBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
+	c.backoffs.refuse(ss, p, rollout.BackoffUpgrade, errorMessage(err))
 }
 
 // reportFailures publishes the pods a round could not write (the metric

@@ -86,13 +86,10 @@ type Controller struct {
 	metrics       *progress
 	pace          *pacer
 	evictions     *evictions
-	// evictionBackoff delays the next eviction of a pod whose eviction was refused, per
-	// SidecarSet and pod (backoffKey).
-	evictionBackoff *flowcontrol.Backoff
-	// writeBackoff delays the next upgrade of a pod whose upgrade kube-apiserver refused.
-	writeBackoff *flowcontrol.Backoff
-	synced       []cache.InformerSynced
-	podsPeriod   time.Duration
+	// backoffs delay the next upgrade, resize or eviction of a pod kube-apiserver refused it.
+	backoffs   *podBackoffs
+	synced     []cache.InformerSynced
+	podsPeriod time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
@@ -137,10 +134,7 @@ func New(o Options) (*Controller, error) {
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
 	}
-	c.evictionBackoff = flowcontrol.NewBackOff(evictionBackoffInitial, evictionBackoffMax)
-	c.evictionBackoff.Clock = o.Clock
-	c.writeBackoff = flowcontrol.NewBackOff(evictionBackoffInitial, evictionBackoffMax)
-	c.writeBackoff.Clock = o.Clock
+	c.backoffs = newPodBackoffs(o.Clock)
 	for _, ns := range o.ExcludedNamespaces {
 		c.excluded[ns] = true
 	}
@@ -155,6 +149,7 @@ func New(o Options) (*Controller, error) {
 			c.metrics.forget(objectName(obj))
 			c.pace.forget(objectName(obj))
 			c.evictions.forget(objectName(obj))
+			c.backoffs.forget(objectName(obj))
 			c.add(objectName(obj), 0) // its round deletes its revisions
 		},
 	}); err != nil {
@@ -209,11 +204,6 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
 	var running sync.WaitGroup
-	running.Add(1)
-	go func() { // backoffs of pods and SidecarSets long gone
-		defer running.Done()
-		wait.UntilWithContext(ctx, func(context.Context) { c.evictionBackoff.GC(); c.writeBackoff.GC() }, time.Minute)
-	}()
 	for i := 0; i < workers; i++ {
 		running.Add(1)
 		go func() {

@@ -11,7 +11,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -74,13 +73,6 @@ func (e *evictions) forget(name string) {
 	delete(e.bySet, name)
 }
 
-// evictionBackoffInitial and evictionBackoffMax bound how soon a pod whose eviction was refused
-// (a PodDisruptionBudget, two budgets, a webhook, RBAC) is tried again: the others go on meanwhile.
-const (
-	evictionBackoffInitial = 5 * time.Second
-	evictionBackoffMax     = 5 * time.Minute
-)
-
 // repair evicts the pods rollout.Repairs chooses among pods (the selected ones) so that their
 // owners recreate them injected; pods whose last write is not seen yet (unseen) and pods whose
 // eviction was refused lately (in backoff) are left out.
@@ -89,7 +81,7 @@ func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods [
 		return repaired{}
 	}
 	missed = slices.DeleteFunc(slices.Clone(missed), func(m rollout.Missed) bool {
-		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.evictionDeferred(ss, m.Pod)
+		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.backoffs.deferred(ss, m.Pod.UID, rollout.BackoffEvict)
 	})
 	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss, seen(pods, unseen)),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
@@ -129,7 +121,7 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 		}
 		switch {
 		case err == nil:
-			c.evictionBackoff.Reset(backoffKey(ss, p))
+			c.backoffs.reset(ss, p.UID, rollout.BackoffEvict)
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
@@ -137,12 +129,12 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)})
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
-			c.deferEviction(ss, p)
+			after := c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictionDeferred",
 				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows (tried again in %v): %v",
-					ss.Name, why.what, c.evictionBackoff.Get(backoffKey(ss, p)), err)})
+					ss.Name, why.what, after, err)})
 		default:
-			c.deferEviction(ss, p)
+			c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.failed = append(out.failed, podFailure{pod: p, action: actionEvict, err: err})
 		}
 	}
@@ -158,34 +150,4 @@ func (c *Controller) evicted(ctx context.Context, p *rollout.Pod) bool {
 		return true
 	}
 	return got.UID != p.UID || got.DeletionTimestamp != nil
-}
-
-// backoffKey names a pod's eviction backoff: per SidecarSet, so that one SidecarSet's refusals
-// do not delay another's.
-func backoffKey(ss *v1alpha1.SidecarSet, p *rollout.Pod) string { return ss.Name + "/" + string(p.UID) }
-
-// deferEviction starts or doubles the pod's eviction backoff.
-func (c *Controller) deferEviction(ss *v1alpha1.SidecarSet, p *rollout.Pod) {
-	c.evictionBackoff.Next(backoffKey(ss, p), c.clock.Now())
-}
-
-// deferred returns the pods whose last upgrade, or eviction to recreate them, kube-apiserver
-// refused within their backoff (rollout.Options.Deferred).
-func (c *Controller) deferred(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) map[types.UID]bool {
-	recreates := ss.Annotations[rollout.RecreateAnnotation] == "true"
-	var out map[types.UID]bool
-	for _, p := range pods {
-		if c.writeDeferred(ss, p) || (recreates && c.evictionDeferred(ss, p)) {
-			if out == nil {
-				out = map[types.UID]bool{}
-			}
-			out[p.UID] = true
-		}
-	}
-	return out
-}
-
-// evictionDeferred reports whether the pod's eviction was refused within its backoff.
-func (c *Controller) evictionDeferred(ss *v1alpha1.SidecarSet, p *rollout.Pod) bool {
-	return c.evictionBackoff != nil && c.evictionBackoff.IsInBackOffSinceUpdate(backoffKey(ss, p), c.clock.Now())
 }

@@ -147,7 +147,7 @@ func TestMissedConditionClears(t *testing.T) {
 // TestEvictionRefusalsDoNotFreeze: an eviction kube-apiserver refuses (500 for a pod under two
 // PodDisruptionBudgets, 429 for one its budget protects now) holds no place of maxUnavailable (1
 // here) and freezes nothing: the next round evicts the next pod, and the refused one is tried
-// again only after its backoff.
+// again only after its backoff, whoever leads then.
 func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -175,8 +175,18 @@ func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 			if got := strings.Join(tried, ","); got != "c,d" {
 				t.Fatalf("evictions tried %s, want c (refused) then d", got)
 			}
-			h.clock.Step(evictionBackoffInitial + time.Second)
+			// d's replacement is ready and a new leader takes over: c's backoff, in the status,
+			// still holds.
 			h.addReplacement("d2", old)
+			h.sync()
+			h.newTerm()
+			if _, err := h.round(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(tried, ","); got != "c,d" {
+				t.Fatalf("evictions tried %s: a new leader tried c again within its backoff", got)
+			}
+			h.clock.Step(evictionBackoffInitial + time.Second)
 			h.sync()
 			if _, err := h.round(); err != nil {
 				t.Fatal(err)

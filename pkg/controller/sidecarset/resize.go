@@ -3,13 +3,11 @@ package sidecarset
 import (
 	"fmt"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -27,31 +25,7 @@ type Resizes struct {
 	known       bool
 	unsupported string
 	hashes      map[types.UID]string // by revision UID: revisions' sidecars never change
-	refused     map[string]refusals  // by SidecarSet name
-	clock       clock.PassiveClock
 }
-
-// refusals are the pods whose resize kube-apiserver refused for one spec (hash) of a SidecarSet.
-// They are kept in memory: a new leader tries each once more.
-type refusals struct {
-	hash string
-	pods map[types.UID]refusal
-}
-
-// refusal is why kube-apiserver refused a pod's resize, how many times in a row, and until when
-// the pod is left alone: a quota or limit can change, a node can free room.
-type refusal struct {
-	message string
-	times   int
-	until   time.Time
-}
-
-// resizeRetryInitial and resizeRetryMax bound how long a pod whose resize was refused is left
-// before it is tried again, doubling with each refusal.
-const (
-	resizeRetryInitial = 30 * time.Second
-	resizeRetryMax     = 10 * time.Minute
-)
 
 // NewResizes returns the Resizes of a cluster that discovery describes, reading each SidecarSet's
 // revisions from the revision informer's index (added when missing, as the controller does).
@@ -64,7 +38,6 @@ func NewResizes(d discovery.DiscoveryInterface, revisions cache.SharedIndexInfor
 		support:   func() (string, error) { return ResizeSupport(d) },
 		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return revisionsIndexed(index, name) },
 		hashes:    map[types.UID]string{},
-		clock:     clock.RealClock{},
 	}, nil
 }
 
@@ -93,19 +66,6 @@ func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
 	if err != nil {
 		return opts
 	}
-	r.mu.Lock()
-	if ref, ok := r.refused[ss.Name]; ok && ref.hash == ss.Annotations[v1alpha1.SidecarSetHashAnnotation] {
-		now := r.now()
-		for uid, why := range ref.pods {
-			if now.Before(why.until) {
-				if opts.ResizeRefused == nil {
-					opts.ResizeRefused = map[types.UID]string{}
-				}
-				opts.ResizeRefused[uid] = why.message
-			}
-		}
-	}
-	r.mu.Unlock()
 	for _, rev := range r.revisions(ss.Name) {
 		if h := r.hash(rev); h != "" && h == current {
 			if opts.ResizableRevisions == nil {
@@ -115,37 +75,6 @@ func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
 		}
 	}
 	return opts
-}
-
-// Refused records that kube-apiserver refused to resize pod uid to the SidecarSet's current spec
-// (the node cannot fit it, the namespace's ResourceQuota or LimitRange refuses it), so that rounds
-// leave it until its backoff passes or the spec changes.
-func (r *Resizes) Refused(ss *v1alpha1.SidecarSet, uid types.UID, message string) {
-	if r == nil {
-		return
-	}
-	hash := ss.Annotations[v1alpha1.SidecarSetHashAnnotation]
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.refused == nil {
-		r.refused = map[string]refusals{}
-	}
-	ref := r.refused[ss.Name]
-	if ref.hash != hash {
-		ref = refusals{hash: hash, pods: map[types.UID]refusal{}}
-	}
-	why := ref.pods[uid]
-	why.message, why.times = message, why.times+1
-	why.until = r.now().Add(min(resizeRetryInitial<<min(why.times-1, 10), resizeRetryMax))
-	ref.pods[uid] = why
-	r.refused[ss.Name] = ref
-}
-
-func (r *Resizes) now() time.Time {
-	if r.clock == nil {
-		return time.Now()
-	}
-	return r.clock.Now()
 }
 
 // unsupportedReason discovers once whether the cluster resizes pods (again after a failed

@@ -13,8 +13,7 @@ import (
 )
 
 // TestResizesOptions: a revision is resizable to the spec when its sidecars differ in images and
-// resources only (found through the informer's index, whoever indexed it first); a pod refused for
-// the current spec is listed, one refused for an earlier spec is not.
+// resources only (found through the informer's index, whoever indexed it first).
 func TestResizesOptions(t *testing.T) {
 	sidecar := func(image, cpu string, env ...corev1.EnvVar) v1alpha1.SidecarContainer {
 		return v1alpha1.SidecarContainer{Container: corev1.Container{Name: "log", Image: image, Env: env,
@@ -48,13 +47,7 @@ func TestResizesOptions(t *testing.T) {
 	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log", Annotations: map[string]string{v1alpha1.SidecarSetHashAnnotation: "h2"}},
 		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{sidecar("log:v2", "200m")}}}
 
-	r.Refused(&v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log", Annotations: map[string]string{v1alpha1.SidecarSetHashAnnotation: "h1"}}}, "old", "an earlier spec")
 	opts := r.Options(ss)
-	if len(opts.ResizeRefused) != 0 {
-		t.Errorf("refused for an earlier spec: %v, want none", opts.ResizeRefused)
-	}
-	r.Refused(ss, "pod-a", "node didn't have enough allocatable resources")
-	opts = r.Options(ss)
 	for _, tc := range []struct {
 		revision string
 		want     bool
@@ -62,9 +55,6 @@ func TestResizesOptions(t *testing.T) {
 		if got := opts.ResizableRevisions[tc.revision]; got != tc.want {
 			t.Errorf("revision %s resizable: %v, want %v", tc.revision, got, tc.want)
 		}
-	}
-	if got := opts.ResizeRefused["pod-a"]; got != "node didn't have enough allocatable resources" {
-		t.Errorf("pod-a refused: %q", got)
 	}
 	if opts.ResizeUnsupported != "" {
 		t.Errorf("unsupported: %q, want none", opts.ResizeUnsupported)

@@ -54,6 +54,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
 		c.upgrading.forget(name)
+		c.backoffs.forget(name)
 		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
@@ -73,10 +74,11 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if c.pods == nil {
 		return 0, c.writeStatus(ctx, cached, ss, nil)
 	}
+	c.backoffs.sync(ss)
 	opts := c.resizes.Options(ss)
+	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(c.backoffs.active(ss), ss.Annotations[rollout.RecreateAnnotation] == "true")
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
-	opts.Deferred = c.deferred(ss, pods)
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
 	plan := rollout.PlanWith(ss, pods, opts)
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
@@ -122,7 +124,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
 	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
-		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name)}
+		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
 	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the

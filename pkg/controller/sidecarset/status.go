@@ -33,6 +33,7 @@ type roundFacts struct {
 	plan      *rollout.Result
 	lapsed    map[string]bool
 	evictions []rollout.Eviction
+	backoffs  []v1alpha1.PodBackoff
 	// newlyLapsed is set by desiredStatus: the namespaces whose hold lapsed with the status written.
 	newlyLapsed []string
 }
@@ -95,6 +96,7 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		if facts.plan != nil {
 			st.NamespaceHolds, facts.newlyLapsed = rollout.NextHolds(current.Status.NamespaceHolds, facts.lapsed, facts.plan, c.clock.Now())
 		}
+		st.Backoffs = rollout.BackoffsStatus(facts.backoffs)
 		st.InFlightEvictions = rollout.EvictionsStatus(rollout.MergeEvictions(facts.evictions, recordedSince(cached, current)))
 		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}

@@ -56,6 +56,8 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	now := v.now()
 	opts := v.Resizes.Options(ss)
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, now)
+	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(rollout.ActiveBackoffs(ss.Status.Backoffs, ss.Status.LatestRevision, now),
+		ss.Annotations[rollout.RecreateAnnotation] == "true")
 	opts.InFlightEvictions = len(rollout.InFlight(rollout.EvictionsFromStatus(ss.Status.InFlightEvictions), pods, now, evictionTTL))
 	plan := planner(ss, pods, opts)
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))

@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1alpha1.NamespacedSidecarSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceHold"):
 		return &appsv1alpha1.NamespaceHoldApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PodBackoff"):
+		return &appsv1alpha1.PodBackoffApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1alpha1.ResourceExprLimitsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceExprRequests"):
@@ -86,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &appsv1beta1.InFlightEvictionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("NamespaceHold"):
 		return &appsv1beta1.NamespaceHoldApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodBackoff"):
+		return &appsv1beta1.PodBackoffApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprLimits"):
 		return &appsv1beta1.ResourceExprLimitsApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ResourceExprRequests"):

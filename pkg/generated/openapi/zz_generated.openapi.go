@@ -40,6 +40,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.NamespaceHold{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1alpha1_NamespaceHold(ref),
 		v1alpha1.NamespacedSidecarSet{}.OpenAPIModelName():            schema_pkg_apis_apps_v1alpha1_NamespacedSidecarSet(ref),
 		v1alpha1.NamespacedSidecarSetList{}.OpenAPIModelName():        schema_pkg_apis_apps_v1alpha1_NamespacedSidecarSetList(ref),
+		v1alpha1.PodBackoff{}.OpenAPIModelName():                      schema_pkg_apis_apps_v1alpha1_PodBackoff(ref),
 		v1alpha1.ResourceExprLimits{}.OpenAPIModelName():              schema_pkg_apis_apps_v1alpha1_ResourceExprLimits(ref),
 		v1alpha1.ResourceExprRequests{}.OpenAPIModelName():            schema_pkg_apis_apps_v1alpha1_ResourceExprRequests(ref),
 		v1alpha1.ResourcesExpr{}.OpenAPIModelName():                   schema_pkg_apis_apps_v1alpha1_ResourcesExpr(ref),
@@ -72,6 +73,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.UpdateScatterTerm{}.OpenAPIModelName():               schema_pkg_apis_apps_v1alpha1_UpdateScatterTerm(ref),
 		v1beta1.InFlightEviction{}.OpenAPIModelName():                 schema_pkg_apis_apps_v1beta1_InFlightEviction(ref),
 		v1beta1.NamespaceHold{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_NamespaceHold(ref),
+		v1beta1.PodBackoff{}.OpenAPIModelName():                       schema_pkg_apis_apps_v1beta1_PodBackoff(ref),
 		v1beta1.ResourceExprLimits{}.OpenAPIModelName():               schema_pkg_apis_apps_v1beta1_ResourceExprLimits(ref),
 		v1beta1.ResourceExprRequests{}.OpenAPIModelName():             schema_pkg_apis_apps_v1beta1_ResourceExprRequests(ref),
 		v1beta1.ResourcesExpr{}.OpenAPIModelName():                    schema_pkg_apis_apps_v1beta1_ResourcesExpr(ref),
@@ -586,6 +588,80 @@ func schema_pkg_apis_apps_v1alpha1_NamespacedSidecarSetList(ref common.Reference
 		},
 		Dependencies: []string{
 			v1alpha1.NamespacedSidecarSet{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1alpha1_PodBackoff(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodBackoff is a pod whose last upgrade, resize or eviction kube-apiserver refused.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace, Name and UID of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is what was refused: Upgrade, Resize or Evict.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the SidecarSet's latest revision when it was refused: a new one tries again at once.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"attempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Attempts is how many times in a row it was refused.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"retryAfter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RetryAfter is when the pod is tried again.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is kube-apiserver's answer.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "uid", "action", "attempts", "retryAfter"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2168,6 +2244,25 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 							},
 						},
 					},
+					"backoffs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Backoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, left alone until retryAfter (the 100 that retry last): kept in the status, so that a new leader waits as the last one would have, and every replica's rollout view says so.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PodBackoff{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -2197,7 +2292,7 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.InFlightEviction{}.OpenAPIModelName(), v1alpha1.NamespaceHold{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1alpha1.InFlightEviction{}.OpenAPIModelName(), v1alpha1.NamespaceHold{}.OpenAPIModelName(), v1alpha1.PodBackoff{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -2563,6 +2658,80 @@ func schema_pkg_apis_apps_v1beta1_NamespaceHold(ref common.ReferenceCallback) co
 					},
 				},
 				Required: []string{"namespace", "since"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_apps_v1beta1_PodBackoff(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodBackoff is a pod whose last upgrade, resize or eviction kube-apiserver refused.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace, Name and UID of the pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is what was refused: Upgrade, Resize or Evict.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the SidecarSet's latest revision when it was refused: a new one tries again at once.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"attempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Attempts is how many times in a row it was refused.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"retryAfter": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RetryAfter is when the pod is tried again.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is kube-apiserver's answer.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "uid", "action", "attempts", "retryAfter"},
 			},
 		},
 		Dependencies: []string{
@@ -3928,6 +4097,25 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 							},
 						},
 					},
+					"backoffs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Backoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, left alone until retryAfter (the 100 that retry last): kept in the status, so that a new leader waits as the last one would have, and every replica's rollout view says so.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1beta1.PodBackoff{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -3957,7 +4145,7 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			v1beta1.InFlightEviction{}.OpenAPIModelName(), v1beta1.NamespaceHold{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
+			v1beta1.InFlightEviction{}.OpenAPIModelName(), v1beta1.NamespaceHold{}.OpenAPIModelName(), v1beta1.PodBackoff{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -428,6 +428,13 @@ type SidecarSetStatus struct {
 	// +listType=atomic
 	NamespaceHolds []NamespaceHold `json:"namespaceHolds,omitempty"`
 
+	// Backoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, left
+	// alone until retryAfter (the 100 that retry last): kept in the status, so that a new leader
+	// waits as the last one would have, and every replica's rollout view says so.
+	// +optional
+	// +listType=atomic
+	Backoffs []PodBackoff `json:"backoffs,omitempty"`
+
 	// Conditions are the latest observations of the SidecarSet's state: Injected (True while new
 	// pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a
 	// MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected
@@ -452,6 +459,27 @@ type InFlightEviction struct {
 	OwnerPods int32 `json:"ownerPods"`
 	// Time is when the pod was evicted.
 	Time metav1.Time `json:"time"`
+}
+
+// PodBackoff is a pod whose last upgrade, resize or eviction kube-apiserver refused.
+type PodBackoff struct {
+	// Namespace, Name and UID of the pod.
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Action is what was refused: Upgrade, Resize or Evict.
+	Action string `json:"action"`
+	// Revision is the SidecarSet's latest revision when it was refused: a new one tries again at
+	// once.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Attempts is how many times in a row it was refused.
+	Attempts int32 `json:"attempts"`
+	// RetryAfter is when the pod is tried again.
+	RetryAfter metav1.Time `json:"retryAfter"`
+	// Message is kube-apiserver's answer.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // NamespaceHold is a namespace whose pods hold every place of a cluster SidecarSet's

@@ -42,6 +42,11 @@ func (in NamespacedSidecarSetList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodBackoff) OpenAPIModelName() string {
+	return "io.kruise.apps.v1alpha1.PodBackoff"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceExprLimits) OpenAPIModelName() string {
 	return "io.kruise.apps.v1alpha1.ResourceExprLimits"
 }

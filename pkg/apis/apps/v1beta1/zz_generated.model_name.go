@@ -32,6 +32,11 @@ func (in NamespaceHold) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PodBackoff) OpenAPIModelName() string {
+	return "io.kruise.apps.v1beta1.PodBackoff"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ResourceExprLimits) OpenAPIModelName() string {
 	return "io.kruise.apps.v1beta1.ResourceExprLimits"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -118,4 +119,84 @@ func NextHolds(prev []v1alpha1.NamespaceHold, lapsed map[string]bool, plan *Resu
 		next = append(next, v1alpha1.NamespaceHold{Namespace: h, Since: s})
 	}
 	return next, newly
+}
+
+// The actions of a pod that kube-apiserver may refuse, each with its own backoff
+// (v1alpha1.PodBackoff.Action).
+const (
+	BackoffUpgrade = "Upgrade"
+	BackoffResize  = "Resize"
+	BackoffEvict   = "Evict"
+)
+
+// MaxRecordedBackoffs is the most backoffs a status records: those retried last.
+const MaxRecordedBackoffs = 100
+
+// NextBackoff returns the backoff of pod after kube-apiserver refused action for revision at now:
+// one more attempt than prev (none when prev is for another revision), retried after initial
+// doubling with each attempt up to most, at the next whole second (as the status stores it).
+func NextBackoff(prev v1alpha1.PodBackoff, pod *Pod, action, revision, message string, now time.Time, initial, most time.Duration) v1alpha1.PodBackoff {
+	attempts := int32(1)
+	if prev.Revision == revision && prev.Action == action {
+		attempts = prev.Attempts + 1
+	}
+	delay := min(initial<<min(attempts-1, 20), most)
+	retry := now.Add(delay).Truncate(time.Second).Add(time.Second)
+	return v1alpha1.PodBackoff{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Action: action, Revision: revision,
+		Attempts: attempts, RetryAfter: metav1.NewTime(retry), Message: message}
+}
+
+// ActiveBackoffs returns the backoffs of recorded for revision that still hold at now.
+func ActiveBackoffs(recorded []v1alpha1.PodBackoff, revision string, now time.Time) []v1alpha1.PodBackoff {
+	var out []v1alpha1.PodBackoff
+	for _, b := range recorded {
+		if b.Revision == revision && now.Before(b.RetryAfter.Time) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// BackoffOptions returns what active backoffs tell the planner: the pods whose upgrade waits
+// (Options.Deferred: a refused upgrade, or a refused eviction where evictions recreate pods) and
+// those whose resize kube-apiserver refused, with its answer (Options.ResizeRefused).
+func BackoffOptions(active []v1alpha1.PodBackoff, recreates bool) (deferred map[types.UID]bool, resizeRefused map[types.UID]string) {
+	for _, b := range active {
+		switch {
+		case b.Action == BackoffUpgrade, b.Action == BackoffEvict && recreates:
+			if deferred == nil {
+				deferred = map[types.UID]bool{}
+			}
+			deferred[b.UID] = true
+		case b.Action == BackoffResize:
+			if resizeRefused == nil {
+				resizeRefused = map[types.UID]string{}
+			}
+			resizeRefused[b.UID] = b.Message
+		}
+	}
+	return deferred, resizeRefused
+}
+
+// BackoffsStatus returns backoffs as a status records them: at most MaxRecordedBackoffs, those
+// retried last, ordered by namespace, name and action.
+func BackoffsStatus(backoffs []v1alpha1.PodBackoff) []v1alpha1.PodBackoff {
+	if len(backoffs) == 0 {
+		return nil
+	}
+	out := slices.Clone(backoffs)
+	if len(out) > MaxRecordedBackoffs {
+		slices.SortFunc(out, func(a, b v1alpha1.PodBackoff) int { return b.RetryAfter.Compare(a.RetryAfter.Time) })
+		out = out[:MaxRecordedBackoffs]
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.PodBackoff) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Action, b.Action)
+	})
+	return out
 }

@@ -54,6 +54,10 @@ type SidecarSetStatusApplyConfiguration struct {
 	// lapsed (it does after 10 minutes): kept in the status, so that a leader change neither
 	// restarts nor forgets the measure.
 	NamespaceHolds []NamespaceHoldApplyConfiguration `json:"namespaceHolds,omitempty"`
+	// Backoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, left
+	// alone until retryAfter (the 100 that retry last): kept in the status, so that a new leader
+	// waits as the last one would have, and every replica's rollout view says so.
+	Backoffs []PodBackoffApplyConfiguration `json:"backoffs,omitempty"`
 	// Conditions are the latest observations of the SidecarSet's state: Injected (True while new
 	// pods get its sidecars, with the path as reason: Policy, kube-apiserver itself through a
 	// MutatingAdmissionPolicy, or Webhook), Ready and Progressing (the rollout), PodsNotInjected
@@ -153,6 +157,19 @@ func (b *SidecarSetStatusApplyConfiguration) WithNamespaceHolds(values ...*Names
 			panic("nil value passed to WithNamespaceHolds")
 		}
 		b.NamespaceHolds = append(b.NamespaceHolds, *values[i])
+	}
+	return b
+}
+
+// WithBackoffs adds the given value to the Backoffs field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Backoffs field.
+func (b *SidecarSetStatusApplyConfiguration) WithBackoffs(values ...*PodBackoffApplyConfiguration) *SidecarSetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithBackoffs")
+		}
+		b.Backoffs = append(b.Backoffs, *values[i])
 	}
 	return b
 }
