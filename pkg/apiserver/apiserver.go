@@ -114,9 +114,19 @@ type Settings struct {
 type ExtraConfig struct {
 	Settings
 
+	// Certificates, when set, keeps the self-managed certificates every CertificateInterval
+	// (--self-managed-certificates), from a post-start hook.
+	Certificates        CertificateKeeper
+	CertificateInterval time.Duration
+
 	informers   *informerSet // the informers every part of the server reads; see AdmissionInitializers
 	storageGate *StorageGate // see Config.ServeWithoutStorage
 	intake      *intakeGate  // see Config.Complete and injectionsync.Intake
+}
+
+// CertificateKeeper keeps certificates current until ctx ends (certificates.Manager).
+type CertificateKeeper interface {
+	Run(ctx context.Context, interval time.Duration)
 }
 
 // Config is the server configuration.
@@ -220,6 +230,15 @@ func (c completedConfig) New() (*Server, error) {
 	}
 	if err := c.addControllerHook(s, set, paths); err != nil {
 		return nil, err
+	}
+	if keeper := c.ExtraConfig.Certificates; keeper != nil {
+		interval := c.ExtraConfig.CertificateInterval
+		if err := s.GenericAPIServer.AddPostStartHook("sidecarset-certificates", func(hc genericapiserver.PostStartHookContext) error {
+			go keeper.Run(hc, interval)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -41,6 +41,12 @@ type Options struct {
 	apiserver.Settings
 	// AlternateDNS are extra names of the self-signed serving certificate.
 	AlternateDNS []string
+	// SelfManagedCertificates has the server keep the installation's certificates in Secrets of
+	// --namespace (certificates.source=self-managed) and serve from the files it writes them to.
+	SelfManagedCertificates bool
+	Certificates            CertificateOptions
+	// ServingCAFile is the serving certificate's CA, read for its expiry metric only.
+	ServingCAFile string
 }
 
 // NewOptions returns the default options.
@@ -66,6 +72,7 @@ func NewOptions() *Options {
 			// (the budget and what can still pass it: docs/tenancy.md).
 			MaxNamespacedBytesPerNamespace: 16 << 20,
 		},
+		Certificates: newCertificateOptions(time.Minute, defaultAPIServices),
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		o.Namespace = ns
@@ -90,6 +97,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Run the controller in one replica only, chosen through a Lease in --namespace.")
 	fs.StringSliceVar(&o.AlternateDNS, "alternate-dns", o.AlternateDNS,
 		"Extra DNS names of the self-signed serving certificate.")
+	fs.BoolVar(&o.SelfManagedCertificates, "self-managed-certificates", o.SelfManagedCertificates,
+		"Keep the installation's CAs and certificates in Secrets of --namespace (create them when missing, renew them when due: "+
+			"the --certificates-* flags), write the serving and etcd client certificates to --tls-cert-file, --tls-private-key-file, "+
+			"--serving-ca-file, --etcd-certfile, --etcd-keyfile and --etcd-cafile (the server serves a renewed one at once), and keep "+
+			"the caBundle of --certificates-apiservices.")
+	o.Certificates.addFlags(fs, "certificates-")
+	fs.StringVar(&o.ServingCAFile, "serving-ca-file", o.ServingCAFile,
+		"The serving certificate's CA (PEM): read for sidecarset_certificate_expiration_timestamp_seconds{certificate=\"serving-ca\"}, written with --self-managed-certificates.")
 	fs.IntVar(&o.Workers, "sidecarset-workers", o.Workers, "Number of SidecarSets the controller reconciles at once.")
 	fs.StringVar(&o.Injection, "injection", o.Injection,
 		"How pods are injected: policy (each SidecarSet a policy can express becomes a MutatingAdmissionPolicy evaluated inside kube-apiserver; "+
@@ -163,6 +178,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Injection != apiserver.InjectionPolicy && o.Injection != apiserver.InjectionWebhook {
 		errs = append(errs, fmt.Errorf("--injection must be %q or %q, not %q", apiserver.InjectionPolicy, apiserver.InjectionWebhook, o.Injection))
+	}
+	if o.SelfManagedCertificates {
+		errs = append(errs, o.Certificates.validate("certificates-", time.Second)...)
+		if o.RecommendedOptions.SecureServing.ServerCert.CertKey.CertFile == "" || o.RecommendedOptions.SecureServing.ServerCert.CertKey.KeyFile == "" {
+			errs = append(errs, fmt.Errorf("--self-managed-certificates needs --tls-cert-file and --tls-private-key-file (where the serving certificate is written)"))
+		}
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
