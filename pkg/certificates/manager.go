@@ -25,7 +25,7 @@ import (
 // Files are where a Secret's certificate, key and trust bundle are written (an empty path: not
 // written).
 type Files struct {
-	Secret              string
+	Secret            string
 	Cert, Key, Bundle string
 }
 
