@@ -16,7 +16,7 @@ HELM=$("${ROOT}/hack/install-helm.sh" | tail -n 1)
 "${ROOT}/hack/deploy-certs.sh" "${CERT_DIR}"
 
 # The chart's certificate values and the files of hack/deploy-certs.sh (test/chart.CertFiles).
-files=()
+files=(--set certificates.source=secrets)
 for v in etcdCA=etcd-ca.crt etcdServer.cert=etcd-server.crt etcdServer.key=etcd-server.key \
   etcdPeer.cert=etcd-peer.crt etcdPeer.key=etcd-peer.key etcdClient.cert=etcd-client.crt \
   etcdClient.key=etcd-client.key servingCA=serving-ca.crt apiserver.cert=apiserver.crt \

@@ -115,14 +115,15 @@ func WriteCerts(root, dir, namespace string) error {
 	return err
 }
 
-// CertFlags returns helm's --set-file flags for the certificates hack/deploy-certs.sh wrote into dir.
+// CertFlags returns helm's flags for the certificates hack/deploy-certs.sh wrote into dir:
+// certificates.source=secrets (the default is self-managed) and a --set-file for each file.
 func CertFlags(dir string) []string {
 	keys := make([]string, 0, len(CertFiles))
 	for k := range CertFiles {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	flags := make([]string, 0, len(keys))
+	flags := []string{"--set", "certificates.source=secrets"}
 	for _, k := range keys {
 		flags = append(flags, "--set-file", k+"="+filepath.Join(dir, CertFiles[k]))
 	}

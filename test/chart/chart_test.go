@@ -106,10 +106,12 @@ func (e env) kustomize(t *testing.T, dir string) map[Key]*unstructured.Unstructu
 var existingSecrets = []string{"--set", "certificates.source=existingSecrets", "--set", "certificates.existingSecrets.caBundle=Q0E="}
 
 // TestHelmLint lints the chart (--strict, with its values.schema.json) with each certificate
-// source (with the default one, secrets, the certificate files of hack/deploy-certs.sh).
+// source (with secrets, the certificate files of hack/deploy-certs.sh; self-managed is the
+// default).
 func TestHelmLint(t *testing.T) {
 	e := setup(t)
 	for name, args := range map[string][]string{
+		"self-managed":    nil,
 		"secrets":         CertFlags(e.certs),
 		"cert-manager":    {"--set", "certificates.source=cert-manager"},
 		"existingSecrets": existingSecrets,
@@ -359,9 +361,15 @@ func TestChartRefusesInvalidValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no certificate files", nil, "certificates.etcdCA is required with certificates.source=secrets: --set-file certificates.etcdCA=artifacts/deploy/certs/etcd-ca.crt"},
+		{"no certificate files", []string{"--set", "certificates.source=secrets"}, "certificates.etcdCA is required with certificates.source=secrets: --set-file certificates.etcdCA=artifacts/deploy/certs/etcd-ca.crt"},
+		{"certificate files with the default source", without(CertFlags(e.certs), "certificates.source="),
+			"certificates.source is self-managed, yet certificate files are given (certificates.etcdCA, ...): set certificates.source=secrets to use them"},
+		{"a lifetime that is no Go duration", []string{"--set", "certificates.selfManaged.duration=1y"}, "at '/certificates/selfManaged/duration'"},
+		{"an issuer of another kind", append(cm, "--set", "certificates.certManager.issuerRef.kind=Vault"), "at '/certificates/certManager/issuerRef/kind': value must be one of 'Issuer', 'ClusterIssuer'"},
+		{"renewBefore that is no Go duration", append(cm, "--set", "certificates.certManager.renewBefore=soon"), "at '/certificates/certManager/renewBefore'"},
+		{"port 0", []string{"--set", "securePort=0"}, "at '/securePort': minimum: got 0, want 1"},
 		{"one certificate file missing", without(CertFlags(e.certs), "certificates.apiserver.key="), "certificates.apiserver.key is required"},
-		{"unknown certificate source", []string{"--set", "certificates.source=vault"}, `at '/certificates/source': value must be one of 'secrets', 'cert-manager', 'existingSecrets'`},
+		{"unknown certificate source", []string{"--set", "certificates.source=vault"}, `at '/certificates/source': value must be one of 'self-managed', 'secrets', 'cert-manager', 'existingSecrets'`},
 		{"even etcd members", append(cm, "--set", "etcd.replicas=4"), "etcd.replicas is 4: an etcd cluster needs an odd number of members"},
 		{"no etcd member", append(cm, "--set", "etcd.replicas=0"), "at '/etcd/replicas': minimum: got 0, want 1"},
 		{"backup hour out of range", append(cm, "--set", "etcd.backup.hours={6,24}"), "at '/etcd/backup/hours/1': maximum: got 24, want 23"},

@@ -177,11 +177,18 @@ dict "value" .Values.certificates.etcdCA "name" "etcdCA" "file" "etcd-ca.crt".
 {{- required (printf "certificates.%s is required with certificates.source=secrets: --set-file certificates.%s=artifacts/deploy/certs/%s (written by hack/deploy-certs.sh)" .name .name .file) .value | b64enc -}}
 {{- end -}}
 
-{{/* certificates.source, checked. */}}
+{{/*
+certificates.source, checked; with self-managed (the default) no PEM file of the secrets source may
+be given: an install made with files keeps certificates.source=secrets.
+*/}}
 {{- define "sidecarset.certificateSource" -}}
-{{- $s := .Values.certificates.source -}}
-{{- if not (has $s (list "secrets" "cert-manager" "existingSecrets")) -}}
-{{- fail (printf "certificates.source is %q: secrets, cert-manager or existingSecrets" $s) -}}
+{{- $c := .Values.certificates -}}
+{{- $s := $c.source -}}
+{{- if not (has $s (list "self-managed" "secrets" "cert-manager" "existingSecrets")) -}}
+{{- fail (printf "certificates.source is %q: self-managed, secrets, cert-manager or existingSecrets" $s) -}}
+{{- end -}}
+{{- if and (eq $s "self-managed") (or $c.etcdCA $c.servingCA $c.etcdServer.cert $c.etcdPeer.cert $c.etcdClient.cert $c.apiserver.cert) -}}
+{{- fail "certificates.source is self-managed, yet certificate files are given (certificates.etcdCA, ...): set certificates.source=secrets to use them (self-managed is the default)" -}}
 {{- end -}}
 {{- $s -}}
 {{- end -}}
@@ -245,4 +252,53 @@ when the chart creates one without a name; empty: none.
 {{- else if .Values.priorityClass.create -}}
 sidecarset-critical
 {{- end -}}
+{{- end -}}
+
+{{/*
+The flags of the self-managed certificates as list items, each name with a prefix: the number of
+etcd members, the lifetimes and the check interval (`certificates ensure` takes them without
+prefix, the server with certificates-): dict "root" . "prefix" "certificates-".
+*/}}
+{{- define "sidecarset.certificateFlags" -}}
+{{- $m := .root.Values.certificates.selfManaged -}}
+- --{{ .prefix }}etcd-members={{ include "sidecarset.etcdMembers" .root }}
+- --{{ .prefix }}ca-lifetime={{ $m.caDuration }}
+- --{{ .prefix }}lifetime={{ $m.duration }}
+- --{{ .prefix }}check-interval={{ $m.checkInterval }}
+{{- end -}}
+
+{{/*
+A volume with a ServiceAccount token for the containers that keep the self-managed certificates
+alone (the pod mounts none), where client-go's in-cluster configuration reads it.
+*/}}
+{{- define "sidecarset.tokenVolume" -}}
+- name: kube-api-access
+  projected:
+    defaultMode: 0444
+    sources:
+    - serviceAccountToken: {path: token, expirationSeconds: 3607}
+    - configMap: {name: kube-root-ca.crt, items: [{key: ca.crt, path: ca.crt}]}
+    - downwardAPI: {items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]}
+{{- end -}}
+
+{{/* The Secrets of the self-managed certificates, as a JSON list. */}}
+{{- define "sidecarset.certificateSecrets" -}}
+{{- toJson (list "sidecarset-etcd-ca" "sidecarset-serving-ca" "sidecarset-etcd-server" "sidecarset-etcd-peer" "sidecarset-etcd-client" "sidecarset-apiserver-tls") -}}
+{{- end -}}
+
+{{/*
+The duration, renewBefore and issuerRef of a cert-manager leaf Certificate's spec: dict "values"
+.Values.certificates.certManager "issuer" (dict "kind" "ClusterIssuer" "name" "corp" "group" "cert-manager.io").
+*/}}
+{{- define "sidecarset.certManagerLeaf" -}}
+duration: {{ .values.duration }}
+{{- with .values.renewBefore }}
+renewBefore: {{ . }}
+{{- end }}
+issuerRef:
+  kind: {{ .issuer.kind }}
+  name: {{ .issuer.name }}
+  {{- with .issuer.group }}
+  group: {{ . }}
+  {{- end }}
 {{- end -}}
