@@ -248,6 +248,27 @@ eval instant at 20m ALERT
   {kind="policy", name="sidecarsets-app-v0"} 0.016666666666666666
   {kind="webhook", name="1.sidecarinjection.admission.kruise.io"} 0.03333333333333333
 `},
+		// Day 0: the serving certificates of two replicas expire on day 40 and day 20 (one replica
+		// has not taken the renewal), etcd's peer certificate on day 300; another job's on day 1.
+		{"SidecarSetCertificateExpiresSoon", `
+load 1d
+  sidecarset_certificate_expiration_timestamp_seconds{job="sidecarset-apiserver", namespace="ns", pod="server-a", certificate="serving"} 3456000x2
+  sidecarset_certificate_expiration_timestamp_seconds{job="sidecarset-apiserver", namespace="ns", pod="server-b", certificate="serving"} 1728000x2
+  sidecarset_certificate_expiration_timestamp_seconds{job="sidecarset-apiserver", namespace="ns", pod="server-a", certificate="etcd-peer"} 25920000x2
+  sidecarset_certificate_expiration_timestamp_seconds{job="other", namespace="ns", pod="x", certificate="serving"} 86400x2
+
+eval instant at 0 ALERT
+  {namespace="ns", certificate="serving"} 1728000
+`},
+		// On day 1, the etcd client certificate expires on day 5, the serving one on day 20.
+		{"SidecarSetCertificateExpiresVerySoon", `
+load 1d
+  sidecarset_certificate_expiration_timestamp_seconds{job="sidecarset-apiserver", namespace="ns", pod="server-a", certificate="etcd-client"} 432000x2
+  sidecarset_certificate_expiration_timestamp_seconds{job="sidecarset-apiserver", namespace="ns", pod="server-a", certificate="serving"} 1728000x2
+
+eval instant at 1d ALERT
+  {namespace="ns", certificate="etcd-client"} 345600
+`},
 	} {
 		t.Run(tc.alert, func(t *testing.T) {
 			expr, ok := exprs[tc.alert]

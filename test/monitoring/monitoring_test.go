@@ -22,14 +22,15 @@ var update = flag.Bool("update", false, "rewrite "+NamesFile+" from the bundle's
 var origins = map[string]Origin{
 	// The server's own metrics (pkg/controller/sidecarset, pkg/controller/injectionsync,
 	// pkg/apiserver/version.go).
-	"sidecarset_build_info":                          Server,
-	"sidecarset_pods_not_injected":                   Server,
-	"sidecarset_rollout_stalled":                     Server,
-	"sidecarset_pods_waiting":                        Server,
-	"sidecarset_pods_upgraded_total":                 Server,
-	"sidecarset_pod_upgrade_duration_seconds_bucket": Server,
-	"sidecarset_injection_object_write_errors_total": Server,
-	"sidecarset_injection_webhook_selects_every_pod": Server,
+	"sidecarset_build_info":                               Server,
+	"sidecarset_certificate_expiration_timestamp_seconds": Server,
+	"sidecarset_pods_not_injected":                        Server,
+	"sidecarset_rollout_stalled":                          Server,
+	"sidecarset_pods_waiting":                             Server,
+	"sidecarset_pods_upgraded_total":                      Server,
+	"sidecarset_pod_upgrade_duration_seconds_bucket":      Server,
+	"sidecarset_injection_object_write_errors_total":      Server,
+	"sidecarset_injection_webhook_selects_every_pod":      Server,
 	// The generic API server's, served by this server too (selected by job).
 	"apiserver_request_total":                   Server,
 	"apiserver_request_duration_seconds_bucket": Server,
