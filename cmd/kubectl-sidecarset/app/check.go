@@ -43,7 +43,7 @@ type checkTargets struct {
 
 func newCheckCommand(o *options) *cobra.Command {
 	t := checkTargets{webhooks: "sidecarset-injector", namespace: "sidecarset-system", service: "sidecarset-apiserver",
-		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30, certificates: certificatesSecrets, priorityClass: true}
+		servingSecret: "sidecarset-apiserver-tls", etcdQuota: 4 << 30, certificates: certificatesSelfManaged, priorityClass: true}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check a cluster before installing the server (--pre) and after",
@@ -64,7 +64,7 @@ docs/plugin.md#CATEGORY:
                         and its skew from the plugin's
   etcd                  a quorum read through the server, its etcd check, the database size
                         against the quota
-  certificates          the CAs kube-apiserver trusts for the server and its serving certificate
+  certificates          the CAs kube-apiserver trusts for the server and the installation's certificates (60 days ahead)
   sidecarsets           every SidecarSet and NamespacedSidecarSet injects; no rollout stalled,
                         no PodsNotInjected, no WebhookReceivesEveryPod
 
@@ -365,9 +365,31 @@ func (o *options) gatherServer(ctx context.Context, c *clients, t checkTargets, 
 	default:
 		f.Policies = len(policies.Items)
 	}
-	if s, err := c.kube.CoreV1().Secrets(t.namespace).Get(ctx, t.servingSecret, metav1.GetOptions{}); err == nil {
-		f.ServingCertificate = s.Data["tls.crt"]
+	f.Certificates = readCertificates(ctx, c, t.namespace, t.servingSecret)
+}
+
+// certificateSecrets are the installation's certificate Secrets besides the serving one: etcd's
+// leaves (kubernetes.io/tls with ca.crt) and, with self-managed certificates or cert-manager's own
+// CAs, the CAs.
+var certificateSecrets = []string{"sidecarset-etcd-server", "sidecarset-etcd-peer", "sidecarset-etcd-client", "sidecarset-etcd-ca", "sidecarset-serving-ca"}
+
+// readCertificates reads the certificates and trust bundles of the installation's Secrets in
+// namespace, those that exist and may be read.
+func readCertificates(ctx context.Context, c *clients, namespace, serving string) []namedPEM {
+	var out []namedPEM
+	for _, name := range append([]string{serving}, certificateSecrets...) {
+		s, err := c.kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if len(s.Data["tls.crt"]) > 0 {
+			out = append(out, namedPEM{Name: "Secret " + name, PEM: s.Data["tls.crt"]})
+		}
+		if len(s.Data["ca.crt"]) > 0 {
+			out = append(out, namedPEM{Name: "Secret " + name + " ca.crt", PEM: s.Data["ca.crt"], Bundle: true})
+		}
 	}
+	return out
 }
 
 // gatherHealth reads the server's verbose /healthz and its /metrics through kube-apiserver's

@@ -89,8 +89,9 @@ var claimedVersions = []string{"v1alpha1", "v1beta1"}
 // apiServiceNames are the APIServices this server registers.
 var apiServiceNames = []string{"v1alpha1.apps.kruise.io", "v1beta1.apps.kruise.io", "v1.admission.kruise.io"}
 
-// certificateWarning is how long before expiry a certificate is reported.
-const certificateWarning = 30 * 24 * time.Hour
+// certificateWarning is how long before expiry a certificate is reported: longer than the
+// alert's 30 days, so that a check run every month or two sees it first.
+const certificateWarning = 60 * 24 * time.Hour
 
 // clusterFacts is what check reads from the cluster.
 type clusterFacts struct {
@@ -144,8 +145,8 @@ type clusterFacts struct {
 	// (apiserver_storage_size_bytes), -1 when unread; EtcdQuota is the etcd backend quota it is
 	// compared with (--etcd-quota-bytes).
 	StorageBytes, EtcdQuota int64
-	// ServingCertificate is the server's serving certificate (PEM) from its Secret, when readable.
-	ServingCertificate []byte
+	// Certificates are the installation's certificates from their Secrets, those readable.
+	Certificates []namedPEM
 	// TerminatingNamespaces are the Namespaces being deleted (phase Terminating), with the
 	// conditions by which the namespace controller says what holds them up.
 	TerminatingNamespaces []corev1.Namespace
@@ -237,9 +238,9 @@ var checkInfos = map[string]checkInfo{
 	"installer-rbac":        {categoryPrerequisites, "ask a cluster administrator to install the server, or to grant you these creates (cluster-admin has them all); creating the ClusterRoles also needs every permission they grant, or escalate on clusterroles"},
 	"storage-class":         {categoryPrerequisites, "mark a StorageClass the default (annotation storageclass.kubernetes.io/is-default-class: \"true\"), or install with --set etcd.persistence.storageClassName=NAME (and --etcd-storage-class NAME here)"},
 	"front-proxy-ca":        {categoryPrerequisites, "start kube-apiserver with the aggregation layer's flags (--requestheader-client-ca-file, --proxy-client-cert-file, --proxy-client-key-file, --requestheader-allowed-names, --requestheader-*-headers); managed clusters have them"},
-	"cert-manager":          {categoryPrerequisites, "install cert-manager (its CRDs and webhook) first and wait for its Deployments, or install with certificates.source=secrets (hack/deploy-certs.sh) or existingSecrets"},
+	"cert-manager":          {categoryPrerequisites, "install cert-manager (its CRDs and webhook) first and wait for its Deployments, or install with certificates.source=self-managed (the default, nothing to install), secrets (hack/deploy-certs.sh) or existingSecrets"},
 	"version-skew":          {categoryServer, "use the plugin of the server's version (kubectl sidecarset version shows both; docs/compatibility.md)"},
-	"certificates":          {categoryCertificates, "renew the serving certificate and the caBundle of the APIServices and webhooks (cert-manager does it; hack/deploy-certs.sh otherwise)"},
+	"certificates":          {categoryCertificates, "renew the certificates named (self-managed ones and cert-manager's renew themselves: see the runbook's SidecarSetCertificateExpiresSoon; hack/deploy-certs.sh otherwise) and the caBundle of the APIServices"},
 	"injection":             {categorySidecarSets, "kubectl get sidecarset NAME -o yaml: the Injected condition's reason and message say why"},
 	"sidecarset-conditions": {categorySidecarSets, "see the condition's message; kubectl sidecarset explain and kubectl sidecarset rollout status NAME tell more"},
 }
@@ -523,52 +524,80 @@ func (f *clusterFacts) specs() []namedSpec {
 	return out
 }
 
+// namedPEM is a certificate, or with Bundle a trust bundle, in PEM, and where it was read.
+type namedPEM struct {
+	Name   string
+	PEM    []byte
+	Bundle bool
+}
+
+// expiring is a certificate and where it was read.
+type expiring struct {
+	where string
+	cert  *x509.Certificate
+}
+
 // checkCertificates: the CAs kube-apiserver trusts for the server (APIServices, webhooks) and the
-// server's own certificate, when its Secret is readable: none expired, none within 30 days.
+// installation's certificates whose Secrets are readable (serving, etcd's server, peer and client
+// certificates, their CAs): none expired, none within 60 days, each reported. Of a trust bundle
+// the certificate that expires last counts (a bundle holds a CA's successor, or the CA it
+// replaced, beside it).
 func checkCertificates(f *clusterFacts) checkResult {
-	var soonest *x509.Certificate
-	var where string
+	var all []expiring
 	var bad []string
-	consider := func(name string, bundle []byte) {
-		certs, err := cert.ParseCertsPEM(bundle)
+	consider := func(p namedPEM) {
+		certs, err := cert.ParseCertsPEM(p.PEM)
 		if err != nil {
-			bad = append(bad, name+": "+err.Error())
+			bad = append(bad, p.Name+": "+err.Error())
 			return
 		}
-		for _, c := range certs {
-			if soonest == nil || c.NotAfter.Before(soonest.NotAfter) {
-				soonest, where = c, name
+		c := certs[0]
+		for _, o := range certs[1:] {
+			if p.Bundle && o.NotAfter.After(c.NotAfter) {
+				c = o
 			}
 		}
+		all = append(all, expiring{p.Name, c})
 	}
 	for _, name := range apiServiceNames {
 		if as := f.APIServices[name]; as != nil && len(as.Spec.CABundle) > 0 {
-			consider("APIService "+name, as.Spec.CABundle)
+			consider(namedPEM{"APIService " + name, as.Spec.CABundle, true})
 		}
 	}
 	if f.Active != nil {
 		for _, w := range f.Active.Webhooks {
 			if len(w.ClientConfig.CABundle) > 0 {
-				consider("webhook "+w.Name, w.ClientConfig.CABundle)
+				consider(namedPEM{"webhook " + w.Name, w.ClientConfig.CABundle, true})
 			}
 		}
 	}
-	if len(f.ServingCertificate) > 0 {
-		consider("the server's serving certificate", f.ServingCertificate)
+	for _, p := range f.Certificates {
+		consider(p)
 	}
-	switch {
-	case len(bad) > 0:
+	if len(bad) > 0 {
 		return result("certificates", checkError, strings.Join(bad, "; "))
-	case soonest == nil:
+	}
+	if len(all) == 0 {
 		return result("certificates", checkWarning, "no CA bundle found on the APIServices or webhooks (insecureSkipTLSVerify?)")
 	}
-	left := soonest.NotAfter.Sub(f.Now)
-	msg := fmt.Sprintf("the first to expire is %s (%s), on %s", where, soonest.Subject.CommonName, soonest.NotAfter.UTC().Format(time.RFC3339))
-	switch {
-	case left <= 0:
-		return result("certificates", checkError, "expired: "+msg)
-	case left < certificateWarning:
-		return result("certificates", checkWarning, fmt.Sprintf("expires in %d days: %s", int(left.Hours()/24), msg))
+	sort.SliceStable(all, func(i, j int) bool { return all[i].cert.NotAfter.Before(all[j].cert.NotAfter) })
+	var expired, soon []string
+	for _, e := range all {
+		left := e.cert.NotAfter.Sub(f.Now)
+		switch {
+		case left <= 0:
+			expired = append(expired, fmt.Sprintf("%s (%s) on %s", e.where, e.cert.Subject.CommonName, e.cert.NotAfter.UTC().Format(time.RFC3339)))
+		case left < certificateWarning:
+			soon = append(soon, fmt.Sprintf("%s (%s) in %d days", e.where, e.cert.Subject.CommonName, int(left.Hours()/24)))
+		}
 	}
-	return result("certificates", checkOK, fmt.Sprintf("%d days left: %s", int(left.Hours()/24), msg))
+	switch {
+	case len(expired) > 0:
+		return result("certificates", checkError, "expired: "+strings.Join(append(expired, soon...), "; "))
+	case len(soon) > 0:
+		return result("certificates", checkWarning, "expiring within 60 days: "+strings.Join(soon, "; "))
+	}
+	first := all[0]
+	return result("certificates", checkOK, fmt.Sprintf("%d days left: the first to expire is %s (%s), on %s", int(first.cert.NotAfter.Sub(f.Now).Hours()/24),
+		first.where, first.cert.Subject.CommonName, first.cert.NotAfter.UTC().Format(time.RFC3339)))
 }

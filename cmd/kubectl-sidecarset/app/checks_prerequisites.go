@@ -22,13 +22,14 @@ const categoryPrerequisites = "prerequisites"
 
 // The values of --certificates, as the chart's certificates.source.
 const (
+	certificatesSelfManaged     = "self-managed"
 	certificatesSecrets         = "secrets"
 	certificatesCertManager     = "cert-manager"
 	certificatesExistingSecrets = "existingSecrets"
 )
 
 // certificateSources are the values --certificates accepts.
-var certificateSources = []string{certificatesSecrets, certificatesCertManager, certificatesExistingSecrets}
+var certificateSources = []string{certificatesSelfManaged, certificatesSecrets, certificatesCertManager, certificatesExistingSecrets}
 
 // certManagerGroupVersion and certManagerResources are what the chart's cert-manager mode
 // creates: Issuers and Certificates of cert-manager.io/v1.
@@ -118,6 +119,10 @@ func installerPermissions(t installTargets) []permission {
 		permission{"create", "rbac.authorization.k8s.io", "rolebindings", frontProxyNamespace})
 	switch t.Certificates {
 	case certificatesSecrets:
+		out = append(out, in("", "secrets"))
+	case certificatesSelfManaged:
+		// The Role sidecarset-certificates grants the server and etcd's pods creates of Secrets:
+		// RBAC lets only who holds that permission grant it.
 		out = append(out, in("", "secrets"))
 	case certificatesCertManager:
 		out = append(out, in("cert-manager.io", "issuers"), in("cert-manager.io", "certificates"))

@@ -69,6 +69,8 @@ func TestInstallerPermissions(t *testing.T) {
 			join(common, []string{"create priorityclasses.scheduling.k8s.io", "create namespaces"}, namespaced, []string{"create secrets in ns"})},
 		{"cert-manager in an existing namespace", installTargets{Namespace: "ns", NamespaceExists: true, Certificates: certificatesCertManager},
 			join(common, namespaced, []string{"create issuers.cert-manager.io in ns", "create certificates.cert-manager.io in ns"})},
+		{"self-managed (the default): the Role it grants creates Secrets", installTargets{Namespace: "ns", NamespaceExists: true, Certificates: certificatesSelfManaged},
+			join(common, namespaced, []string{"create secrets in ns"})},
 		{"existing Secrets", installTargets{Namespace: "ns", NamespaceExists: true, Certificates: certificatesExistingSecrets},
 			join(common, namespaced)},
 	} {

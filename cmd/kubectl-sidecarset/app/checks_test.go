@@ -194,12 +194,26 @@ func TestAssessCluster(t *testing.T) {
 			f := installedFacts(t)
 			f.Active.Webhooks[0].ClientConfig.CABundle = testCA(t, checkNow.AddDate(0, 0, 10))
 			return f
-		}, map[string]checkStatus{"certificates": checkWarning}, map[string]string{"certificates": "expires in 10 days: the first to expire is webhook a"}, false},
+		}, map[string]checkStatus{"certificates": checkWarning}, map[string]string{"certificates": "expiring within 60 days: webhook a (test-ca) in 10 days"}, false},
+		{"each certificate within 60 days, the etcd peer's from its Secret", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Certificates = []namedPEM{{Name: "Secret sidecarset-etcd-peer", PEM: testCA(t, checkNow.AddDate(0, 0, 59))},
+				{Name: "Secret sidecarset-apiserver-tls", PEM: testCA(t, checkNow.AddDate(0, 0, 61))},
+				{Name: "Secret sidecarset-etcd-client", PEM: testCA(t, checkNow.AddDate(0, 0, 20))}}
+			return f
+		}, map[string]checkStatus{"certificates": checkWarning},
+			map[string]string{"certificates": "expiring within 60 days: Secret sidecarset-etcd-client (test-ca) in 20 days; Secret sidecarset-etcd-peer (test-ca) in 59 days"}, false},
+		{"a trust bundle counts by the CA that expires last", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.Certificates = []namedPEM{{Name: "Secret sidecarset-serving-ca ca.crt", Bundle: true,
+				PEM: append(testCA(t, checkNow.AddDate(0, 0, 10)), testCA(t, checkNow.AddDate(0, 0, 300))...)}}
+			return f
+		}, map[string]checkStatus{"certificates": checkOK}, map[string]string{"certificates": "300 days left: the first to expire is Secret sidecarset-serving-ca ca.crt"}, false},
 		{"an expired serving certificate", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
-			f.ServingCertificate = testCA(t, checkNow.Add(-time.Minute))
+			f.Certificates = []namedPEM{{Name: "Secret sidecarset-apiserver-tls", PEM: testCA(t, checkNow.Add(-time.Minute))}}
 			return f
-		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "expired: the first to expire is the server's serving certificate"}, true},
+		}, map[string]checkStatus{"certificates": checkError}, map[string]string{"certificates": "expired: Secret sidecarset-apiserver-tls (test-ca) on"}, true},
 		{"a broken CA bundle", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
 			f.APIServices["v1alpha1.apps.kruise.io"].Spec.CABundle = []byte("not PEM")
