@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,14 +35,17 @@ const helmNamespace = serverNamespace
 // TestRealNodeHelm installs the Helm chart, packaged by `helm package`, on the real node as a
 // platform team would: `helm install` into a namespace of its own (--create-namespace) beside a kruise-system namespace
 // labelled as owned by another Helm release (OpenKruise's), with the local images, the real node's
-// node selector and toleration for the server, etcd and the backups given as values, and the
-// certificates of hack/deploy-certs.sh for that namespace. The local server gives way meanwhile,
+// node selector and toleration for the server, etcd and the backups given as values, self-managed
+// certificates (the chart's default: nothing prepared) and the server on a port other than the
+// default 8443 (securePort, as a managed control plane may need). The local server gives way meanwhile,
 // as in TestRealNodeDeployment, whose DNS, routes and volumes it shares; the objects the local
 // cluster applied for it (its namespace, the release's, with what is in it; outside it RBAC, the
 // webhook template, the guards, the APIServices) are deleted first, since Helm adopts no object it
 // did not create, and applied again when the local server comes back.
 //
-// It checks that the APIServices become Available, the other release's namespace is untouched, a
+// It checks that the APIServices become Available (kube-apiserver verifies the server's certificate
+// with the caBundle the server set), that the installation created its CAs and certificates in
+// Secrets, each leaf signed by its CA, the server listening on the chosen port; the other release's namespace is untouched, a
 // pod on the real node is injected and upgraded in place; that `helm upgrade` with a changed value
 // (the log level) rolls the server's pods while pod creates keep being injected, none refused; and
 // that `helm uninstall` leaves no MutatingAdmissionPolicy, binding or webhook configuration while
@@ -62,14 +68,8 @@ func TestRealNodeHelm(t *testing.T) {
 	if _, err := localUp("node-deploy-images"); err != nil {
 		t.Fatal(err)
 	}
-	certs := filepath.Join(t.TempDir(), "certs")
-	certCmd := exec.Command(filepath.Join(root, "hack/deploy-certs.sh"), certs)
-	certCmd.Env = append(os.Environ(), "NAMESPACE="+ns)
-	if out, err := certCmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/deploy-certs.sh: %v\n%s", err, out)
-	}
 	values := writeHelmValues(t)
-	args := append([]string{"--namespace", ns, "-f", values}, chart.CertFlags(certs)...)
+	args := []string{"--namespace", ns, "-f", values}
 	pkg := packageChart(t, helm)
 
 	ensureBridge(t, dnsIP)
@@ -123,6 +123,7 @@ func TestRealNodeHelm(t *testing.T) {
 	checkEtcdCluster(t, ns)
 	waitAPIServices(t, ns)
 	t.Logf("helm install to APIServices Available: %v", time.Since(installed).Round(time.Second))
+	checkSelfManagedCertificates(t, ns, servers)
 	checkKruiseSystemOwned(t)
 
 	ss := &v1alpha1.SidecarSet{
@@ -182,6 +183,71 @@ func packageChart(t *testing.T, helm string) string {
 	return pkgs[0]
 }
 
+// helmSecurePort is the server's port in TestRealNodeHelm: not the default 8443.
+const helmSecurePort = 10443
+
+// checkSelfManagedCertificates: the installation created its two CAs and four certificates in
+// Secrets of ns, labelled as the server's, each certificate signed by its CA and valid for the
+// names the chart's Services give; the APIServices carry the serving CA as caBundle; the server
+// listens on helmSecurePort.
+func checkSelfManagedCertificates(t *testing.T, ns string, servers []corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	secret := func(name string) *corev1.Secret {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Secret %s of the self-managed certificates: %v", name, err)
+		}
+		if s.Labels["app.kubernetes.io/managed-by"] != "sidecarset-apiserver" {
+			t.Errorf("Secret %s: labels %v", name, s.Labels)
+		}
+		return s
+	}
+	for leaf, want := range map[string]struct{ ca, name string }{
+		"sidecarset-apiserver-tls": {"sidecarset-serving-ca", "sidecarset-apiserver." + ns + ".svc"},
+		"sidecarset-etcd-server":   {"sidecarset-etcd-ca", "sidecarset-etcd-1.sidecarset-etcd." + ns + ".svc"},
+		"sidecarset-etcd-peer":     {"sidecarset-etcd-ca", "sidecarset-etcd-2.sidecarset-etcd." + ns + ".svc"},
+		"sidecarset-etcd-client":   {"sidecarset-etcd-ca", ""},
+	} {
+		ca := secret(want.ca)
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(ca.Data["ca.crt"]) {
+			t.Fatalf("Secret %s: no ca.crt", want.ca)
+		}
+		l := secret(leaf)
+		block, _ := pem.Decode(l.Data["tls.crt"])
+		if block == nil {
+			t.Fatalf("Secret %s: no tls.crt", leaf)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Verify(x509.VerifyOptions{Roots: roots, DNSName: want.name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+			t.Errorf("Secret %s: its certificate does not verify against %s for %q: %v", leaf, want.ca, want.name, err)
+		}
+		if string(l.Data["ca.crt"]) != string(ca.Data["ca.crt"]) {
+			t.Errorf("Secret %s: ca.crt is not %s's", leaf, want.ca)
+		}
+	}
+	bundle := secret("sidecarset-serving-ca").Data["ca.crt"]
+	for _, name := range []string{"v1alpha1.apps.kruise.io", "v1beta1.apps.kruise.io", "v1.admission.kruise.io"} {
+		got, err := runKubectl(t, "", "get", "apiservice", name, "-o", "jsonpath={.spec.caBundle}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != base64.StdEncoding.EncodeToString(bundle) {
+			t.Errorf("APIService %s: caBundle is not the serving CA's trust bundle", name)
+		}
+	}
+	for _, p := range servers {
+		c := p.Spec.Containers[0]
+		if !slices.Contains(c.Args, fmt.Sprintf("--secure-port=%d", helmSecurePort)) || c.Ports[0].ContainerPort != helmSecurePort {
+			t.Errorf("server pod %s: args %v, ports %v; want port %d", p.Name, c.Args, c.Ports, helmSecurePort)
+		}
+	}
+}
+
 // writeHelmValues writes the values the real node needs: the images node-deploy-images imported
 // (never pulled), and its node selector and toleration for every pod the chart runs.
 func writeHelmValues(t *testing.T) string {
@@ -195,8 +261,9 @@ func writeHelmValues(t *testing.T) string {
 		"backup": scheduling,
 	}
 	values := map[string]interface{}{
-		"image": map[string]string{"repository": "sidecarset.dev/sidecarset-apiserver", "tag": "local", "pullPolicy": "Never"},
-		"etcd":  etcd,
+		"image":      map[string]string{"repository": "sidecarset.dev/sidecarset-apiserver", "tag": "local", "pullPolicy": "Never"},
+		"etcd":       etcd,
+		"securePort": helmSecurePort,
 	}
 	for k, v := range scheduling {
 		values[k] = v
