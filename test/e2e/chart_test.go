@@ -13,8 +13,9 @@ import (
 // kube-apiserver validate every object (apply --dry-run=server), as TestDeployManifests does for
 // the kustomization rendered from it, by default and with the values for managed clusters. It
 // renders into the server's namespace, which the local cluster has (a dry run creates no
-// namespace). The cert-manager variant is only rendered: the local cluster has no cert-manager
-// CRDs.
+// namespace). The default, self-managed certificates, is validated the same way (etcd's init
+// container and sidecar, the certificate guards' CEL). The cert-manager variant is only rendered:
+// the local cluster has no cert-manager CRDs.
 func TestChartDryRun(t *testing.T) {
 	parallelTest(t)
 	manifest, err := chart.Render(root, filepath.Join(t.TempDir(), "certs"), "--namespace", serverNamespace)
@@ -48,6 +49,19 @@ func TestChartDryRun(t *testing.T) {
 		if out, err := runKubectl(t, string(manifest), "apply", "--dry-run=server", "-f", "-"); err != nil {
 			t.Errorf("%s: helm template | kubectl apply --dry-run=server -f -: %v\n%s", name, err, out)
 		}
+	}
+
+	helm, err := chart.Helm(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := chart.Template(helm, root, "--namespace", serverNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEtcd(t, "the chart with self-managed certificates", string(self))
+	if out, err := runKubectl(t, string(self), "apply", "--dry-run=server", "-f", "-"); err != nil {
+		t.Fatalf("helm template (self-managed) | kubectl apply --dry-run=server -f -: %v\n%s", err, out)
 	}
 
 	cm, err := chart.Render(root, filepath.Join(t.TempDir(), "certs"), "--set", "certificates.source=cert-manager")
