@@ -206,7 +206,9 @@ func TestCertManagerIssuers(t *testing.T) {
 		ref, _, _ := unstructured.NestedMap(get(t, objs, Key{"Certificate", Namespace, name}).Object, "spec", "issuerRef")
 		return ref
 	}
-	own := func(name string) map[string]interface{} { return map[string]interface{}{"kind": "Issuer", "name": name} }
+	own := func(name string) map[string]interface{} {
+		return map[string]interface{}{"kind": "Issuer", "name": name}
+	}
 	corp := map[string]interface{}{"kind": "ClusterIssuer", "name": "corp", "group": "cert-manager.io"}
 	for _, tc := range []struct {
 		name          string
