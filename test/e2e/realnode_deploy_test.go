@@ -354,7 +354,7 @@ func checkEtcdCluster(t *testing.T, ns string) {
 	// Every 2 s: each try runs etcdctl in a pod through kubectl exec.
 	eventuallyEvery(t, "etcd endpoint status --cluster to list 3 https endpoints", 2*time.Second, time.Minute, func(ctx context.Context) (bool, string) {
 		var err error
-		out, err = runKubectl(t, "", "-n", ns, "exec", "sidecarset-etcd-0", "--", "etcdctl",
+		out, err = runKubectl(t, "", "-n", ns, "exec", "sidecarset-etcd-0", "-c", "etcd", "--", "etcdctl",
 			"--endpoints=https://sidecarset-etcd-0.sidecarset-etcd."+ns+".svc:2379,https://sidecarset-etcd-1.sidecarset-etcd."+ns+".svc:2379,https://sidecarset-etcd-2.sidecarset-etcd."+ns+".svc:2379",
 			"--cacert=/etc/etcd/server/ca.crt", "--cert=/etc/etcd/server/tls.crt", "--key=/etc/etcd/server/tls.key",
 			"endpoint", "status", "--cluster", "-w", "json")
