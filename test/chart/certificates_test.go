@@ -101,6 +101,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	st := get(t, objs, etcd)
 	expect(t, st, "sidecarset-etcd", "spec", "template", "spec", "serviceAccountName")
 	expect(t, st, false, "spec", "template", "spec", "automountServiceAccountToken")
+	expect(t, st, "etcd", "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/default-container")
 	inits := containersAt(t, st, "initContainers")
 	if len(inits) != 2 {
 		t.Fatalf("etcd's init containers: %v, want certificates and certificates-renewal", inits)
