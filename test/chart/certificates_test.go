@@ -263,26 +263,6 @@ func TestCertManagerIssuers(t *testing.T) {
 	}
 }
 
-// TestSecurePort: the server listens on securePort, its probes and the Service's target follow.
-func TestSecurePort(t *testing.T) {
-	e := setup(t)
-	objs := e.template(t, "--set", "securePort=10443")
-	if !slices.Contains(serverArgs(t, objs), "--secure-port=10443") {
-		t.Errorf("the server's args: %v", serverArgs(t, objs))
-	}
-	c := &unstructured.Unstructured{Object: firstContainer(t, get(t, objs, server))}
-	ports, _, _ := unstructured.NestedSlice(c.Object, "ports")
-	if len(ports) != 1 || num(ports[0].(map[string]interface{})["containerPort"]) != 10443 {
-		t.Errorf("the server's ports: %v", ports)
-	}
-	expect(t, c, int64(10443), "readinessProbe", "httpGet", "port")
-	expect(t, c, int64(10443), "livenessProbe", "httpGet", "port")
-	svcPorts, _, _ := unstructured.NestedSlice(get(t, objs, Key{"Service", Namespace, "sidecarset-apiserver"}).Object, "spec", "ports")
-	if len(svcPorts) != 1 || num(svcPorts[0].(map[string]interface{})["targetPort"]) != 10443 || num(svcPorts[0].(map[string]interface{})["port"]) != 443 {
-		t.Errorf("the Service's ports: %v", svcPorts)
-	}
-}
-
 func toAny(in []string) []interface{} {
 	out := make([]interface{}, len(in))
 	for i, s := range in {
@@ -294,15 +274,4 @@ func toAny(in []string) []interface{} {
 func toString(v interface{}) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// num is a number of a parsed manifest, however it was decoded.
-func num(v interface{}) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case float64:
-		return int64(n)
-	}
-	return -1
 }
