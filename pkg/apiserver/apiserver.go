@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
@@ -201,8 +202,15 @@ func (c completedConfig) New() (*Server, error) {
 		if set.resizes, err = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
 			return nil, err
 		}
+		kube, err := kubernetes.NewForConfig(c.main)
+		if err != nil {
+			return nil, err
+		}
+		if set.preDownloads, err = controller.NewPreDownloads(kube, c.ExtraConfig.Namespace, nil); err != nil {
+			return nil, err
+		}
 		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
-			Resizes: set.resizes,
+			Resizes: set.resizes, PreDownloads: set.preDownloads,
 			SidecarSets: func(name string) *v1alpha1.SidecarSet {
 				ss, err := sets.Get(name)
 				if err != nil {

@@ -85,6 +85,7 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 		}
 		opts.Pods = set.pods
 		opts.Resizes = set.resizes
+		opts.PreDownloads = set.preDownloads
 		events = record.NewBroadcaster()
 		opts.Recorder = events.NewRecorder(eventScheme(), corev1.EventSource{Component: "sidecarset-controller"})
 	}

@@ -39,6 +39,8 @@ type informerSet struct {
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
 	resizes *controller.Resizes
+	// preDownloads pulls new sidecar images ahead of upgrades; nil without a main cluster.
+	preDownloads *controller.PreDownloads
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the
@@ -64,6 +66,9 @@ func (s *informerSet) start(stop <-chan struct{}) {
 	}
 	if s.podInformers != nil {
 		s.podInformers.Start(stop)
+	}
+	if s.preDownloads != nil {
+		s.preDownloads.Start(stop)
 	}
 }
 

@@ -591,6 +591,8 @@ type SidecarSetRolloutStatus struct {
 	Partition int32
 	// Unavailable is the number of updated pods that are not available.
 	Unavailable int32
+	// PreDownloading and PreDownloaded count the pods of each PreDownload state.
+	PreDownloading, PreDownloaded int32
 	// Revisions lists the revisions pods run, newest first, with their pod counts.
 	Revisions []RolloutRevision
 	// Pods lists every matched pod with its rollout state.
@@ -644,4 +646,8 @@ type RolloutPod struct {
 	// first), assuming each round's pods become available before the next; 0 for pods it would
 	// not upgrade.
 	Batch int32
+
+	// PreDownload is PreDownloading while the new sidecar images are pulled onto the pod's node
+	// ahead of its upgrade, PreDownloaded once they are there; empty without pre-download.
+	PreDownload string
 }

@@ -67,6 +67,9 @@ type Options struct {
 	// Resizes, when set, lets rollouts resize sidecars in place (see Resizes); without it a
 	// change of resources waits for the pods to be recreated.
 	Resizes *Resizes
+	// PreDownloads, when set, pulls new sidecar images ahead of the upgrades of the SidecarSets
+	// that ask for it (predownload.ParallelismAnnotation).
+	PreDownloads *PreDownloads
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -97,6 +100,7 @@ type Controller struct {
 	excluded       map[string]bool
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
+	preDownloads   *PreDownloads
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
@@ -154,6 +158,11 @@ func New(o Options) (*Controller, error) {
 		},
 	}); err != nil {
 		return nil, err
+	}
+	if o.PreDownloads != nil && o.Pods != nil && o.Kube != nil {
+		c.preDownloads = o.PreDownloads
+		c.synced = append(c.synced, o.PreDownloads.HasSynced)
+		o.PreDownloads.watchPulls(func(name string) { c.add(name, 0) })
 	}
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods

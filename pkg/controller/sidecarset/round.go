@@ -55,6 +55,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.pace.forget(name)
 		c.upgrading.forget(name)
 		c.backoffs.forget(name)
+		c.preDownloads.forget(ctx, name)
 		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
 	}
 	if err != nil {
@@ -81,12 +82,16 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
 	plan := rollout.PlanWith(ss, pods, opts)
+	pulled, held := c.preDownload(ctx, ss, plan, &opts) // pulls for plan.Upcoming; opts holds their pods
+	if held {
+		plan = rollout.PlanWith(ss, pods, opts)
+	}
 	if ready := c.readyNow(ctx, ss, plan); len(ready) > 0 {
 		pods = replace(pods, ready)
 		plan = rollout.PlanWith(ss, pods, opts)
 	}
 	out := c.apply(ctx, ss, plan)
-	out.events = append(history, out.events...)
+	out.events = append(append(history, pulled...), out.events...)
 	recreated := c.recreate(ctx, ss, pods, plan)
 	out.events = append(out.events, recreated.events...)
 	out.failed = append(out.failed, recreated.failed...)

@@ -31,6 +31,9 @@ type Viewer struct {
 	// Clock, when set, is the controller's (the real clock when nil): the view lets namespaces'
 	// holds lapse and evictions settle as rounds do, from what the SidecarSet's status records.
 	Clock clock.PassiveClock
+	// PreDownloads, when set, is the controller's: the view holds the pods its last round held,
+	// and shows their pre-download states.
+	PreDownloads *PreDownloads
 }
 
 // View returns the rollout view of ss.
@@ -59,8 +62,10 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(rollout.ActiveBackoffs(ss.Status.Backoffs, ss.Status.LatestRevision, now),
 		ss.Annotations[rollout.RecreateAnnotation] == "true")
 	opts.InFlightEvictions = len(rollout.InFlight(rollout.EvictionsFromStatus(ss.Status.InFlightEvictions), pods, now, evictionTTL))
+	opts.PreDownloading = v.PreDownloads.Holding(ss)
 	plan := planner(ss, pods, opts)
 	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
+	v.PreDownloads.Annotate(ss, plan, &status)
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
 	}

@@ -886,6 +886,13 @@ func schema_pkg_apis_apps_v1alpha1_RolloutPod(ref common.ReferenceCallback) comm
 							Format:      "int32",
 						},
 					},
+					"preDownload": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownload is PreDownloading while the new sidecar images are pulled onto the pod's node ahead of its upgrade (the annotation apps.kruise.io/image-predownload-parallelism), and PreDownloaded once they are there; empty without pre-download.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"namespace", "name", "state"},
 			},
@@ -1895,6 +1902,20 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetRolloutStatus(ref common.ReferenceC
 						SchemaProps: spec.SchemaProps{
 							Description: "Unavailable is the number of updated pods that are not available.",
 							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloading": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloading counts the pods whose new sidecar images are being pulled onto their nodes ahead of their upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloaded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloaded counts the pods waiting for their upgrade whose nodes have the new images.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2960,6 +2981,13 @@ func schema_pkg_apis_apps_v1beta1_RolloutPod(ref common.ReferenceCallback) commo
 							Format:      "int32",
 						},
 					},
+					"preDownload": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownload is PreDownloading while the new sidecar images are pulled onto the pod's node ahead of its upgrade (the annotation apps.kruise.io/image-predownload-parallelism), and PreDownloaded once they are there; empty without pre-download.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"namespace", "name", "state"},
 			},
@@ -3748,6 +3776,20 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetRolloutStatus(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "Unavailable is the number of updated pods that are not available.",
 							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloading": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloading counts the pods whose new sidecar images are being pulled onto their nodes ahead of their upgrade.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloaded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloaded counts the pods waiting for their upgrade whose nodes have the new images.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

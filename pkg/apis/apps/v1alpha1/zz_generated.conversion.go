@@ -661,6 +661,7 @@ func autoConvert_v1alpha1_RolloutPod_To_apps_RolloutPod(in *RolloutPod, out *app
 	out.Reason = in.Reason
 	out.Message = in.Message
 	out.Batch = in.Batch
+	out.PreDownload = in.PreDownload
 	return nil
 }
 
@@ -677,6 +678,7 @@ func autoConvert_apps_RolloutPod_To_v1alpha1_RolloutPod(in *apps.RolloutPod, out
 	out.Reason = in.Reason
 	out.Message = in.Message
 	out.Batch = in.Batch
+	out.PreDownload = in.PreDownload
 	return nil
 }
 
@@ -1054,6 +1056,8 @@ func autoConvert_v1alpha1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatu
 	out.MaxUnavailable = in.MaxUnavailable
 	out.Partition = in.Partition
 	out.Unavailable = in.Unavailable
+	out.PreDownloading = in.PreDownloading
+	out.PreDownloaded = in.PreDownloaded
 	out.Revisions = *(*[]apps.RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]apps.RolloutPod)(unsafe.Pointer(&in.Pods))
 	out.Phase = apps.RolloutPhase(in.Phase)
@@ -1075,6 +1079,8 @@ func autoConvert_apps_SidecarSetRolloutStatus_To_v1alpha1_SidecarSetRolloutStatu
 	out.MaxUnavailable = in.MaxUnavailable
 	out.Partition = in.Partition
 	out.Unavailable = in.Unavailable
+	out.PreDownloading = in.PreDownloading
+	out.PreDownloaded = in.PreDownloaded
 	out.Revisions = *(*[]RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]RolloutPod)(unsafe.Pointer(&in.Pods))
 	out.Phase = RolloutPhase(in.Phase)

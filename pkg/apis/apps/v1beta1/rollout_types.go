@@ -96,6 +96,11 @@ type SidecarSetRolloutStatus struct {
 	Partition int32 `json:"partition"`
 	// Unavailable is the number of updated pods that are not available.
 	Unavailable int32 `json:"unavailable"`
+	// PreDownloading counts the pods whose new sidecar images are being pulled onto their nodes
+	// ahead of their upgrade.
+	PreDownloading int32 `json:"preDownloading,omitempty"`
+	// PreDownloaded counts the pods waiting for their upgrade whose nodes have the new images.
+	PreDownloaded int32 `json:"preDownloaded,omitempty"`
 	// Revisions lists the revisions pods run, newest first, with their pod counts.
 	// +listType=atomic
 	Revisions []RolloutRevision `json:"revisions,omitempty"`
@@ -151,4 +156,8 @@ type RolloutPod struct {
 	// first), assuming each round's pods become available before the next; 0 for pods it would
 	// not upgrade.
 	Batch int32 `json:"batch,omitempty"`
+	// PreDownload is PreDownloading while the new sidecar images are pulled onto the pod's node
+	// ahead of its upgrade (the annotation apps.kruise.io/image-predownload-parallelism), and
+	// PreDownloaded once they are there; empty without pre-download.
+	PreDownload string `json:"preDownload,omitempty"`
 }

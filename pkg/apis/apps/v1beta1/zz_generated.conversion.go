@@ -557,6 +557,7 @@ func autoConvert_v1beta1_RolloutPod_To_apps_RolloutPod(in *RolloutPod, out *apps
 	out.Reason = in.Reason
 	out.Message = in.Message
 	out.Batch = in.Batch
+	out.PreDownload = in.PreDownload
 	return nil
 }
 
@@ -573,6 +574,7 @@ func autoConvert_apps_RolloutPod_To_v1beta1_RolloutPod(in *apps.RolloutPod, out 
 	out.Reason = in.Reason
 	out.Message = in.Message
 	out.Batch = in.Batch
+	out.PreDownload = in.PreDownload
 	return nil
 }
 
@@ -896,6 +898,8 @@ func autoConvert_v1beta1_SidecarSetRolloutStatus_To_apps_SidecarSetRolloutStatus
 	out.MaxUnavailable = in.MaxUnavailable
 	out.Partition = in.Partition
 	out.Unavailable = in.Unavailable
+	out.PreDownloading = in.PreDownloading
+	out.PreDownloaded = in.PreDownloaded
 	out.Revisions = *(*[]apps.RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]apps.RolloutPod)(unsafe.Pointer(&in.Pods))
 	out.Phase = apps.RolloutPhase(in.Phase)
@@ -917,6 +921,8 @@ func autoConvert_apps_SidecarSetRolloutStatus_To_v1beta1_SidecarSetRolloutStatus
 	out.MaxUnavailable = in.MaxUnavailable
 	out.Partition = in.Partition
 	out.Unavailable = in.Unavailable
+	out.PreDownloading = in.PreDownloading
+	out.PreDownloaded = in.PreDownloaded
 	out.Revisions = *(*[]RolloutRevision)(unsafe.Pointer(&in.Revisions))
 	out.Pods = *(*[]RolloutPod)(unsafe.Pointer(&in.Pods))
 	out.Phase = RolloutPhase(in.Phase)

@@ -34,6 +34,7 @@ const (
 	ReasonImmutableField    = sidecar.NotUpgradableReason
 	ReasonWritePending      = "WritePending"
 	ReasonRetryBackoff      = "RetryBackoff"
+	ReasonPreDownloading    = "PreDownloading"
 )
 
 // Counts are the SidecarSet status counters (OpenKruise §5.4).
@@ -71,6 +72,10 @@ type Result struct {
 	Pods []PodPlan
 	// Upgrade are the pods to upgrade now, in order.
 	Upgrade []*Pod
+	// Upcoming are the pods the rollout will upgrade, now or in later rounds, in order: the
+	// candidates partition does not keep; none while the rollout is paused, NotUpdate, or waits
+	// for hot-upgrade resets. Pre-download pulls their new images ahead of their upgrades.
+	Upcoming []*Pod
 	// Resize are the pods of Upgrade whose sidecars' resources change too (Options).
 	Resize map[*Pod]bool
 	// Unbudgeted are the pods of Upgrade taken without maxUnavailable because they were not ready
@@ -206,6 +211,9 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 		var used int32
 		res.Upgrade, used = p.choose(res, managed, facts, plans, candidates, sh)
 		r.candidates = candidates
+		for _, i := range candidates[:max(0, len(candidates)-int(res.Partition))] {
+			res.Upcoming = append(res.Upcoming, managed[i])
+		}
 		res.Holder = holder(sh, managed, plans, candidates)
 		res.Recreate = p.recreates(res, managed, plans, used)
 	} else if len(res.Reset) > 0 {
@@ -228,7 +236,11 @@ func planRound(ss *v1alpha1.SidecarSet, pods []*Pod, opts Options) (*Result, *ro
 	return res, r
 }
 
-// choose walks the candidates in order: partition keeps the last ones; a candidate that is not
+// preDownloadAnnotation is the annotation that turns pre-download on (predownload.ParallelismAnnotation).
+const preDownloadAnnotation = "apps.kruise.io/image-predownload-parallelism"
+
+// choose walks the candidates in order: partition keeps the last ones; a candidate whose upgrade
+// waits for its pre-download (Options.PreDownloading) is skipped; a candidate that is not
 // ready for its sidecars costs nothing (res.Unbudgeted); a ready one whose namespace holds its
 // share of maxUnavailable waits (sh, share.go), and the walk goes on; another ready one is taken
 // while fewer than maxUnavailable updated pods are unavailable, and the walk stops at the first
@@ -238,7 +250,9 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 	keep := len(candidates) - int(res.Partition)
 	unavailable := res.Unavailable
 	used := sh.used(false)
-	sh.contend(pods, facts, candidates[:max(0, keep)], func(pod *Pod) bool { return p.opts.Deferred[pod.UID] })
+	sh.contend(pods, facts, candidates[:max(0, keep)], func(pod *Pod) bool {
+		return p.opts.Deferred[pod.UID] || p.opts.PreDownloading[pod.UID]
+	})
 	shareMessages := map[text]string{}
 	var out []*Pod
 	stopped := false
@@ -249,6 +263,8 @@ func (p *planner) choose(res *Result, pods []*Pod, facts []podFacts, plans []Pod
 			plans[i].Reason = ReasonPartition
 		case p.opts.Deferred[pods[i].UID]:
 			plans[i].Reason = ReasonRetryBackoff
+		case p.opts.PreDownloading[pods[i].UID]:
+			plans[i].Reason = ReasonPreDownloading
 		case facts[i].readyForSidecar && sh.full(used, ns):
 			if _, ok := shareMessages[ns]; !ok {
 				shareMessages[ns] = sh.message(ns)
@@ -356,6 +372,8 @@ func message(res *Result, reason string) string {
 		return "upgrading in this round"
 	case ReasonRetryBackoff:
 		return "kube-apiserver refused the controller's last upgrade or eviction of the pod: tried again after a backoff (5 s, doubling up to 5 minutes); the pod's events say why"
+	case ReasonPreDownloading:
+		return "the new sidecar images are being pulled onto the pod's node (" + preDownloadAnnotation + "): the upgrade waits for the pull, at most its timeout"
 	case ReasonWritePending:
 		return "the controller's last write to the pod is not in its cache yet: it counts against maxUnavailable until it is"
 	}

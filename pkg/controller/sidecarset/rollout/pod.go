@@ -50,6 +50,7 @@ type Pod struct {
 	resize *condition
 
 	namespace text // holds Namespace's shared copy
+	node      text // spec.nodeName (see Node)
 	injected  text // the injected-list annotation
 	owner     text // the UID of the pod's controller, which its many pods share (see Owner)
 	// working is the working hot-upgrade container annotation, decoded: pairs of a sidecar name
@@ -66,6 +67,9 @@ func (p *Pod) HotUpgradeTwins(name string) (working, idle string) {
 	w, _ := p.Working(name)
 	return sidecar.HotUpgradeTwinsOf(name, w)
 }
+
+// Node is the name of the pod's node, "" before it is scheduled.
+func (p *Pod) Node() string { return p.node.String() }
 
 // Owner is the UID of the pod's controller (a workload that recreates it), "" for a bare pod.
 func (p *Pod) Owner() types.UID { return types.UID(p.owner.String()) }
@@ -328,6 +332,9 @@ func NewPod(pod *corev1.Pod) *Pod {
 		Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion, namespace: newText(pod.Namespace),
 		Created: pod.CreationTimestamp.Time, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
 		Phase: phase(pod.Status.Phase), ObservedGeneration: pod.Status.ObservedGeneration, Labels: NewLabels(pod.Labels),
+	}
+	if pod.Spec.NodeName != "" {
+		p.node = newText(pod.Spec.NodeName)
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		p.owner = newText(string(ref.UID))

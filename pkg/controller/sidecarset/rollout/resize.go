@@ -62,6 +62,10 @@ type Options struct {
 	// measured by the controller): their pods count against their namespace's share alone, no
 	// longer against maxUnavailable (share.go).
 	Lapsed map[string]bool
+	// PreDownloading are the pods (by UID) whose upgrades wait for a pull of the new images onto
+	// their nodes (package predownload): they are not upgraded and hold no place of
+	// maxUnavailable (ReasonPreDownloading), and the walk goes on with the next pods in order.
+	PreDownloading map[types.UID]bool
 }
 
 // Resize returns the kubelet's pending or in-progress resize of the pod (the PodResizePending
