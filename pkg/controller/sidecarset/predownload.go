@@ -45,9 +45,9 @@ type PreDownloads struct {
 	factories []kubeinformers.SharedInformerFactory
 
 	mu     sync.Mutex
-	ended  map[string]map[predownload.Key]predownload.Outcome   // by SidecarSet
-	states map[string]map[types.UID]predownload.State            // by SidecarSet, of the last round
-	onPull func(sidecarSet string)                               // queues a round (the controller's)
+	ended  map[string]map[predownload.Key]predownload.Outcome // by SidecarSet
+	states map[string]map[types.UID]predownload.State         // by SidecarSet, of the last round
+	onPull func(sidecarSet string)                            // queues a round (the controller's)
 }
 
 // NewPreDownloads returns the pre-download of a server whose namespace is namespace, on the main
