@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -204,15 +205,21 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		return nil, false
 	}
 	d.mu.Lock()
-	ended := d.prune(ss)
+	ended := maps.Clone(d.prune(ss)) // the plan reads it while other rounds may forget
 	d.mu.Unlock()
 	res := predownload.Plan(predownload.Input{
 		Config: *cfg, Now: c.clock.Now(), Needs: needs(ss, plan.Upcoming), OnNode: d.onNode,
 		Pulls: d.pullsOf(ss.Name), Ended: ended, UpdatedReady: plan.Counts.UpdatedReady, Matched: plan.Counts.Matched,
 	})
+	d.mu.Lock()
+	if kept := d.ended[ss.Name]; kept != nil {
+		for _, o := range res.Ended {
+			kept[o.Key] = o
+		}
+	}
+	d.mu.Unlock()
 	var events []event
 	for _, o := range res.Ended {
-		ended[o.Key] = o
 		switch o.Result {
 		case predownload.ResultFailed:
 			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadFailed, fmt.Sprintf(
