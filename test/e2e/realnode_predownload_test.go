@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,6 +220,9 @@ func startTestRegistry(t *testing.T, images ...string) map[string]string {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
+	// It dies with the test process, however that ends: it would otherwise keep what it inherited
+	// (the real node's lock, taken around make e2e-node) for ever.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
