@@ -116,9 +116,8 @@ func (f rolloutFigures) sorted() []time.Duration {
 // measureRollout sets sidecar1's image of SidecarSet name to image (pulled if not present) and
 // measures, for each of its n pods, how long its sidecar did not answer: the test probes each
 // pod's sidecar1 (/ready on 8081, through the node's pod bridge) every 20 ms during the rollout,
-// which ends once every pod runs image, ready. The API does not show it: the kubelet reports a
-// pod's status before it kills the old container and again once the new one runs, not while it
-// pulls in between.
+// which ends once every pod runs image, ready. The pods' Ready condition, sampled through the API,
+// did not show the pull: the kubelet reported no status while it pulled.
 func measureRollout(t *testing.T, name, image string, n int) rolloutFigures {
 	t.Helper()
 	probes := map[string]*downtime{}
