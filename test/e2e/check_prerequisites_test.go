@@ -34,7 +34,7 @@ func TestCheckPrerequisites(t *testing.T) {
 		"installer-rbac": {"ok", "you may make all 19 creates the installation makes"},
 		"storage-class":  {"warning", "no default StorageClass (the cluster has: none): etcd's claims stay Pending"},
 		"front-proxy-ca": {"ok", "requestheader-client-ca-file of ConfigMap kube-system/extension-apiserver-authentication"},
-		"cert-manager":   {"ok", "not used: certificates from secrets"},
+		"cert-manager":   {"ok", "not used: certificates from self-managed"},
 	} {
 		status, msg := report.status(name)
 		category, hint, docs := report.find(name)
