@@ -70,8 +70,22 @@ func TestPreDownload(t *testing.T) {
 		}
 		return waiting > 0 && view.Status.PreDownloading == int32(waiting), fmt.Sprintf("preDownloading %d: %s", view.Status.PreDownloading, strings.Join(states, ", "))
 	})
+	eventually(t, "the SidecarSet's status counting pods that wait for their pull", 30*time.Second, func(ctx context.Context) (bool, string) {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ss.Status.PreDownloadingPods > 0, fmt.Sprintf("preDownloadingPods %d, preDownloadedPods %d", ss.Status.PreDownloadingPods, ss.Status.PreDownloadedPods)
+	})
 	eventually(t, "every pod upgraded", 2*time.Minute, func(ctx context.Context) (bool, string) {
 		return upgradedIn(ctx, ns, name, "busybox:1.37", 6)
+	})
+	eventually(t, "the status counting no pull once the rollout is done", 30*time.Second, func(ctx context.Context) (bool, string) {
+		ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ss.Status.PreDownloadingPods == 0 && ss.Status.PreDownloadedPods == 0, fmt.Sprintf("preDownloadingPods %d, preDownloadedPods %d", ss.Status.PreDownloadingPods, ss.Status.PreDownloadedPods)
 	})
 	eventually(t, "no pull pod left", 30*time.Second, func(ctx context.Context) (bool, string) {
 		list, err := kube.CoreV1().Pods(serverNamespace).List(ctx, metav1.ListOptions{LabelSelector: pullLabel + "=true"})

@@ -346,6 +346,12 @@ type SidecarSetStatus struct {
 	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
 	NotInjectedPods int32
 
+	// PreDownloadingPods is the number of pods whose upgrade waits for its new sidecar images to be
+	// pulled onto its node (apps.kruise.io/image-predownload-*); PreDownloadedPods, of pods still to
+	// upgrade whose node has them.
+	PreDownloadingPods int32
+	PreDownloadedPods  int32
+
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision string
 

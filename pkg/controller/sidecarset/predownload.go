@@ -168,15 +168,7 @@ func (d *PreDownloads) Annotate(ss *v1alpha1.SidecarSet, plan *rollout.Result, s
 	if d == nil {
 		return
 	}
-	d.mu.Lock()
-	states := d.states[ss.Name]
-	d.mu.Unlock()
-	byKey := make(map[string]predownload.State, len(states))
-	for _, pp := range plan.Pods {
-		if s, ok := states[pp.Pod.UID]; ok && pp.State != v1alpha1.PodRolloutUpdated {
-			byKey[pp.Pod.Namespace+"/"+pp.Pod.Name] = s
-		}
-	}
+	byKey := d.statesOf(ss, plan)
 	for i := range st.Pods {
 		p := &st.Pods[i]
 		s := byKey[p.Namespace+"/"+p.Name]
@@ -253,6 +245,38 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		}
 	}
 	return events, len(opts.PreDownloading) > 0
+}
+
+// statesOf returns the PreDownload states of the pods of plan still to upgrade, by
+// namespace/name, from the controller's last round of ss.
+func (d *PreDownloads) statesOf(ss *v1alpha1.SidecarSet, plan *rollout.Result) map[string]predownload.State {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	states := d.states[ss.Name]
+	d.mu.Unlock()
+	byKey := make(map[string]predownload.State, len(states))
+	for _, pp := range plan.Pods {
+		if s, ok := states[pp.Pod.UID]; ok && pp.State != v1alpha1.PodRolloutUpdated {
+			byKey[pp.Pod.Namespace+"/"+pp.Pod.Name] = s
+		}
+	}
+	return byKey
+}
+
+// counts returns how many pods of plan still to upgrade wait for their pull, and how many have
+// their images on their node (status.preDownloadingPods, status.preDownloadedPods).
+func (d *PreDownloads) counts(ss *v1alpha1.SidecarSet, plan *rollout.Result) (downloading, downloaded int32) {
+	for _, s := range d.statesOf(ss, plan) {
+		switch s {
+		case predownload.Downloading:
+			downloading++
+		case predownload.Downloaded:
+			downloaded++
+		}
+	}
+	return downloading, downloaded
 }
 
 // prune returns the remembered outcomes of ss, without those of images its spec no longer has.

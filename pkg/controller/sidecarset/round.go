@@ -128,7 +128,8 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	facts := &roundFacts{counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
+	downloading, downloaded := c.preDownloads.counts(ss, plan)
+	facts := &roundFacts{preDownloading: downloading, preDownloaded: downloaded, counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
 		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
 	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {

@@ -34,6 +34,9 @@ type roundFacts struct {
 	lapsed    map[string]bool
 	evictions []rollout.Eviction
 	backoffs  []v1alpha1.PodBackoff
+	// preDownloading and preDownloaded count the pods still to upgrade whose pull runs, and those
+	// whose node has the new images.
+	preDownloading, preDownloaded int32
 	// newlyLapsed is set by desiredStatus: the namespaces whose hold lapsed with the status written.
 	newlyLapsed []string
 }
@@ -97,6 +100,7 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 			st.NamespaceHolds, facts.newlyLapsed = rollout.NextHolds(current.Status.NamespaceHolds, facts.lapsed, facts.plan, c.clock.Now())
 		}
 		st.Backoffs = rollout.BackoffsStatus(facts.backoffs)
+		st.PreDownloadingPods, st.PreDownloadedPods = facts.preDownloading, facts.preDownloaded
 		st.InFlightEvictions = rollout.EvictionsStatus(rollout.MergeEvictions(facts.evictions, recordedSince(cached, current)))
 		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}

@@ -2213,6 +2213,19 @@ func schema_pkg_apis_apps_v1alpha1_SidecarSetStatus(ref common.ReferenceCallback
 							Format:      "int32",
 						},
 					},
+					"preDownloadingPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloadingPods is the number of pods whose upgrade waits for its new sidecar images to be pulled onto its node (apps.kruise.io/image-predownload-*); PreDownloadedPods, of pods still to upgrade whose node has them.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloadedPods": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
 					"latestRevision": {
 						SchemaProps: spec.SchemaProps{
 							Description: "LatestRevision is the name of the SidecarSetRevision of the current spec.",
@@ -4085,6 +4098,19 @@ func schema_pkg_apis_apps_v1beta1_SidecarSetStatus(ref common.ReferenceCallback)
 							Description: "NotInjectedPods is the number of active pods the SidecarSet selects that run without its sidecars; the sidecarsets/rollout view lists them with state NotInjected.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"preDownloadingPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreDownloadingPods is the number of pods whose upgrade waits for its new sidecar images to be pulled onto its node (apps.kruise.io/image-predownload-*); PreDownloadedPods, of pods still to upgrade whose node has them.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"preDownloadedPods": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
 						},
 					},
 					"latestRevision": {

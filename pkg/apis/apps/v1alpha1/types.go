@@ -406,6 +406,14 @@ type SidecarSetStatus struct {
 	// +optional
 	NotInjectedPods int32 `json:"notInjectedPods,omitempty"`
 
+	// PreDownloadingPods is the number of pods whose upgrade waits for its new sidecar images to be
+	// pulled onto its node (apps.kruise.io/image-predownload-*); PreDownloadedPods, of pods still to
+	// upgrade whose node has them.
+	// +optional
+	PreDownloadingPods int32 `json:"preDownloadingPods,omitempty"`
+	// +optional
+	PreDownloadedPods int32 `json:"preDownloadedPods,omitempty"`
+
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision string `json:"latestRevision,omitempty"`
 

@@ -1150,6 +1150,8 @@ func autoConvert_v1alpha1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarS
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.NotInjectedPods = in.NotInjectedPods
+	out.PreDownloadingPods = in.PreDownloadingPods
+	out.PreDownloadedPods = in.PreDownloadedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.InFlightEvictions = *(*[]apps.InFlightEviction)(unsafe.Pointer(&in.InFlightEvictions))
@@ -1171,6 +1173,8 @@ func autoConvert_apps_SidecarSetStatus_To_v1alpha1_SidecarSetStatus(in *apps.Sid
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.NotInjectedPods = in.NotInjectedPods
+	out.PreDownloadingPods = in.PreDownloadingPods
+	out.PreDownloadedPods = in.PreDownloadedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.InFlightEvictions = *(*[]InFlightEviction)(unsafe.Pointer(&in.InFlightEvictions))

@@ -982,6 +982,8 @@ func autoConvert_v1beta1_SidecarSetStatus_To_apps_SidecarSetStatus(in *SidecarSe
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.NotInjectedPods = in.NotInjectedPods
+	out.PreDownloadingPods = in.PreDownloadingPods
+	out.PreDownloadedPods = in.PreDownloadedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.InFlightEvictions = *(*[]apps.InFlightEviction)(unsafe.Pointer(&in.InFlightEvictions))
@@ -1003,6 +1005,8 @@ func autoConvert_apps_SidecarSetStatus_To_v1beta1_SidecarSetStatus(in *apps.Side
 	out.ReadyPods = in.ReadyPods
 	out.UpdatedReadyPods = in.UpdatedReadyPods
 	out.NotInjectedPods = in.NotInjectedPods
+	out.PreDownloadingPods = in.PreDownloadingPods
+	out.PreDownloadedPods = in.PreDownloadedPods
 	out.LatestRevision = in.LatestRevision
 	out.CollisionCount = (*int32)(unsafe.Pointer(in.CollisionCount))
 	out.InFlightEvictions = *(*[]InFlightEviction)(unsafe.Pointer(&in.InFlightEvictions))

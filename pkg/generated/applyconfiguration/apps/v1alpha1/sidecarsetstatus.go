@@ -40,6 +40,11 @@ type SidecarSetStatusApplyConfiguration struct {
 	// NotInjectedPods is the number of active pods the SidecarSet selects that run without its
 	// sidecars; the sidecarsets/rollout view lists them with state NotInjected.
 	NotInjectedPods *int32 `json:"notInjectedPods,omitempty"`
+	// PreDownloadingPods is the number of pods whose upgrade waits for its new sidecar images to be
+	// pulled onto its node (apps.kruise.io/image-predownload-*); PreDownloadedPods, of pods still to
+	// upgrade whose node has them.
+	PreDownloadingPods *int32 `json:"preDownloadingPods,omitempty"`
+	PreDownloadedPods  *int32 `json:"preDownloadedPods,omitempty"`
 	// LatestRevision is the name of the SidecarSetRevision of the current spec.
 	LatestRevision *string `json:"latestRevision,omitempty"`
 	// CollisionCount counts revision name collisions; it makes new revision names unique.
@@ -116,6 +121,22 @@ func (b *SidecarSetStatusApplyConfiguration) WithUpdatedReadyPods(value int32) *
 // If called multiple times, the NotInjectedPods field is set to the value of the last call.
 func (b *SidecarSetStatusApplyConfiguration) WithNotInjectedPods(value int32) *SidecarSetStatusApplyConfiguration {
 	b.NotInjectedPods = &value
+	return b
+}
+
+// WithPreDownloadingPods sets the PreDownloadingPods field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreDownloadingPods field is set to the value of the last call.
+func (b *SidecarSetStatusApplyConfiguration) WithPreDownloadingPods(value int32) *SidecarSetStatusApplyConfiguration {
+	b.PreDownloadingPods = &value
+	return b
+}
+
+// WithPreDownloadedPods sets the PreDownloadedPods field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PreDownloadedPods field is set to the value of the last call.
+func (b *SidecarSetStatusApplyConfiguration) WithPreDownloadedPods(value int32) *SidecarSetStatusApplyConfiguration {
+	b.PreDownloadedPods = &value
 	return b
 }
 
