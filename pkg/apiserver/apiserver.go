@@ -93,6 +93,9 @@ type Settings struct {
 	ExcludedNamespaces []string
 	// PolicyGrace is how long the webhook keeps injecting a SidecarSet after its policy changed.
 	PolicyGrace time.Duration
+	// MaxPolicyRequests is the most SidecarSets asking for the policy path
+	// (apps.InjectionPathAnnotation) served first (policy.PlanInput.MaxPolicyRequests).
+	MaxPolicyRequests int
 	// WebhookLoadDelay is how long kube-apiserver may take to load a write of the injection
 	// webhooks' configuration (see injectionsync.Intake).
 	WebhookLoadDelay time.Duration

@@ -175,6 +175,7 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 		ExcludedNamespaces:   c.ExtraConfig.excludedNamespaces(),
 		Resync:               5 * time.Minute,
 		Grace:                c.ExtraConfig.PolicyGrace,
+		MaxPolicyRequests:    c.ExtraConfig.MaxPolicyRequests,
 		LoadDelay:            c.ExtraConfig.WebhookLoadDelay,
 		WebhookOnly:          paths.webhookOnly,
 		Owner:                apiServiceOwner(kube, c.ExtraConfig.InjectionOwner),

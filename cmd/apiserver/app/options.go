@@ -64,6 +64,9 @@ func NewOptions() *Options {
 			InjectionOwner:       "v1alpha1.apps.kruise.io",
 			PolicyGrace:          10 * time.Second,
 			WebhookLoadDelay:     time.Second,
+			// A granted platform-wide SidecarSet's policy names the sidecars of all its
+			// neighbours: kube-apiserver evaluates it for every pod with its label key.
+			MaxPolicyRequests: 16,
 			// A namespace's NamespacedSidecarSets are planned together; a ResourceQuota can set less.
 			MaxNamespacedPerNamespace: 200,
 			// 16Mi: the count cap's 200 objects of the manual's size (about 2.3 KiB as stored) with
@@ -118,6 +121,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespaces whose pods policies never inject, besides --namespace (keep in step with the webhooks' namespaceSelectors; kube-system is injected, as by OpenKruise).")
 	fs.DurationVar(&o.PolicyGrace, "policy-grace", o.PolicyGrace,
 		"How long the webhook keeps injecting a SidecarSet after its policy was created or changed: kube-apiserver loads policies asynchronously (about every second).")
+	fs.IntVar(&o.MaxPolicyRequests, "max-policy-path-requests", o.MaxPolicyRequests,
+		"Most SidecarSets asking for the policy path (annotation apps.kruise.io/injection-path: Policy), the oldest first, that get policies before the others and whatever the number of SidecarSets sharing their pods, "+
+			"so that their pods are injected while the server is down (0: none).")
 	fs.DurationVar(&o.WebhookLoadDelay, "webhook-load-delay", o.WebhookLoadDelay,
 		"How long kube-apiserver may take to load a write of the injection webhooks' configuration: the first SidecarSet write of a burst waits this long for the webhooks that send every pod to the server (0: no wait).")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
@@ -169,6 +175,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxNamespacedBytesPerNamespace < 0 {
 		errs = append(errs, fmt.Errorf("--max-namespaced-bytes-per-namespace must not be negative"))
+	}
+	if o.MaxPolicyRequests < 0 {
+		errs = append(errs, fmt.Errorf("--max-policy-path-requests must not be negative"))
 	}
 	if o.PolicyGrace < 0 {
 		errs = append(errs, fmt.Errorf("--policy-grace must not be negative"))

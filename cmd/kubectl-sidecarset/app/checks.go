@@ -242,6 +242,7 @@ var checkInfos = map[string]checkInfo{
 	"version-skew":          {categoryServer, "use the plugin of the server's version (kubectl sidecarset version shows both; docs/compatibility.md)"},
 	"certificates":          {categoryCertificates, "renew the certificates named (self-managed ones and cert-manager's renew themselves: see the runbook's SidecarSetCertificateExpiresSoon; hack/deploy-certs.sh otherwise) and the caBundle of the APIServices"},
 	"injection":             {categorySidecarSets, "kubectl get sidecarset NAME -o yaml: the Injected condition's reason and message say why"},
+	"outage":                {categorySidecarSets, "ask for policies for the SidecarSets whose pods must be created while the server is down (annotation apps.kruise.io/injection-path: Policy, docs/policy-injection.md#what-survives-an-outage); the reason named says what keeps one on the webhook"},
 	"sidecarset-conditions": {categorySidecarSets, "see the condition's message; kubectl sidecarset explain and kubectl sidecarset rollout status NAME tell more"},
 }
 
@@ -264,7 +265,7 @@ func assessCluster(f *clusterFacts) checkReport {
 		r.Checks = append(r.Checks, result("server", checkSkipped, "not installed: no APIService "+strings.Join(apiServiceNames, ", ")))
 	default:
 		r.Checks = append(r.Checks, checkAPIServices(f), checkNamespaceDeletion(f), checkServerHealth(f), checkWebhooks(f), checkVersion(f), checkVersionSkew(f), checkStorage(f),
-			checkEtcdHealth(f), checkEtcdQuota(f), checkCertificates(f), checkInjection(f), checkConditions(f), checkOpenKruiseFeatures(f))
+			checkEtcdHealth(f), checkEtcdQuota(f), checkCertificates(f), checkInjection(f), checkOutage(f), checkConditions(f), checkOpenKruiseFeatures(f))
 	}
 	for i := range r.Checks {
 		c := &r.Checks[i]
@@ -434,16 +435,17 @@ type injecting struct {
 	name       string // the SidecarSet's name, or "namespacedsidecarset NS/NAME"
 	generation int64
 	conditions []metav1.Condition
+	asks       bool // a cluster SidecarSet asking for the policy path (apps.InjectionPathAnnotation)
 }
 
 // injectingSets are the SidecarSets and the NamespacedSidecarSets.
 func (f *clusterFacts) injectingSets() []injecting {
 	out := make([]injecting, 0, len(f.SidecarSets)+len(f.NamespacedSidecarSets))
 	for _, ss := range f.SidecarSets {
-		out = append(out, injecting{ss.Name, ss.Generation, ss.Status.Conditions})
+		out = append(out, injecting{ss.Name, ss.Generation, ss.Status.Conditions, apps.AsksForPolicy(ss.Annotations)})
 	}
 	for _, n := range f.NamespacedSidecarSets {
-		out = append(out, injecting{"namespacedsidecarset " + n.Namespace + "/" + n.Name, n.Generation, n.Status.Conditions})
+		out = append(out, injecting{"namespacedsidecarset " + n.Namespace + "/" + n.Name, n.Generation, n.Status.Conditions, false})
 	}
 	return out
 }

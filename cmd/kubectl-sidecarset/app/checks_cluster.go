@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
@@ -220,4 +221,48 @@ func checkConditions(f *clusterFacts) checkResult {
 		return result("sidecarset-conditions", checkWarning, strings.Join(warnings, "; "))
 	}
 	return result("sidecarset-conditions", checkOK, fmt.Sprintf("no rollout stalled, no pod without its sidecars, no webhook receiving every pod among %s", f.setCount()))
+}
+
+// maxNamed is the most SidecarSets a check's message names; it counts the rest.
+const maxNamed = 10
+
+// checkOutage: which SidecarSets a pod create still depends on the server for. The pods a
+// webhook-path SidecarSet selects are refused while the server is down (the injection webhooks
+// fail closed); policies go on injecting. A SidecarSet asking for the policy path that the
+// webhook serves is a warning, with the reason of its Injected condition.
+func checkOutage(f *clusterFacts) checkResult {
+	var webhook, unmet []string
+	policies := 0
+	for _, ss := range f.injectingSets() {
+		c := meta.FindStatusCondition(ss.conditions, v1alpha1.SidecarSetInjected)
+		switch {
+		case c == nil || c.Status != metav1.ConditionTrue:
+		case c.Reason == string(apps.PathPolicy):
+			policies++
+		case c.Reason == string(apps.PathWebhook):
+			webhook = append(webhook, ss.name)
+			if ss.asks {
+				unmet = append(unmet, ss.name+": "+c.Message)
+			}
+		}
+	}
+	sort.Strings(webhook)
+	sort.Strings(unmet)
+	if len(unmet) > 0 {
+		return result("outage", checkWarning, fmt.Sprintf("%d SidecarSets ask for a policy and are served by the webhook, so their pods are refused while the server is down: %s",
+			len(unmet), strings.Join(unmet, "; ")))
+	}
+	msg := fmt.Sprintf("while the server is down, the %d SidecarSets served by policies still inject", policies)
+	if len(webhook) == 0 {
+		return result("outage", checkOK, msg+"; no pod create depends on the server")
+	}
+	return result("outage", checkOK, fmt.Sprintf("%s; pods that one of the %d served by the webhook selects are refused: %s", msg, len(webhook), namedList(webhook)))
+}
+
+// namedList names the first maxNamed of names and counts the rest.
+func namedList(names []string) string {
+	if len(names) <= maxNamed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamed], ", "), len(names)-maxNamed)
 }

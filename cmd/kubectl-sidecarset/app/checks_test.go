@@ -136,6 +136,20 @@ func TestAssessCluster(t *testing.T) {
 			f.Policies = -1
 			return f
 		}, map[string]checkStatus{"webhooks": checkOK}, map[string]string{"webhooks": "serves no MutatingAdmissionPolicy"}, false},
+		{"what survives an outage", installedFacts, map[string]checkStatus{"outage": checkOK}, map[string]string{
+			"outage": "the 1 SidecarSets served by policies still inject; pods that one of the 1 served by the webhook selects are refused: b"}, false},
+		{"a SidecarSet asking for a policy served by the webhook", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets[1].Annotations = map[string]string{"apps.kruise.io/injection-path": "Policy"}
+			f.SidecarSets[1].Status.Conditions[0].Message = "Canary: canary SidecarSets and their bases choose between each other per pod"
+			return f
+		}, map[string]checkStatus{"outage": checkWarning}, map[string]string{
+			"outage": "1 SidecarSets ask for a policy and are served by the webhook, so their pods are refused while the server is down: b: Canary: canary"}, false},
+		{"no SidecarSet on the webhook", func(t *testing.T) *clusterFacts {
+			f := installedFacts(t)
+			f.SidecarSets = f.SidecarSets[:1]
+			return f
+		}, map[string]checkStatus{"outage": checkOK}, map[string]string{"outage": "no pod create depends on the server"}, false},
 		{"a paused and an unobserved SidecarSet", func(t *testing.T) *clusterFacts {
 			f := installedFacts(t)
 			f.SidecarSets = append(f.SidecarSets, sidecarSetInjected("p", "False", apps.ReasonInjectionPaused))

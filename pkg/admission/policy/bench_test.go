@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,4 +268,114 @@ func policySize(p *admissionregistrationv1.MutatingAdmissionPolicy) int {
 		n += len(m.JSONPatch.Expression)
 	}
 	return n
+}
+
+// BenchmarkOutage measures what survives a server outage in policy mode: for every shape of the
+// injection benchmarks at 100 and 1,000 SidecarSets, alone ("platform=none"), then beside a
+// platform-wide SidecarSet (Exists on a label every pod then carries) that does not ask for a
+// policy ("not-asking") and that does ("asking"), one pod per SidecarSet (labelled and placed so
+// that it selects it) is admitted with the planned policies alone. A pod the planned webhooks
+// receive is refused (failurePolicy Fail); the others are injected in full (the injector's pod)
+// or admitted without some sidecars. The shares are reported as full-%, refused-% and without-%
+// (the time is the plan's and the pods').
+func BenchmarkOutage(b *testing.B) {
+	for _, shape := range policytest.Shapes {
+		for _, n := range []int{100, 1000} {
+			for _, platform := range []string{"none", "not-asking", "asking"} {
+				b.Run(fmt.Sprintf("%s/%d/platform=%s", shape, n, platform), func(b *testing.B) {
+					sets := policytest.BenchSidecarSets(shape, n)
+					if platform != "none" {
+						sets = append(sets, platformSidecarSet(platform == "asking"))
+					}
+					for i, ss := range sets {
+						ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+						prepare(b, ss)
+					}
+					var got outageShares
+					for range b.N {
+						got = outage(b, PlanInput{SidecarSets: sets, Now: testStamp, MaxPolicyRequests: 16}, sets[:n], platform != "none")
+					}
+					total := float64(got.full + got.refused + got.without)
+					b.ReportMetric(100*float64(got.full)/total, "full-%")
+					b.ReportMetric(100*float64(got.refused)/total, "refused-%")
+					b.ReportMetric(100*float64(got.without)/total, "without-%")
+				})
+			}
+		}
+	}
+}
+
+// platformSidecarSet selects every pod with the label platform-logs, asking for a policy or not.
+func platformSidecarSet(asks bool) *v1alpha1.SidecarSet {
+	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "platform-logs", Annotations: map[string]string{}}}
+	ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "platform-logs", Operator: metav1.LabelSelectorOpExists}}}
+	ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "platform-logs", Image: "busybox:1.36"}}}
+	if asks {
+		ss.Annotations[apps.InjectionPathAnnotation] = apps.InjectionPathPolicy
+	}
+	return ss
+}
+
+type outageShares struct{ full, refused, without int }
+
+// outage plans in, then admits one pod for each of selecting with the server down (carrying the
+// platform label when platform).
+func outage(b *testing.B, in PlanInput, selecting []*v1alpha1.SidecarSet, platform bool) outageShares {
+	plan, err := PlanPolicies(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var policies []*compiledPolicy
+	for _, p := range plan.Policies {
+		policies = append(policies, compilePolicy(b, p))
+	}
+	var out outageShares
+	for _, ss := range selecting {
+		pod, ns := podSelectedBy(ss)
+		if platform {
+			pod.Labels["platform-logs"] = "on"
+		}
+		if serverCalls(b, plan, pod, ns) > 0 {
+			out.refused++
+			continue
+		}
+		got := runAll(b, policies, identity(len(policies)), pod, ns)
+		if cmp.Equal(normalize(webhookPod(b, in.SidecarSets, pod, ns)), normalize(got)) {
+			out.full++
+		} else {
+			out.without++
+		}
+	}
+	return out
+}
+
+// podSelectedBy returns a pod, and its namespace, that ss selects: the labels its selector
+// requires (the first value of an In, "x" for Exists), in spec.namespace or in a namespace with
+// the labels its namespaceSelector requires.
+func podSelectedBy(ss *v1alpha1.SidecarSet) (*corev1.Pod, *corev1.Namespace) {
+	l := map[string]string{}
+	for k, v := range ss.Spec.Selector.MatchLabels {
+		l[k] = v
+	}
+	for _, r := range ss.Spec.Selector.MatchExpressions {
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			l[r.Key] = r.Values[0]
+		case metav1.LabelSelectorOpExists:
+			l[r.Key] = "x"
+		}
+	}
+	nsName, nsLabels := "apps", map[string]string{}
+	if ss.Spec.Namespace != "" {
+		nsName = ss.Spec.Namespace
+	}
+	if sel := ss.Spec.NamespaceSelector; sel != nil {
+		for k, v := range sel.MatchLabels {
+			nsLabels[k] = v
+		}
+	}
+	pod := labelled(l)
+	pod.Namespace = nsName
+	return pod, namespace(nsName, nsLabels)
 }

@@ -41,6 +41,11 @@ type Input struct {
 	// SortSidecarContainersByName is the injector option of the same name; policies keep the
 	// default order, so it sends every SidecarSet to the webhook.
 	SortSidecarContainersByName bool
+	// Granted: the SidecarSet asks for the policy path (apps.InjectionPathAnnotation) and is
+	// among those the server serves first (see PlanInput.MaxPolicyRequests): the number of
+	// SidecarSets that may share its pods does not send it to the webhook; the size of its CEL
+	// still does.
+	Granted bool
 }
 
 // Result says which path serves a SidecarSet.
@@ -110,7 +115,7 @@ func classify(in *Input) (Result, bool) {
 	if o, what := collidesWithCluster(ss, in.Neighbours); o != "" {
 		return webhook(apps.ReasonShadowed, "%s is also in cluster SidecarSet %s, which wins in the pods both select: the webhook leaves this NamespacedSidecarSet out of them", what, o)
 	}
-	if len(in.Neighbours) > maxNeighbours {
+	if len(in.Neighbours) > maxNeighbours && !in.Granted {
 		// Not the count: it changes with every write of a SidecarSet sharing a common label, and
 		// each change is a status write of every SidecarSet that shares it.
 		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as more than %d other SidecarSets, the most a policy places sidecars among", maxNeighbours)

@@ -64,6 +64,7 @@ type nearEntry struct {
 	// policy places sidecars among. Its compilation reads nothing else of them (classify,
 	// manyShared), so they are not kept: on a common-label shape nearly every SidecarSet may
 	// share pods with nearly every other, and keeping them all took minutes and gigabytes at 10,000.
+	// A SidecarSet asking for the policy path is never crowded: its policy names them all.
 	crowded bool
 	// digest is listDigest(list), "" until computed: every change of list clears it.
 	digest string
@@ -95,10 +96,12 @@ func version(ss *v1alpha1.SidecarSet) string {
 }
 
 // shape identifies what of a stored ss decides its neighbours (mayShare): its selectors, its
-// namespace and whether it is paused. A write that changes nothing of it (a status, an image)
-// leaves its neighbours as they are.
+// namespace and whether it is paused; and whether it keeps them all (a SidecarSet asking for the
+// policy path is never crowded). A write that changes nothing of it (a status, an image) leaves
+// its neighbours as they are.
 func shape(ss *v1alpha1.SidecarSet) string {
-	data, err := json.Marshal([]any{ss.Spec.Selector, ss.Spec.Namespace, ss.Spec.NamespaceSelector, ss.Spec.InjectionStrategy.Paused})
+	data, err := json.Marshal([]any{ss.Spec.Selector, ss.Spec.Namespace, ss.Spec.NamespaceSelector, ss.Spec.InjectionStrategy.Paused,
+		apps.AsksForPolicy(ss.Annotations)})
 	if err != nil {
 		return ""
 	}
@@ -224,7 +227,7 @@ func (e *nearEntry) add(o *v1alpha1.SidecarSet) {
 	if TenantNamespace(o) == "" {
 		e.clusters++
 	}
-	if e.clusters > maxNeighbours && TenantNamespace(e.ss) == "" {
+	if e.clusters > maxNeighbours && TenantNamespace(e.ss) == "" && !apps.AsksForPolicy(e.ss.Annotations) {
 		e.crowded = true
 		e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool { return TenantNamespace(o) != "" })
 	}
@@ -238,12 +241,13 @@ func (mm *Memo) memberKey(in *Input, base bool) string {
 		return ""
 	}
 	near := "many"
-	if !manyShared(in.SidecarSet, in.Neighbours) {
+	if in.Granted || !manyShared(in.SidecarSet, in.Neighbours) {
 		if near = mm.neighboursDigest(in.SidecarSet.Name, in.Neighbours); near == "" && len(in.Neighbours) > 0 {
 			return ""
 		}
 	}
-	sum := sha256.Sum256([]byte(v + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName) + near))
+	sum := sha256.Sum256([]byte(v + "\x01" + strconv.FormatBool(base) + strconv.FormatBool(in.SortSidecarContainersByName) +
+		strconv.FormatBool(in.Granted) + near))
 	return string(sum[:])
 }
 

@@ -44,6 +44,12 @@ type PlanInput struct {
 	Owner *metav1.OwnerReference
 	// Memo, when set, keeps what this plan computes for the next one (see Memo).
 	Memo *Memo
+	// MaxPolicyRequests is the most SidecarSets asking for the policy path
+	// (apps.InjectionPathAnnotation) that the plan serves first, the oldest first: their label
+	// values are listed before any other's, they are placed in their group policies first, and
+	// the number of SidecarSets sharing their pods does not send them to the webhook. Zero or less
+	// serves none first.
+	MaxPolicyRequests int
 	// Grace is how long a policy stays in the webhook's match condition as well once it is in the
 	// cluster as planned: kube-apiserver loads new and changed policies asynchronously, and until it
 	// has, the webhook injects the SidecarSet (a pod the policy injected first reaches the webhook
@@ -76,7 +82,8 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p := Plan{Results: make(map[string]Result, len(sets))}
 	prev := compiledRecords(in.Compiled)
-	groupOf := assign(sets, incumbents(prev))
+	granted := grantRequests(sets, in.MaxPolicyRequests)
+	groupOf := assign(sets, incumbents(prev), granted)
 	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
 	members := map[string]*member{}
@@ -85,10 +92,11 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		memo = &Memo{}
 	}
 	near, isBase := memo.neighbours(sets), bases(sets)
-	for i, ss := range sets {
+	for _, i := range grantedFirst(sets, granted) {
+		ss := sets[i]
 		stamp := stampFor(ss, prev[ss.Name], in.Now)
 		r, m, err := memo.compile(Input{SidecarSet: ss, Neighbours: near[i], Bases: isBase, ExcludedNamespaces: in.ExcludedNamespaces,
-			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName}, isBase[ss.Name])
+			Stamp: stamp, SortSidecarContainersByName: in.SortSidecarContainersByName, Granted: granted[ss.Name]}, isBase[ss.Name])
 		if err != nil {
 			return Plan{}, err
 		}
@@ -125,7 +133,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if r.Path == apps.PathWebhook && !awaiting {
 			webhookSets = append(webhookSets, ss)
 		}
-		p.Results[ss.Name] = r
+		p.Results[ss.Name] = withRequest(r, ss, granted[ss.Name], in.MaxPolicyRequests)
 	}
 	for _, name := range sortedKeys(groups) {
 		g := groups[name]

@@ -73,6 +73,7 @@ type valueGroup struct {
 	sets       []*v1alpha1.SidecarSet
 	values     map[string]bool // every value the sets select
 	incumbent  bool            // a policy injects one of the sets now
+	granted    bool            // one of the sets is granted the policy path (see Requests)
 }
 
 // groupClass tells apart, in policy names and bucket counts, the groups of cluster SidecarSets
@@ -86,8 +87,8 @@ func groupClass(ss *v1alpha1.SidecarSet) string {
 }
 
 // assign decides the group policy of every SidecarSet among sets (all stored ones); incumbent
-// are the SidecarSets a policy injects now.
-func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment {
+// are the SidecarSets a policy injects now, granted those granted the policy path.
+func assign(sets []*v1alpha1.SidecarSet, incumbent, granted map[string]bool) *assignment {
 	a := &assignment{policy: map[string]string{}, over: map[string]bool{}}
 	anyCounts := map[[2]string]int{}
 	groups := map[[3]string]*valueGroup{}
@@ -106,6 +107,7 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent map[string]bool) *assignment 
 		}
 		g.sets = append(g.sets, ss)
 		g.incumbent = g.incumbent || incumbent[ss.Name]
+		g.granted = g.granted || granted[ss.Name]
 		for _, v := range vs {
 			g.values[v] = true
 		}
@@ -146,8 +148,9 @@ func (g *valueGroup) class() string {
 	return ""
 }
 
-// rank orders the value groups for the value budget: those of cluster SidecarSets first (the
-// most SidecarSets first, then those a policy injects now, then by key and value), then those of
+// rank orders the value groups for the value budget: those of cluster SidecarSets first (those
+// with a granted SidecarSet, then the most SidecarSets first, then those a policy injects now,
+// then by key and value), then those of
 // NamespacedSidecarSets in turns, each namespace's first group before any namespace's second, so
 // that no namespace takes the budget of the cluster SidecarSets or of another namespace.
 func rank(groups map[[3]string]*valueGroup) []*valueGroup {
@@ -157,6 +160,9 @@ func rank(groups map[[3]string]*valueGroup) []*valueGroup {
 	}
 	sort.Slice(ranked, func(i, j int) bool {
 		x, y := ranked[i], ranked[j]
+		if x.granted != y.granted {
+			return x.granted
+		}
 		if len(x.sets) != len(y.sets) {
 			return len(x.sets) > len(y.sets)
 		}

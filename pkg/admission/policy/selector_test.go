@@ -186,7 +186,7 @@ func TestAssign(t *testing.T) {
 			app("a", "a")}, over: []string{"huge"}, policies: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := assign(tc.sets, nil)
+			a := assign(tc.sets, nil, nil)
 			for _, names := range tc.same {
 				for _, n := range names[1:] {
 					if a.policy[n] == "" || a.policy[n] != a.policy[names[0]] {

@@ -76,7 +76,15 @@ func selectorMatches(t testing.TB, sel *metav1.LabelSelector, set map[string]str
 // receives the pod.
 func admitted(t testing.TB, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *corev1.Namespace) *corev1.Pod {
 	t.Helper()
-	plan, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: testStamp})
+	out, _ := admittedBy(t, PlanInput{SidecarSets: sets, Now: testStamp}, pod, ns)
+	return out
+}
+
+// admittedBy is admitted with the plan of in; it also says whether the pod called the server.
+func admittedBy(t testing.TB, in PlanInput, pod *corev1.Pod, ns *corev1.Namespace) (*corev1.Pod, bool) {
+	t.Helper()
+	sets := in.SidecarSets
+	plan, err := PlanPolicies(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +96,14 @@ func admitted(t testing.TB, sets []*v1alpha1.SidecarSet, pod *corev1.Pod, ns *co
 	}
 	out := runAll(t, policies, identity(len(policies)), pod, ns)
 	if serverCalls(t, plan, out, ns) == 0 {
-		return out
+		return out, false
 	}
 	res, err := injection.Inject(injection.Input{Pod: out, Namespace: ns.Name, NamespaceLabels: ns.Labels, SidecarSets: sets, Now: testStamp,
 		Options: injection.Options{SkipInjected: true}})
 	if err != nil {
 		t.Fatalf("webhook: %v", err)
 	}
-	return res.Pod
+	return res.Pod, true
 }
 
 // TestTenantNamesStayInNamespace: whatever containers a NamespacedSidecarSet names, a pod of

@@ -53,6 +53,22 @@ const (
 	PathNone InjectionPath = "None"
 )
 
+// InjectionPathAnnotation on a cluster SidecarSet asks for a path: its only value,
+// InjectionPathPolicy, asks for a MutatingAdmissionPolicy, which kube-apiserver runs itself, so
+// that the SidecarSet's pods are injected while this server is down. Up to the server's
+// --max-policy-path-requests SidecarSets asking (the oldest first) get policies before the others
+// and whatever their selector's shape; what a policy cannot express, or a policy too large for
+// kube-apiserver, still goes to the webhook, and the Injected condition says why.
+const InjectionPathAnnotation = "apps.kruise.io/injection-path"
+
+// InjectionPathPolicy is the value of InjectionPathAnnotation that asks for a policy.
+const InjectionPathPolicy = string(PathPolicy)
+
+// AsksForPolicy reports whether a SidecarSet's annotations ask for the policy path.
+func AsksForPolicy(annotations map[string]string) bool {
+	return annotations[InjectionPathAnnotation] == InjectionPathPolicy
+}
+
 // PolicyInjectsMessage is the message of a SidecarSet the group policy name injects.
 func PolicyInjectsMessage(name string) string { return "injected by MutatingAdmissionPolicy " + name }
 

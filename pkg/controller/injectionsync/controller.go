@@ -67,6 +67,8 @@ type Options struct {
 	ExcludedNamespaces []string
 	// SortSidecarContainersByName is the injection option of the same name.
 	SortSidecarContainersByName bool
+	// MaxPolicyRequests is admission/policy.PlanInput.MaxPolicyRequests.
+	MaxPolicyRequests int
 	// Resync replans this often even without changes (drift of owned objects is seen at once).
 	Resync time.Duration
 	// Clock stamps newly compiled policies.
@@ -244,7 +246,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 // informers show them, since when each has been so, and the owner.
 func (c *Controller) gather(ctx context.Context) (plan.Input, error) {
 	in := plan.Input{Now: c.opts.Clock.Now(), Grace: c.opts.Grace, LoadDelay: c.opts.LoadDelay, ExcludedNamespaces: c.opts.ExcludedNamespaces, Memo: &c.memo,
-		SortSidecarContainersByName: c.opts.SortSidecarContainersByName, WebhookOnly: c.opts.WebhookOnly, Version: c.opts.Version}
+		SortSidecarContainersByName: c.opts.SortSidecarContainersByName, WebhookOnly: c.opts.WebhookOnly, Version: c.opts.Version,
+		MaxPolicyRequests: c.opts.MaxPolicyRequests}
 	var err error
 	if in.SidecarSets, err = c.sets.List(labels.Everything()); err != nil {
 		return in, err

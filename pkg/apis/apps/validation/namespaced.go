@@ -17,6 +17,7 @@ func ValidateNamespacedSidecarSet(n *apps.NamespacedSidecarSet) field.ErrorList 
 	allErrs := apivalidation.ValidateObjectMeta(&n.ObjectMeta, true, validateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateNamespacedName(n.Namespace, n.Name)...)
 	allErrs = append(allErrs, forbidPreDownload(n.Annotations)...)
+	allErrs = append(allErrs, forbidInjectionPath(n.Annotations)...)
 	allErrs = append(allErrs, validateNamespacedScope(&n.Spec)...)
 	allErrs = append(allErrs, validateSpec(&n.Spec, field.NewPath("spec"))...)
 	return append(allErrs, validateLimits(&n.Spec, nil, field.NewPath("spec"))...)
@@ -24,7 +25,7 @@ func ValidateNamespacedSidecarSet(n *apps.NamespacedSidecarSet) field.ErrorList 
 
 // ValidateNamespacedSidecarSetUpdate validates an update as ValidateSidecarSetUpdate does.
 func ValidateNamespacedSidecarSetUpdate(newN, oldN *apps.NamespacedSidecarSet) field.ErrorList {
-	if errs := forbidPreDownload(newN.Annotations); len(errs) > 0 {
+	if errs := append(forbidPreDownload(newN.Annotations), forbidInjectionPath(newN.Annotations)...); len(errs) > 0 {
 		return append(errs, validateNamespacedScope(&newN.Spec)...)
 	}
 	allErrs := validateNamespacedScope(&newN.Spec)

@@ -26,6 +26,7 @@ var nameRegexp = regexp.MustCompile(nameFmt)
 func ValidateSidecarSet(ss *apps.SidecarSet) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&ss.ObjectMeta, false, validateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validatePreDownload(ss.Annotations)...)
+	allErrs = append(allErrs, validateInjectionPath(ss.Annotations)...)
 	allErrs = append(allErrs, validateSpec(&ss.Spec, field.NewPath("spec"))...)
 	return append(allErrs, validateLimits(&ss.Spec, nil, field.NewPath("spec"))...)
 }
@@ -33,10 +34,12 @@ func ValidateSidecarSet(ss *apps.SidecarSet) field.ErrorList {
 // ValidateSidecarSetUpdate validates an update of a SidecarSet: the new spec as for a create (the
 // limits only where the update changes a field), no added or renamed container, no changed
 // upgradeType and no changed canary base. Metadata is left to the generic registry, which
-// validates it on every update (the name cannot change), but for the pre-download annotations.
+// validates it on every update (the name cannot change), but for the pre-download and injection-path
+// annotations.
 func ValidateSidecarSetUpdate(newSS, oldSS *apps.SidecarSet) field.ErrorList {
 	allErrs := validateSpec(&newSS.Spec, field.NewPath("spec"))
 	allErrs = append(allErrs, validatePreDownload(newSS.Annotations)...)
+	allErrs = append(allErrs, validateInjectionPath(newSS.Annotations)...)
 	allErrs = append(allErrs, validateLimits(&newSS.Spec, &oldSS.Spec, field.NewPath("spec"))...)
 	allErrs = append(allErrs, validateContainersFrozen(newSS.Spec.Containers, oldSS.Spec.Containers,
 		field.NewPath("spec", "containers"))...)

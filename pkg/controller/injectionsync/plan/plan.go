@@ -57,10 +57,11 @@ type Input struct {
 	// the intake webhooks (policy.IntakeWebhooks) are removed only once the selective webhooks
 	// have been in place that long, and their hold has passed by as much.
 	LoadDelay time.Duration
-	// ExcludedNamespaces, SortSidecarContainersByName, WebhookOnly, Owner and Memo are passed to
+	// ExcludedNamespaces, SortSidecarContainersByName, MaxPolicyRequests, WebhookOnly, Owner and Memo are passed to
 	// policy.PlanPolicies.
 	ExcludedNamespaces          []string
 	SortSidecarContainersByName bool
+	MaxPolicyRequests           int
 	WebhookOnly                 bool
 	Owner                       *metav1.OwnerReference
 	Memo                        *policy.Memo
@@ -252,7 +253,7 @@ func Sync(in Input) (Result, error) {
 	}
 	p, err := policy.PlanPolicies(policy.PlanInput{SidecarSets: in.SidecarSets, Compiled: compiled, Bound: bound, Owner: in.Owner,
 		Loaded: loaded(in), ExcludedNamespaces: in.ExcludedNamespaces, Now: in.Now, SortSidecarContainersByName: in.SortSidecarContainersByName,
-		Grace: in.Grace, WebhookOnly: in.WebhookOnly, Memo: in.Memo})
+		Grace: in.Grace, WebhookOnly: in.WebhookOnly, Memo: in.Memo, MaxPolicyRequests: in.MaxPolicyRequests})
 	if err != nil {
 		return Result{}, err
 	}
