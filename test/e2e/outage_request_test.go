@@ -45,6 +45,7 @@ func TestPolicyServedThroughOutage(t *testing.T) {
 			metav1.ListOptions{LabelSelector: "e2e=survive"})
 	})
 	checkInjectionPath(t, agent, apps.PathWebhook, apps.ReasonManyNeighbours)
+	checkOutageFinding(t, "pods that one of the 1 served by the webhook selects are refused: "+agent)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: map[string]string{"survive-app": "a-07", "survive-logs": "on"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.15.1"}}, AutomountServiceAccountToken: new(bool)}}
 	waitInjected(t, pod, "log-agent")
@@ -62,6 +63,7 @@ func TestPolicyServedThroughOutage(t *testing.T) {
 		t.Fatalf("kubectl annotate: %v: %s", err, out)
 	}
 	checkInjectionPath(t, agent, apps.PathPolicy, apps.ReasonCompiled)
+	checkOutageFinding(t, fmt.Sprintf("the %d SidecarSets served by policies still inject; no pod create depends on the server", appSets+1))
 	waitOwnedPolicies(t, appSets+1)
 	waitWebhookLeavesLabels(t)
 	before := waitInjected(t, pod, "log-agent")
@@ -110,4 +112,15 @@ func withServerStopped(t *testing.T, f func()) {
 		t.Fatal(err)
 	}
 	started = true
+}
+
+// checkOutageFinding waits until `kubectl sidecarset check` reports the finding outage ok with
+// want in its message.
+func checkOutageFinding(t *testing.T, want string) {
+	t.Helper()
+	eventually(t, "check's finding outage to say "+want, 30*time.Second, func(context.Context) (bool, string) {
+		report, out, _ := runCheck(t)
+		status, msg := report.status("outage")
+		return status == "ok" && strings.Contains(msg, want), fmt.Sprintf("%s %q\n%s", status, msg, out)
+	})
 }

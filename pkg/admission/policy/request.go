@@ -57,9 +57,9 @@ func grantedFirst(sets []*v1alpha1.SidecarSet, granted map[string]bool) []int {
 }
 
 // withRequest adds to the result of a SidecarSet asking for the policy path and served by the
-// webhook why its request is not met.
+// webhook why its request is not met (not while its first revision is awaited, for a moment).
 func withRequest(r Result, ss *v1alpha1.SidecarSet, granted bool, limit int) Result {
-	if r.Path != apps.PathWebhook || !apps.AsksForPolicy(ss.Annotations) || TenantNamespace(ss) != "" {
+	if r.Path != apps.PathWebhook || r.Reason == apps.ReasonRevisionPending || !apps.AsksForPolicy(ss.Annotations) || TenantNamespace(ss) != "" {
 		return r
 	}
 	if granted {
