@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"

@@ -7,7 +7,7 @@
 //
 // Each case is the content of a SidecarSet (containers, init containers, volumes). The harness
 // stores it as the server does (JSON, defaulting, this server's validation), injects it with the
-// real injector (pkg/admission/injection) into a pod that matches it, and validates the pod as
+// real injector (pkg/injection) into a pod that matches it, and validates the pod as
 // kube-apiserver does on create (JSON, v1 defaulting, conversion, dropped disabled fields,
 // ValidatePodCreate with the default 1.36 feature gates). kube-apiserver's errors on the
 // injected containers and volumes are mapped back to the SidecarSet's field paths, and both sets

@@ -69,7 +69,7 @@ spec:
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			o := newOptions(strings.NewReader(""), &out, &errOut)
-			o.now = func() time.Time { return parityNow }
+			o.now = func() time.Time { return testNow }
 			cmd := newRoot(o)
 			cmd.SetArgs(tt.args)
 			if err := cmd.Execute(); err != nil {

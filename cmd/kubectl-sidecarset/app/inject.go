@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
-	"github.com/sidecarset/apiserver/pkg/admission/revision"
+	"github.com/sidecarset/apiserver/pkg/injection"
+	"github.com/sidecarset/apiserver/pkg/injection/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"

@@ -25,6 +25,10 @@ import (
 
 // TestInjectNamespacedOffline: a NamespacedSidecarSet in --sidecarsets injects the pods of its
 // namespace (the document's, else -n's) only, recorded under the name NS.NAME, as the server does.
+
+// testNow is the clock of the offline commands under test.
+var testNow = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+
 func TestInjectNamespacedOffline(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string) string {
@@ -62,7 +66,7 @@ spec: {containers: [{name: app, image: app:v1}]}
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			o := newOptions(strings.NewReader(""), &out, &errOut)
-			o.now = func() time.Time { return parityNow }
+			o.now = func() time.Time { return testNow }
 			cmd := newRoot(o)
 			cmd.SetArgs([]string{"inject", "-f", pod, "--sidecarsets", tt.sets, "-n", tt.ns})
 			if err := cmd.Execute(); err != nil {

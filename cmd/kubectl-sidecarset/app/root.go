@@ -1,5 +1,5 @@
 // Package app is the kubectl-sidecarset command: thin adapters from the command line and the
-// cluster to the pure cores (pkg/admission/injection, pkg/explain, the server's /rollout).
+// cluster to the pure cores (pkg/injection, pkg/explain, the server's /rollout).
 package app
 
 import (
@@ -82,6 +82,23 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 // NewCommand returns the root command, kubectl-sidecarset, shown as `kubectl sidecarset`.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	return newRoot(newOptions(streams.In, streams.Out, streams.ErrOut))
+}
+
+// Offline is the clock and the randomness of inject and explain (hash timestamps, the Partial
+// revision policy): a test comparing them with the server's webhook fixes them (test/parity), as
+// it fixes the webhook's.
+type Offline struct {
+	Now  func() time.Time
+	Rand func() float64
+}
+
+// NewOfflineCommand returns the root command with the clock and the randomness of off, reaching
+// no cluster.
+func NewOfflineCommand(streams genericiooptions.IOStreams, off Offline) *cobra.Command {
+	o := newOptions(streams.In, streams.Out, streams.ErrOut)
+	o.now, o.rand = off.Now, off.Rand
+	o.newClients = func() (*clients, error) { return nil, errors.New("no cluster: the command runs offline") }
+	return newRoot(o)
 }
 
 func newOptions(in io.Reader, out, errOut io.Writer) *options {

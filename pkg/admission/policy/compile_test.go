@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"

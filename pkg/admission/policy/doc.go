@@ -9,5 +9,5 @@
 // selectors per key, match conditions only where needed, the SidecarSets still within a policy's
 // grace period, and the SidecarSets that leave them without a label selector). The controller in
 // pkg/controller/injectionsync gathers its inputs and applies the plan; the webhook path injects with
-// pkg/admission/injection, the one renderer both paths share.
+// pkg/injection, the one renderer both paths share.
 package policy

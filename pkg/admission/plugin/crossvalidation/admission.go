@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/warning"
 
-	"github.com/sidecarset/apiserver/pkg/admission/revision"
+	"github.com/sidecarset/apiserver/pkg/injection/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )

@@ -40,4 +40,13 @@
 //   - The patch touches only what changed: /spec/initContainers, /spec/containers, /spec/volumes,
 //     /spec/imagePullSecrets (add when the pod had none, else replace) and annotations (the whole
 //     map added when the pod had none, else one op per changed key).
+//
+// # Users
+//
+// It is a domain package beside pkg/sidecar, as the rules of what goes into a pod are shared by
+// every part that reasons about pods: the injection webhook (pkg/admission/webhook) runs it, the
+// policy compiler (pkg/admission/policy) is tested against it, the rollout controller reads its
+// collision rules and reasons to say why a pod was not injected, and kubectl sidecarset inject
+// and explain run it offline. It imports nothing of pkg/admission, and only pkg/admission and the
+// injection sync import pkg/admission (TestAdmissionImporters).
 package injection

@@ -17,7 +17,7 @@ import (
 // succeeds its patch must turn the submitted pod into the returned one, and injecting the result
 // again must change nothing. Seeds: the conformance pods.
 //
-//	go test ./pkg/admission/injection -run '^$' -fuzz FuzzInject -fuzztime 60s
+//	go test ./pkg/injection -run '^$' -fuzz FuzzInject -fuzztime 60s
 func FuzzInject(f *testing.F) {
 	scenarios := loadScenarios(f)
 	everywhere := make([][]*v1alpha1.SidecarSet, len(scenarios))

@@ -1,7 +1,8 @@
 // Package revision resolves the SidecarSetRevision that a SidecarSet's injectionStrategy.revision
-// names, from the revision informer's cache. Pod injection (the webhook) and the SidecarSet
-// cross-validation plugin, which requires the revision to exist when the SidecarSet is written,
-// both look revisions up through it, so they agree on what exists and say so in the same words.
+// names, from a SidecarSetRevision lister. Pod injection (the webhook, and kubectl sidecarset
+// inject against a cluster) and the SidecarSet cross-validation plugin, which requires the
+// revision to exist when the SidecarSet is written, look revisions up through it, so they agree
+// on what exists and say so in the same words.
 package revision
 
 import (

@@ -1,4 +1,5 @@
-package app
+// Package parity compares kubectl sidecarset inject, offline, with the server's injection webhook.
+package parity
 
 import (
 	"bytes"
@@ -17,12 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarset/apiserver/pkg/admission/injection"
+	"github.com/sidecarset/apiserver/cmd/kubectl-sidecarset/app"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
@@ -124,14 +127,12 @@ func checkDeployment(t *testing.T, tc parityCase, dir, setsFile string, latest [
 func runInjectCLI(t *testing.T, podFile, setsFile, ns string, nsLabels map[string]string) ([]byte, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	o := newOptions(strings.NewReader(""), &out, &errOut)
-	o.now, o.rand = func() time.Time { return parityNow }, func() float64 { return 0.5 }
-	o.newClients = func() (*clients, error) { return nil, fmt.Errorf("no cluster in this test") }
 	var labels []string
 	for k, v := range nsLabels {
 		labels = append(labels, k+"="+v)
 	}
-	cmd := newRoot(o)
+	cmd := app.NewOfflineCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		app.Offline{Now: func() time.Time { return parityNow }, Rand: func() float64 { return 0.5 }})
 	cmd.SetArgs([]string{"inject", "-f", podFile, "--sidecarsets", setsFile, "-n", ns, "--namespace-labels", strings.Join(labels, ","), "-o", "json"})
 	err := cmd.ExecuteContext(context.Background())
 	return out.Bytes(), err
@@ -266,7 +267,7 @@ func writeDocs(t *testing.T, path string, docs []any) string {
 // conformanceCases reads the injection scenarios of the acceptance catalogue.
 func conformanceCases(t *testing.T) []parityCase {
 	t.Helper()
-	dirs, _ := filepath.Glob("../../../pkg/admission/injection/testdata/conformance/*")
+	dirs, _ := filepath.Glob("../../pkg/injection/testdata/conformance/*")
 	var out []parityCase
 	for _, dir := range dirs {
 		data, err := os.ReadFile(filepath.Join(dir, "sidecarsets.yaml"))
@@ -304,7 +305,7 @@ func conformanceCases(t *testing.T) []parityCase {
 // manualCases pairs every complete SidecarSet example of the manual with a pod it selects.
 func manualCases(t *testing.T) []parityCase {
 	t.Helper()
-	files, _ := filepath.Glob("../../../artifacts/examples/*.yaml")
+	files, _ := filepath.Glob("../../artifacts/examples/*.yaml")
 	var out []parityCase
 	for _, f := range files {
 		data, err := os.ReadFile(f)
