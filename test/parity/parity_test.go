@@ -25,13 +25,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/cmd/kubectl-sidecarset/app"
-	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset"
 )
 

@@ -24,11 +24,11 @@ import (
 	"k8s.io/kubernetes/pkg/capabilities"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
+	"github.com/sidecarset/apiserver/pkg/injection"
 )
 
 const (

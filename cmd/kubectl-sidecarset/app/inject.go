@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sidecarset/apiserver/pkg/injection"
-	"github.com/sidecarset/apiserver/pkg/injection/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/stored"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/injection"
+	"github.com/sidecarset/apiserver/pkg/injection/revision"
 )
 
 // sources are the SidecarSets, revisions and namespace labels injection reads: from a file (no

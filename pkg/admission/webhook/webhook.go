@@ -21,12 +21,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/sidecarset/apiserver/pkg/injection"
-	"github.com/sidecarset/apiserver/pkg/injection/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/validation"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/injection"
+	"github.com/sidecarset/apiserver/pkg/injection/revision"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 

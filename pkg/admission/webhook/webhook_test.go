@@ -20,9 +20,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/injection"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
