@@ -11,6 +11,7 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -68,8 +69,9 @@ const (
 	// ReasonNamespaceExcluded: the admission configuration never sends the namespace's pods to
 	// injection.
 	ReasonNamespaceExcluded = "NamespaceExcluded"
-	// ReasonMissed: the SidecarSet selects the existing pod, which does not carry it.
-	ReasonMissed = "MissedInjection"
+	// An existing pod the SidecarSet selects that does not carry it has the reason of
+	// injection.Missed (CreatedBeforeSidecarSet, CreatedWithSidecarSet, AdmittedWithoutSidecars,
+	// ShadowedByClusterSidecarSet), the one the /rollout view names for it.
 )
 
 // Entry explains one SidecarSet.
@@ -165,7 +167,7 @@ func entry(in *Input, ns string, sets map[string]*v1alpha1.SidecarSet, d injecti
 		return e
 	}
 	if in.Created {
-		return carried(in.Pod, d, e)
+		return carried(in.Pod, ss, sets, d, e)
 	}
 	e.Injected = d.Injected
 	e.Reason, e.Message = ReasonInjected, ""
@@ -177,12 +179,14 @@ func entry(in *Input, ns string, sets map[string]*v1alpha1.SidecarSet, d injecti
 	return e
 }
 
-// carried reports what an existing pod carries of a SidecarSet that selects it.
-func carried(pod *corev1.Pod, d injection.Decision, e Entry) Entry {
+// carried reports what an existing pod carries of ss, a SidecarSet that selects it; sets are the
+// SidecarSets by name.
+func carried(pod *corev1.Pod, ss *v1alpha1.SidecarSet, sets map[string]*v1alpha1.SidecarSet, d injection.Decision, e Entry) Entry {
 	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], d.SidecarSet) {
-		e.Reason = ReasonMissed
-		e.Message = "the SidecarSet selects the pod, but the pod does not carry it: the pod was created before the SidecarSet's " +
-			"create or update that selects it returned (pods created afterwards are injected), or while injection was unavailable"
+		hashes, _ := sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation]) // malformed: none injected
+		in := injection.MissedInput{SidecarSet: ss, Namespace: pod.Namespace, Created: pod.CreationTimestamp.Time,
+			ShadowedBy: injection.Shadowing(ss, slices.Sorted(maps.Keys(hashes)), func(name string) *v1alpha1.SidecarSet { return sets[name] })}
+		e.Reason, e.Message = injection.Missed(in)
 		return e
 	}
 	e.Reason = ReasonInjected

@@ -35,6 +35,16 @@ func sidecarSet(t *testing.T, doc string) *v1alpha1.SidecarSet {
 	return ss
 }
 
+// createdAt sets the pod's creationTimestamp (RFC 3339).
+func createdAt(p *corev1.Pod, at string) *corev1.Pod {
+	ts, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		panic(err)
+	}
+	p.CreationTimestamp = metav1.NewTime(ts)
+	return p
+}
+
 func pod(t *testing.T, doc string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{}
@@ -51,7 +61,7 @@ spec: {containers: [{name: app, image: app:v1, env: [{name: LEVEL, value: debug}
 
 func TestExplain(t *testing.T) {
 	logs := `
-metadata: {name: logs}
+metadata: {name: logs, creationTimestamp: "2026-07-01T12:00:00Z"}
 spec:
   selector: {matchLabels: {app: web}}
   containers: [{name: agent, image: agent:v1}]
@@ -129,11 +139,23 @@ status: {latestRevision: s-1}`,
 		want: Entry{SidecarSet: "s", Injected: true, Reason: "Injected", Revision: "s-1", RevisionMessage: "the latest spec",
 			Skipped: []injection.Warning{{SidecarSet: "s", Field: "spec.containers[0].transferEnv[0]", Message: `container "app" has no env var "ZONE"; nothing copied`}}},
 	}, {
-		name:    "existing pod that missed injection",
+		name:    "existing pod created before the SidecarSet",
 		set:     logs,
-		created: func(t *testing.T) *corev1.Pod { return pod(t, webPod) },
-		want: Entry{SidecarSet: "logs", Reason: "MissedInjection", Message: "the SidecarSet selects the pod, but the pod does not carry it: " +
-			"the pod was created before the SidecarSet's create or update that selects it returned (pods created afterwards are injected), or while injection was unavailable"},
+		created: func(t *testing.T) *corev1.Pod { return createdAt(pod(t, webPod), "2026-07-01T11:59:59Z") },
+		want: Entry{SidecarSet: "logs", Reason: "CreatedBeforeSidecarSet", Message: "the pod was created at 2026-07-01T11:59:59Z, before the SidecarSet " +
+			"(2026-07-01T12:00:00Z); sidecars are injected only when a pod is created: recreate it"},
+	}, {
+		name:    "existing pod created in the SidecarSet's second",
+		set:     logs,
+		created: func(t *testing.T) *corev1.Pod { return createdAt(pod(t, webPod), "2026-07-01T12:00:00Z") },
+		want: Entry{SidecarSet: "logs", Reason: "CreatedWithSidecarSet", Message: "the pod was created in the same second as the SidecarSet (2026-07-01T12:00:00Z), " +
+			"most likely while the SidecarSet's create was in progress (creation times are whole seconds; pods created once the create returned are injected): recreate it"},
+	}, {
+		name:    "existing pod created after the SidecarSet without it",
+		set:     logs,
+		created: func(t *testing.T) *corev1.Pod { return createdAt(pod(t, webPod), "2026-07-01T12:05:00Z") },
+		want: Entry{SidecarSet: "logs", Reason: "AdmittedWithoutSidecars", Message: "the pod was created at 2026-07-01T12:05:00Z, after the SidecarSet " +
+			"(2026-07-01T12:00:00Z), and admitted without its sidecars (injection was unavailable or skipped): recreate it"},
 	}, {
 		name: "existing injected pod",
 		set:  logs,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -61,13 +62,14 @@ func TestMissedInjectionRepair(t *testing.T) {
 	}
 	listed := 0
 	for _, p := range view.Status.Pods {
-		if p.State == v1alpha1.PodRolloutNotInjected && p.Reason == rollout.ReasonCreatedBefore && p.Namespace == missedNamespace {
+		if p.State == v1alpha1.PodRolloutNotInjected && p.Reason == "CreatedBeforeSidecarSet" && p.Namespace == missedNamespace {
 			listed++
 		}
 	}
 	if listed != 4 {
-		t.Errorf("the rollout view lists %d pods NotInjected/%s, want 4: %+v", listed, rollout.ReasonCreatedBefore, view.Status.Pods)
+		t.Errorf("the rollout view lists %d pods NotInjected/CreatedBeforeSidecarSet, want 4: %+v", listed, view.Status.Pods)
 	}
+	checkExplainAgrees(t, "CreatedBeforeSidecarSet")
 	if m := serverMetrics(t); !strings.Contains(m, `sidecarset_pods_not_injected{sidecarset="missed"} 4`) {
 		t.Errorf("sidecarset_pods_not_injected: %s", grepLines(m, "sidecarset_pods_not_injected"))
 	}
@@ -163,5 +165,32 @@ func checkBareLeftAlone(t *testing.T, uid types.UID) {
 	p, err := kube.CoreV1().Pods(missedNamespace).Get(context.Background(), "bare", metav1.GetOptions{})
 	if err != nil || p.UID != uid || p.DeletionTimestamp != nil || hasContainer(p, "sidecar1") {
 		t.Errorf("the bare pod was touched: %v", err)
+	}
+}
+
+// checkExplainAgrees checks that kubectl sidecarset explain names, for each pod of the missed
+// namespace, the reason the /rollout view names for it: want.
+func checkExplainAgrees(t *testing.T, want string) {
+	t.Helper()
+	stdout, errOut, err := plugin(t, "explain", "-l", "app=missed", "-n", missedNamespace, "-o", "json")
+	if err != nil {
+		t.Fatalf("explain: %v\n%s%s", err, stdout, errOut)
+	}
+	var reports []struct {
+		Name        string `json:"name"`
+		SidecarSets []struct{ SidecarSet, Reason string } `json:"sidecarSets"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &reports); err != nil {
+		t.Fatalf("explain output: %v\n%s", err, stdout)
+	}
+	if len(reports) != 4 {
+		t.Fatalf("explain reports %d pods, want 4:\n%s", len(reports), stdout)
+	}
+	for _, r := range reports {
+		for _, e := range r.SidecarSets {
+			if e.SidecarSet == "missed" && e.Reason != want {
+				t.Errorf("explain %s: reason %q, want %q as the /rollout view", r.Name, e.Reason, want)
+			}
+		}
 	}
 }

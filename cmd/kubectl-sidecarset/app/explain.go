@@ -32,7 +32,8 @@ injected, and why not (the label or expression that did not match, the namespace
 injection, a namespace the admission configuration excludes), the admission path that serves it
 (policy or webhook, from its Injected condition), the revision chosen and why, and the parts
 skipped (a missing transferEnv source, ...). An existing pod that a SidecarSet selects but does not
-carry is reported as MissedInjection. Manifests (-f) are explained as pods about to be created;
+carry is reported with the reason the /rollout view names for it (CreatedBeforeSidecarSet,
+CreatedWithSidecarSet, AdmittedWithoutSidecars, ShadowedByClusterSidecarSet). Manifests (-f) are explained as pods about to be created;
 with --sidecarsets no cluster is used. A NamespacedSidecarSet NAME of namespace NS is reported as
 "NamespacedSidecarSet NS/NAME" (in -o yaml|json, as the SidecarSet NS.NAME it takes part as).`,
 		Example: `  kubectl sidecarset explain web-0 -n shop

@@ -18,26 +18,14 @@ import (
 // maxUnavailable, so that their owners recreate them injected. Bare pods are never evicted.
 const RepairAnnotation = "apps.kruise.io/repair-not-injected"
 
-// Reasons a selected pod runs without the SidecarSet's sidecars.
+// Reasons a selected pod runs without the SidecarSet's sidecars (injection.Missed decides them,
+// for kubectl sidecarset explain too).
 const (
-	// ReasonCreatedBefore: the pod was created before the SidecarSet (injection happens only when
-	// a pod is created): its creationTimestamp is an earlier second than the SidecarSet's.
-	ReasonCreatedBefore = "CreatedBeforeSidecarSet"
-	// ReasonCreatedWith: the pod was created in the same second as the SidecarSet. Creation times
-	// are whole seconds, and pods (in the main cluster's etcd) and SidecarSets (in the server's)
-	// have resourceVersions of different sequences, so nothing orders the two: the pod was most
-	// likely created while the SidecarSet's create was in progress (a pod created once it
-	// returned is injected).
-	ReasonCreatedWith = "CreatedWithSidecarSet"
-	// ReasonNamespaceExcluded: the pod's namespace is excluded from injection by the server's
-	// admission configuration.
-	ReasonNamespaceExcluded = "NamespaceExcluded"
-	// ReasonAdmittedWithout: the pod was created after the SidecarSet but admitted without it
-	// (injection unavailable, failing open, or skipped).
-	ReasonAdmittedWithout = "AdmittedWithoutSidecars"
-	// ReasonShadowed: a NamespacedSidecarSet's pod carries a cluster SidecarSet's sidecar of the
-	// same name as one of its own (the cluster SidecarSet wins at injection).
-	ReasonShadowed = apps.ReasonShadowed
+	ReasonCreatedBefore     = injection.MissedCreatedBefore
+	ReasonCreatedWith       = injection.MissedCreatedWith
+	ReasonNamespaceExcluded = injection.MissedNamespaceExcluded
+	ReasonAdmittedWithout   = injection.MissedAdmittedWithout
+	ReasonShadowed          = injection.MissedShadowed
 )
 
 // Missed is a pod the SidecarSet selects that runs without its sidecars, and why.
@@ -53,56 +41,25 @@ type Missed struct {
 func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(namespace string) bool, cluster func(name string) *v1alpha1.SidecarSet) []Missed {
 	out := make([]Missed, 0, len(notInjected))
 	for _, p := range notInjected {
-		m := Missed{Pod: p}
-		switch {
-		case excluded != nil && excluded(p.Namespace):
-			m.Reason = ReasonNamespaceExcluded
-			m.Message = fmt.Sprintf("namespace %s is excluded from sidecar injection by the server's admission configuration", p.Namespace)
-		case p.Created.Before(ss.CreationTimestamp.Time):
-			m.Reason = ReasonCreatedBefore
-			m.Message = fmt.Sprintf("the pod was created at %s, before the SidecarSet (%s); sidecars are injected only when a pod is created: recreate it",
-				stamp(p.Created), stamp(ss.CreationTimestamp.Time))
-		case p.Created.Equal(ss.CreationTimestamp.Time):
-			m.Reason = ReasonCreatedWith
-			m.Message = fmt.Sprintf("the pod was created in the same second as the SidecarSet (%s), most likely while the SidecarSet's create was in progress "+
-				"(creation times are whole seconds; pods created once the create returned are injected): recreate it", stamp(p.Created))
-		default:
-			if by := shadowedBy(ss, p, cluster); by != "" {
-				m.Reason = ReasonShadowed
-				m.Message = fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins", by)
-				break
-			}
-			m.Reason = ReasonAdmittedWithout
-			m.Message = fmt.Sprintf("the pod was created at %s, after the SidecarSet (%s), and admitted without its sidecars (injection was unavailable or skipped): recreate it",
-				stamp(p.Created), stamp(ss.CreationTimestamp.Time))
+		in := injection.MissedInput{SidecarSet: ss, Namespace: p.Namespace, Created: p.Created,
+			Excluded: excluded != nil && excluded(p.Namespace)}
+		if !in.Excluded && p.Created.After(ss.CreationTimestamp.Time) {
+			in.ShadowedBy = injection.Shadowing(ss, p.injectedSidecarSets(), cluster)
 		}
+		m := Missed{Pod: p}
+		m.Reason, m.Message = injection.Missed(in)
 		out = append(out, m)
 	}
 	return out
 }
 
-// stamp renders a creation time as its object shows it.
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// shadowedBy returns, for a NamespacedSidecarSet (named <namespace>.<name>), the cluster
-// SidecarSet injected into p that it collides with (injection.Collision: the injector left it out
-// of p), "" when none; cluster looks a cluster SidecarSet up by name (nil when it is gone).
-func shadowedBy(ss *v1alpha1.SidecarSet, p *Pod, cluster func(name string) *v1alpha1.SidecarSet) string {
-	if _, _, ok := apps.SplitNamespacedName(ss.Name); !ok || cluster == nil {
-		return ""
-	}
+// injectedSidecarSets are the names of the SidecarSets of the pod's hash annotation.
+func (p *Pod) injectedSidecarSets() []string {
+	names := make([]string, 0, len(p.Hashes))
 	for _, h := range p.Hashes {
-		name := h.sidecarSet.String()
-		if _, _, namespaced := apps.SplitNamespacedName(name); namespaced {
-			continue
-		}
-		if c := cluster(name); c != nil {
-			if why, err := injection.Collision(ss, c); err == nil && why != "" {
-				return name
-			}
-		}
+		names = append(names, h.sidecarSet.String())
 	}
-	return ""
+	return names
 }
 
 // countMissed returns the number of missed pods by reason.
