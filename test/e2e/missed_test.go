@@ -177,7 +177,7 @@ func checkExplainAgrees(t *testing.T, want string) {
 		t.Fatalf("explain: %v\n%s%s", err, stdout, errOut)
 	}
 	var reports []struct {
-		Name        string `json:"name"`
+		Name        string                                `json:"name"`
 		SidecarSets []struct{ SidecarSet, Reason string } `json:"sidecarSets"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &reports); err != nil {

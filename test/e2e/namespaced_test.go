@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -204,6 +205,16 @@ func namespaceEditor(t *testing.T, user, namespace string) clientset.Interface {
 	if _, err := kube.RbacV1().RoleBindings(namespace).Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// kube-apiserver's RBAC authorizer sees the binding through its informer, a moment later.
+	eventually(t, "RBAC to grant "+user+" edit in "+namespace, 30*time.Second, func(ctx context.Context) (bool, string) {
+		review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: "apps", Resource: "deployments"}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return review.Status.Allowed, fmt.Sprintf("allowed %v: %s", review.Status.Allowed, review.Status.Reason)
+	})
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return clientset.NewForConfigOrDie(cfg)
