@@ -86,11 +86,13 @@ func TestShippedObjectsBoundedBlastRadius(t *testing.T) {
 			}()
 			// Policies take a moment to be (un)loaded: another product's writes must pass the whole
 			// time, so try them over a few seconds.
-			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
-				if err := otherProductWrites(ctx); err != nil {
-					t.Fatalf("with %s %s missing, another product's webhook configuration: %v", o.kind, o.name, err)
-				}
-			}
+			consistently(t, fmt.Sprintf("another product's webhook configuration writes with %s %s missing", o.kind, o.name), time.Second, 3*time.Second,
+				func(ctx context.Context) (bool, string) {
+					if err := otherProductWrites(ctx); err != nil {
+						return false, err.Error()
+					}
+					return true, ""
+				})
 		})
 	}
 }

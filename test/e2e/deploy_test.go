@@ -219,17 +219,18 @@ func TestDeployWhileServerCannotStart(t *testing.T) {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	// Until the deadline, through kube-apiserver's loading of what was applied and the pods the
 	// deployment starts: a check that holds throughout 20 s, not a wait.
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+	consistently(t, "pods created while the deployed server cannot start", 2*time.Second, 20*time.Second, func(ctx context.Context) (bool, string) {
 		for _, n := range []string{"default", "kube-system", ns, extra.Name} {
 			for _, app := range []string{"nginx", "selected-by-none"} {
 				pod := nginxPod(n, "cannot-start-"+app)
 				pod.Labels = map[string]string{"app": app}
 				if _, err := kube.CoreV1().Pods(n).Create(ctx, pod, dry); err != nil {
-					t.Fatalf("a pod (app=%s) in %s was refused while the deployed server cannot start: %v", app, n, err)
+					return false, fmt.Sprintf("a pod (app=%s) in %s was refused: %v", app, n, err)
 				}
 			}
 		}
-	}
+		return true, ""
+	})
 	if out, err := runKubectl(t, "", "get", "apiservice", "v1alpha1.apps.kruise.io", "-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].status}"); err != nil || out == "True" {
 		t.Errorf("APIService v1alpha1.apps.kruise.io Available=%q (%v): the deployed server was meant not to run", out, err)
 	}

@@ -137,17 +137,18 @@ func TestHelmTakesOverAutomanagedAPIServices(t *testing.T) {
 	// autoregister would have put its own spec back within milliseconds), not a wait.
 	checkAdopted := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		consistently(t, what+": the APIServices as the chart has them", time.Second, 10*time.Second, func(ctx context.Context) (bool, string) {
 			for name, spec := range want {
 				as, err := apiServices.Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
-					t.Fatalf("%s: APIService %s: %v", what, name, err)
+					return false, fmt.Sprintf("APIService %s: %v", name, err)
 				}
 				if problem := adoptedProblem(as, spec, ns, uids[name]); problem != "" {
-					t.Fatalf("%s: APIService %s %s", what, name, problem)
+					return false, fmt.Sprintf("APIService %s %s", name, problem)
 				}
 			}
-		}
+			return true, ""
+		})
 	}
 	checkAdopted("after helm install --take-ownership")
 

@@ -50,7 +50,7 @@ func TestMissedInjectionRepair(t *testing.T) {
 		defer checkBareLeftAlone(t, bare.UID)
 	}
 
-	time.Sleep(time.Second) // creation timestamps have a one-second resolution
+	nextSecond()
 	ss := simpleSidecarSet("missed", "busybox:1.36", ptr.To(intstr.FromInt32(1)))
 	if err := applySidecarSet(t, ss); err != nil {
 		t.Fatal(err)

@@ -194,3 +194,31 @@ func pollEvery(interval, timeout time.Duration, cond func(ctx context.Context) (
 	})
 	return last, err == nil
 }
+
+// consistently polls cond every interval for d and fails t with what the first time it does not
+// hold: the wait of a test whose point is that a state lasts (a rollout stays stalled, a budget
+// is never exceeded), which a single look after a sleep would check at one moment only.
+func consistently(t *testing.T, what string, interval, d time.Duration, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), max(interval, 10*time.Second))
+		ok, seen := cond(ctx)
+		cancel()
+		if !ok {
+			t.Fatalf("%s stopped holding after %s of %s: %s", what, (d - time.Until(end)).Round(time.Millisecond), d, seen)
+		}
+		if time.Until(end) <= 0 {
+			return
+		}
+		time.Sleep(min(interval, time.Until(end)))
+	}
+}
+
+// nextSecond returns once the wall clock is in a later whole second than when it was called:
+// creation timestamps have a one-second resolution, and a test that needs an object created
+// strictly after another cannot observe the second turning any other way.
+func nextSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 10*time.Millisecond)
+}

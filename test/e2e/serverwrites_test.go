@@ -204,7 +204,7 @@ func TestEvictionForbiddenReported(t *testing.T) {
 		pod = list.Items[0]
 		return true, ""
 	})
-	time.Sleep(time.Second) // creation timestamps have a one-second resolution
+	nextSecond()
 	ss := simpleSidecarSet(name, "busybox:1.36", ptr.To(intstr.FromInt32(1)))
 	ss.Annotations = map[string]string{rollout.RepairAnnotation: "true"}
 	if err := applySidecarSet(t, ss); err != nil {

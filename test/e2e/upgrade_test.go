@@ -132,8 +132,8 @@ func TestBadImageStopsAtMaxUnavailable(t *testing.T) {
 	good := waitSettled(t, "stall").Status.LatestRevision
 	patchImage(t, "stall", `{"spec":{"containers":[{"name":"sidecar1","image":"busybox:bad"}]}}`)
 	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
-	time.Sleep(10 * time.Second) // what is tested: it stays stalled
-	waitStatus(t, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0})
+	consistently(t, "the rollout stalled at maxUnavailable", time.Second, 10*time.Second,
+		statusIs(sidecars, "stall", v1alpha1.SidecarSetStatus{MatchedPods: 6, UpdatedPods: 2, ReadyPods: 4, UpdatedReadyPods: 0}))
 
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "stall", metav1.GetOptions{})
 	if err != nil {

@@ -277,7 +277,13 @@ func waitStatusOn(t *testing.T, client clientset.Interface, name string, want v1
 	t.Helper()
 	what := fmt.Sprintf("SidecarSet %s matched/updated/ready/updatedReady %d/%d/%d/%d", name,
 		want.MatchedPods, want.UpdatedPods, want.ReadyPods, want.UpdatedReadyPods)
-	eventually(t, what, timeout, func(ctx context.Context) (bool, string) {
+	eventually(t, what, timeout, statusIs(client, name, want))
+}
+
+// statusIs is the condition that the SidecarSet's status has observed its generation and has
+// want's matched, updated, ready and updatedReady counts.
+func statusIs(client clientset.Interface, name string, want v1alpha1.SidecarSetStatus) func(ctx context.Context) (bool, string) {
+	return func(ctx context.Context) (bool, string) {
 		ss, err := client.AppsV1alpha1().SidecarSets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -285,7 +291,7 @@ func waitStatusOn(t *testing.T, client clientset.Interface, name string, want v1
 		got := ss.Status
 		return ss.Status.ObservedGeneration == ss.Generation && got.MatchedPods == want.MatchedPods && got.UpdatedPods == want.UpdatedPods &&
 			got.ReadyPods == want.ReadyPods && got.UpdatedReadyPods == want.UpdatedReadyPods, fmt.Sprintf("generation %d, status %+v", ss.Generation, got)
-	})
+	}
 }
 
 func waitPod(t *testing.T, ns, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
