@@ -40,7 +40,7 @@ SHARDS=(
   "catalogue-rollout-1 ^TestRolloutConformance$ E2E_SCENARIO_SHARD=0/2"
   "catalogue-rollout-2 ^TestRolloutConformance$ E2E_SCENARIO_SHARD=1/2"
   "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
-  "serial-1 ^(TestBackupRestore|TestPolicyDifferential|TestNotLoadedFailsSafe|TestNamespaceCapUnderConcurrentCreates|TestPodsCreatedWithTheirSidecarSetInWebhookMode|TestIntakeScopedToNamespace|TestHelmTakesOverAutomanagedAPIServices)$"
+  "serial-1 ^(TestBackupRestore|TestPolicyDifferential|TestNotLoadedFailsSafe|TestNamespaceCapUnderConcurrentCreates|TestPodsCreatedWithTheirSidecarSetInWebhookMode|TestIntakeScopedToNamespace|TestIntakeScopedToLabelKey|TestHelmTakesOverAutomanagedAPIServices)$"
   "serial-2 ^(TestChaosRollout|TestPolicyServedThroughOutage|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection|TestDocs)$"
   "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestNamespaceDeletionStallReported|TestPolicyDifferentialWhileWriting|TestValidationConformance)$"
 )

@@ -139,7 +139,7 @@ func describeIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration) s
 	_, intake := policy.SplitIntake(cfg.Webhooks)
 	var selectors []string
 	for _, w := range intake {
-		selectors = append(selectors, fmt.Sprintf("%s: namespaces %s", w.Name, metav1.FormatLabelSelector(w.NamespaceSelector)))
+		selectors = append(selectors, fmt.Sprintf("%s: namespaces %s, pods %s", w.Name, metav1.FormatLabelSelector(w.NamespaceSelector), metav1.FormatLabelSelector(w.ObjectSelector)))
 	}
 	slices.Sort(selectors)
 	return fmt.Sprintf("intake webhooks [%s]; holds: every namespace until %q, namespaces %s", strings.Join(selectors, "; "),
@@ -161,4 +161,56 @@ func updateImage(ctx context.Context, client namespacedClient, name, image strin
 	nss.Spec.Containers[0].Image = image
 	_, err = client.Update(ctx, nss, metav1.UpdateOptions{})
 	return err
+}
+
+// TestIntakeScopedToLabelKey: a cluster SidecarSet's write whose selector requires a label key
+// has kube-apiserver send the server the pods with that key, in every namespace, before it
+// returns, and not the pods without it: those cannot be its pods, and they are created without
+// calling the server. Then the leader drops the hold. Serial: another test's write of a cluster
+// SidecarSet requiring no label holds every pod.
+func TestIntakeScopedToLabelKey(t *testing.T) {
+	serialOnly(t, "reading the cluster-wide intake, which other tests' cluster SidecarSet writes open,")
+	ns := tempNamespace(t, "e2e-intake-key-")
+	nsLabels := map[string]string{corev1.LabelMetadataName: ns}
+	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, podLabels labels.Set) bool {
+		_, intake := policy.SplitIntake(cfg.Webhooks)
+		for _, w := range intake {
+			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("intake webhook %s: selectors %v, %v", w.Name, err1, err2)
+			}
+			if nsSel.Matches(labels.Set(nsLabels)) && podSel.Matches(podLabels) {
+				return true
+			}
+		}
+		return false
+	}
+	keyed, other := labels.Set{"e2e-intake-key": "elsewhere"}, labels.Set{"app": "e2e-intake-nothing"}
+	ss := simpleSidecarSet("e2e-intake-key", "busybox:1.36", nil)
+	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-intake-key": "x"}}
+	t.Cleanup(func() { deleteSidecarSets(t, ss.Name) })
+	image := "busybox:1.36"
+	eventuallyEvery(t, "a write of "+ss.Name+" with no other intake hold around it", time.Second, 3*time.Minute, func(ctx context.Context) (bool, string) {
+		if cfg := activeConfiguration(t); sent(cfg, keyed) || sent(cfg, other) {
+			return false, "before the write, the pods are sent already (another write, or this test's last one): " + describeIntake(cfg)
+		}
+		image = map[string]string{"busybox:1.36": "busybox:1.37", "busybox:1.37": "busybox:1.36"}[image]
+		ss.Spec.Containers[0].Image = image
+		if err := applySidecarSet(t, ss); err != nil {
+			return false, err.Error()
+		}
+		cfg := activeConfiguration(t)
+		if !sent(cfg, keyed) {
+			t.Errorf("the write of %s returned, and a pod with its label key is not sent to the server: %s", ss.Name, describeIntake(cfg))
+		}
+		if sent(cfg, other) {
+			return false, "after the write, a pod without its label key is sent to the server (the write held every pod, unless another test's write did): " + describeIntake(cfg)
+		}
+		return true, describeIntake(cfg)
+	})
+	eventually(t, "the leader to drop the hold of the label key", time.Minute, func(context.Context) (bool, string) {
+		cfg := activeConfiguration(t)
+		return !sent(cfg, keyed), describeIntake(cfg)
+	})
 }

@@ -395,7 +395,13 @@ const intakePrefix = "intake."
 // for a few seconds, and a server that stops meanwhile must not have every pod of the cluster
 // refused until a leader removes them; the pods the selective webhooks send keep the template's.
 func IntakeWebhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string, namespaces *metav1.LabelSelector) []admissionregistrationv1.MutatingWebhook {
-	out := ExpandWebhooks(TemplateWebhooks(template), []WebhookMatch{{NamespaceSelector: namespaces}}, excluded)
+	return IntakeWebhooksFor(template, excluded, []WebhookMatch{{NamespaceSelector: namespaces}})
+}
+
+// IntakeWebhooksFor is IntakeWebhooks with one set of webhooks per match: the pods of some
+// namespaces, or those with a label key.
+func IntakeWebhooksFor(template []admissionregistrationv1.MutatingWebhook, excluded []string, matches []WebhookMatch) []admissionregistrationv1.MutatingWebhook {
+	out := ExpandWebhooks(TemplateWebhooks(template), matches, excluded)
 	ignore := admissionregistrationv1.Ignore
 	for i := range out {
 		out[i].Name = intakePrefix + out[i].Name

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,11 +35,42 @@ const (
 	// hold once the selective webhooks serve every SidecarSet written until then.
 	IntakeOpenedAnnotation = "apps.kruise.io/intake-opened"
 	IntakeUntilAnnotation  = "apps.kruise.io/intake-until"
-	// IntakeNamespacesAnnotation records the same for the namespaces held by NamespacedSidecarSet
-	// writes, whose pods alone the intake webhooks send besides: a JSON object from namespace to
+	// IntakeNamespacesAnnotation records the same for the scopes held by the other writes, whose
+	// pods alone the intake webhooks send besides: a NamespacedSidecarSet's namespace, or a label
+	// key a cluster SidecarSet requires (IntakeLabelScope): a JSON object from scope to
 	// {"opened": time, "until": time}.
 	IntakeNamespacesAnnotation = "apps.kruise.io/intake-namespaces"
 )
+
+// IntakeLabelScope is the prefix of an intake scope that holds the pods with a label key, in every
+// namespace: a cluster SidecarSet's write whose versions all require that key concerns no other
+// pod. (Namespace names never hold a colon.)
+const IntakeLabelScope = "label:"
+
+// IntakeScopes returns the intake scopes of a write of a SidecarSet of namespace (a
+// NamespacedSidecarSet's; "" for a cluster SidecarSet) whose versions written (the new one, and
+// the one replaced or deleted) have the selectors sels: its namespace, for a NamespacedSidecarSet;
+// for a cluster SidecarSet, each label key its versions require (IntakeLabelScope), or "" (every
+// pod) when one of them requires none.
+func IntakeScopes(namespace string, sels ...*metav1.LabelSelector) []string {
+	if namespace != "" {
+		return []string{namespace}
+	}
+	var out []string
+	for _, sel := range sels {
+		k, _ := RequiredLabel(sel)
+		if k == "" {
+			return []string{""}
+		}
+		if s := IntakeLabelScope + k; !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
+}
 
 // InjectionPath says which admission path injects a SidecarSet (RolloutInjection.Path).
 type InjectionPath string

@@ -49,3 +49,29 @@ func TestWideningMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestIntakeScopes(t *testing.T) {
+	app := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	tier := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}
+	keyless := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}}
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		sels      []*metav1.LabelSelector
+		want      []string
+	}{
+		{"a NamespacedSidecarSet: its namespace", "team-a", []*metav1.LabelSelector{keyless}, []string{"team-a"}},
+		{"a key", "", []*metav1.LabelSelector{app}, []string{"label:app"}},
+		{"the same key twice", "", []*metav1.LabelSelector{app, app}, []string{"label:app"}},
+		{"a key changed", "", []*metav1.LabelSelector{tier, app}, []string{"label:tier", "label:app"}},
+		{"a version requiring no label: every pod", "", []*metav1.LabelSelector{app, keyless}, []string{""}},
+		{"no selector: every pod", "", []*metav1.LabelSelector{nil}, []string{""}},
+		{"no version: every pod", "", nil, []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IntakeScopes(tc.namespace, tc.sels...); !slices.Equal(got, tc.want) {
+				t.Errorf("IntakeScopes = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -26,8 +26,9 @@ import (
 // version, would be created without it. So, once a write has passed validation and admission and
 // before it is stored, Open adds the intake webhooks to the active configuration (every pod of
 // the webhooks' namespaces to the server, whose injector answers from its own cache and so knows
-// the SidecarSet as soon as it is stored): for every namespace for a cluster SidecarSet, for its
-// own namespace alone for a NamespacedSidecarSet (plan.IntakeState). It holds them for Hold and
+// the SidecarSet as soon as it is stored): for a cluster SidecarSet, the pods with the label key
+// its versions written require (every pod when one requires none), for a NamespacedSidecarSet
+// the pods of its own namespace alone (apps.IntakeScopes, plan.IntakeState). It holds them for Hold and
 // waits LoadDelay for kube-apiserver to load them, unless intake webhooks that cover the
 // namespace have been in place that long already. Writes that follow within Hold/2 of the last
 // hold of their namespace (or of every namespace) find it in place and write nothing; a write past
@@ -63,9 +64,10 @@ type knownHold struct {
 // conflictRetries bounds the updates of an open that meet another writer's.
 const conflictRetries = 5
 
-// Open returns once intake webhooks that cover namespace ("": every namespace) are in place and
-// loaded, held for at least Hold/2 from now; nil at once where no injection webhooks are
-// configured. Call it for a write about to be stored (not a dry run).
+// Open returns once intake webhooks that cover scope (apps.IntakeScopes: a namespace, a label key,
+// or "" for every pod) are in place and loaded, held for at least Hold/2 from now; nil at once
+// where no injection webhooks are configured. Call it for a write about to be stored (not a dry
+// run).
 func (i *Intake) Open(ctx context.Context, namespace string) error {
 	if i == nil || i.Kube == nil || i.Template == "" {
 		return nil

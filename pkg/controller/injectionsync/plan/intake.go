@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,11 +19,13 @@ import (
 // The intake (see injectionsync.Intake) has kube-apiserver send pods to the server while
 // SidecarSet writes are under way, before the selective webhooks route their pods. Its state lives
 // in the active webhook configuration, so that every replica and the leader agree and a restart
-// loses nothing: holds, each until a time, for every namespace (a cluster SidecarSet's write:
-// apps.IntakeOpenedAnnotation, apps.IntakeUntilAnnotation) or for some namespaces (a
-// NamespacedSidecarSet's write: apps.IntakeNamespacesAnnotation). The intake webhooks are a
-// function of the holds (IntakeState.Webhooks): every namespace while a cluster hold lasts, else
-// the held namespaces alone.
+// loses nothing: holds, each until a time, for every pod (a write of a cluster SidecarSet whose
+// selector requires no label: apps.IntakeOpenedAnnotation, apps.IntakeUntilAnnotation) or for
+// scopes (apps.IntakeNamespacesAnnotation, apps.IntakeScopes): a namespace (a
+// NamespacedSidecarSet's write) or a label key every version written of a cluster SidecarSet
+// requires (the pods without it are none of its pods). The intake webhooks are a function of the
+// holds (IntakeState.Webhooks): every pod while a cluster hold lasts, else the pods of the held
+// namespaces and those with a held label key.
 //
 // Invariants: a hold is only added or extended by a replica's write and dropped by the leader
 // once its time, plus the load delay, has passed; every write of the configuration covers every
@@ -37,6 +40,10 @@ import (
 // its annotation stay small).
 const MaxIntakeNamespaces = 256
 
+// MaxIntakeLabels bounds the label keys held at once (a set of intake webhooks each): one more
+// opens the intake for every namespace instead, until the last of their holds.
+const MaxIntakeLabels = apps.MaxWebhookLabelKeys
+
 // IntakeHold is one hold of the intake.
 type IntakeHold struct {
 	// Opened is since when the intake webhooks have covered the hold's namespaces without
@@ -50,7 +57,7 @@ type IntakeHold struct {
 type IntakeState struct {
 	// Cluster, when set, holds every namespace.
 	Cluster *IntakeHold
-	// Namespaces hold their namespace each.
+	// Namespaces hold their scope each: a namespace, or a label key (apps.IntakeLabelScope).
 	Namespaces map[string]IntakeHold
 	// Stale reports that the intake webhooks in place are not those of the holds (written by
 	// another version, or from another template): the holds' Opened times are not to be trusted.
@@ -86,17 +93,31 @@ func ReadIntake(active *admissionregistrationv1.MutatingWebhookConfiguration, te
 // Empty reports whether s holds nothing.
 func (s IntakeState) Empty() bool { return s.Cluster == nil && len(s.Namespaces) == 0 }
 
-// Webhooks returns the intake webhooks of s (policy.IntakeWebhooks): every namespace's pods while
-// a cluster hold lasts, else those of the held namespaces; none without holds.
+// Webhooks returns the intake webhooks of s (policy.IntakeWebhooksFor): every namespace's pods
+// while a cluster hold lasts, else those of the held namespaces and those with a held label key;
+// none without holds.
 func (s IntakeState) Webhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string) []admissionregistrationv1.MutatingWebhook {
-	switch {
-	case s.Cluster != nil:
+	if s.Cluster != nil {
 		return policy.IntakeWebhooks(template, excluded, nil)
-	case len(s.Namespaces) > 0:
-		return policy.IntakeWebhooks(template, excluded, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(maps.Keys(s.Namespaces))}}})
 	}
-	return nil
+	var namespaces []string
+	var matches []policy.WebhookMatch
+	for _, scope := range slices.Sorted(maps.Keys(s.Namespaces)) {
+		if key, ok := strings.CutPrefix(scope, apps.IntakeLabelScope); ok {
+			matches = append(matches, policy.WebhookMatch{ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: key, Operator: metav1.LabelSelectorOpExists}}}})
+		} else {
+			namespaces = append(namespaces, scope)
+		}
+	}
+	if len(namespaces) > 0 {
+		matches = append([]policy.WebhookMatch{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces}}}}}, matches...)
+	}
+	if len(matches) == 0 {
+		return nil
+	}
+	return policy.IntakeWebhooksFor(template, excluded, matches)
 }
 
 // Annotate records s in the annotations of m (removing those of the holds s lacks).
@@ -183,10 +204,21 @@ func (s IntakeState) Open(namespace string, now time.Time, hold time.Duration) (
 		next.Namespaces = map[string]IntakeHold{}
 	}
 	next.Namespaces[namespace] = h
-	if len(next.Namespaces) > MaxIntakeNamespaces {
+	if len(next.Namespaces) > MaxIntakeNamespaces || next.labelScopes() > MaxIntakeLabels {
 		next = next.folded(now)
 	}
 	return next, true
+}
+
+// labelScopes is the number of label keys s holds.
+func (s IntakeState) labelScopes() int {
+	n := 0
+	for scope := range s.Namespaces {
+		if strings.HasPrefix(scope, apps.IntakeLabelScope) {
+			n++
+		}
+	}
+	return n
 }
 
 // folded returns s with its namespace holds turned into one cluster hold until the last of them.

@@ -5,16 +5,19 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
 // Intake has kube-apiserver send the server the pods a SidecarSet write may concern before the
 // write is stored (see injectionsync.Intake).
 type Intake interface {
-	// Open returns once kube-apiserver sends the server the pods of namespace ("": of every
-	// namespace).
-	Open(ctx context.Context, namespace string) error
+	// Open returns once kube-apiserver sends the server the pods of scope (apps.IntakeScopes: a
+	// namespace, the pods with a label key, or "" for every pod).
+	Open(ctx context.Context, scope string) error
 }
 
 // intakeOpener opens the intake for the writes of a store that change what a SidecarSet injects
@@ -22,7 +25,9 @@ type Intake interface {
 // validation and admission: it follows the last validation the generic registry runs before it
 // stores (or deletes) an object, so that a write refused by the strategy's validation, the
 // admission chain (quota, the namespace cap, the cluster's policies) or authorization opens
-// nothing. A NamespacedSidecarSet opens it for its own namespace alone; dry runs never open it.
+// nothing. A NamespacedSidecarSet opens it for its own namespace alone, a cluster SidecarSet for
+// the pods with the label key its versions written (new, and replaced or deleted) require, or for
+// every pod when one requires none (apps.IntakeScopes); dry runs never open it.
 // A delete opens it too: kube-apiserver may still run a policy compiled from the SidecarSet
 // deleted (one that stops injecting a SidecarSet waits for the webhooks), and the webhook takes
 // what that policy injected out of the pods it receives.
@@ -52,7 +57,7 @@ func (o intakeOpener) after(validate rest.ValidateObjectFunc, dryRun []string, d
 				return err
 			}
 		}
-		return o.open(ctx, obj, done)
+		return o.open(ctx, done, obj)
 	}
 }
 
@@ -67,19 +72,28 @@ func (o intakeOpener) afterUpdate(validate rest.ValidateObjectUpdateFunc, dryRun
 				return err
 			}
 		}
-		return o.open(ctx, obj, "written")
+		return o.open(ctx, "written", obj, old)
 	}
 }
 
-// open opens the intake for obj's namespace ("" for a SidecarSet), refusing the write (done: what
-// it would have done to the object) with 503 when it cannot.
-func (o intakeOpener) open(ctx context.Context, obj runtime.Object, done string) error {
-	m, err := meta.Accessor(obj)
+// open opens the intake for the scopes of the versions of an object a write concerns (the first
+// is the one written), refusing the write (done: what it would have done to the object) with 503
+// when it cannot.
+func (o intakeOpener) open(ctx context.Context, done string, versions ...runtime.Object) error {
+	m, err := meta.Accessor(versions[0])
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if err := o.intake.Open(ctx, m.GetNamespace()); err != nil {
-		return apierrors.NewServiceUnavailable("the SidecarSet was not " + done + ": the injection webhooks could not be made to receive its pods (retry): " + err.Error())
+	var sels []*metav1.LabelSelector
+	for _, v := range versions {
+		if ss, ok := v.(*apps.SidecarSet); ok {
+			sels = append(sels, ss.Spec.Selector)
+		}
+	}
+	for _, scope := range apps.IntakeScopes(m.GetNamespace(), sels...) {
+		if err := o.intake.Open(ctx, scope); err != nil {
+			return apierrors.NewServiceUnavailable("the SidecarSet was not " + done + ": the injection webhooks could not be made to receive its pods (retry): " + err.Error())
+		}
 	}
 	return nil
 }

@@ -80,7 +80,8 @@ func clusterObject(t *testing.T, scheme *runtime.Scheme, name string) *apps.Side
 
 // TestIntakeOpensAfterAdmission: a write opens the intake once it has passed the strategy's
 // validation and the admission chain, for its namespace alone when it is a NamespacedSidecarSet
-// and for every namespace ("") when it is a SidecarSet, deletes included; a write refused on the
+// and for the pods with the label key its versions require ("label:KEY", every pod "" when one
+// requires none) when it is a SidecarSet, deletes included; a write refused on the
 // way, a dry run and the Preview action open nothing; when the intake cannot be opened the write
 // is refused with 503 and not stored (nor the object deleted).
 func TestIntakeOpensAfterAdmission(t *testing.T) {
@@ -147,8 +148,14 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 			_, err := namespaced.SidecarSet.Create(teamA(), capObject(t, scheme, "created"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 			return err
 		}},
-		{name: "SidecarSet create", wantOpened: []string{""}, write: func() error {
+		{name: "SidecarSet create", wantOpened: []string{"label:app"}, write: func() error {
 			_, err := cluster.SidecarSet.Create(clusterCtx, clusterObject(t, scheme, "created"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+			return err
+		}},
+		{name: "SidecarSet create requiring no label", wantOpened: []string{""}, write: func() error {
+			obj := clusterObject(t, scheme, "keyless")
+			obj.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}}
+			_, err := cluster.SidecarSet.Create(clusterCtx, obj, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 			return err
 		}},
 		{name: "invalid spec", wantErr: apierrors.IsInvalid, write: func() error {
@@ -168,8 +175,16 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 		{name: "NamespacedSidecarSet update", wantOpened: []string{"team-a"}, write: func() error {
 			return update(namespaced.SidecarSet, teamA(), "existing", rest.ValidateAllObjectUpdateFunc, nil)
 		}},
-		{name: "SidecarSet update", wantOpened: []string{""}, write: func() error {
+		{name: "SidecarSet update", wantOpened: []string{"label:app"}, write: func() error {
 			return update(cluster.SidecarSet, clusterCtx, "existing", rest.ValidateAllObjectUpdateFunc, nil)
+		}},
+		{name: "SidecarSet update to another label key", wantOpened: []string{"label:tier", "label:app"}, write: func() error {
+			_, _, err := cluster.SidecarSet.Update(clusterCtx, "existing", rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+				ss := old.DeepCopyObject().(*apps.SidecarSet)
+				ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+				return ss, nil
+			}), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+			return err
 		}},
 		{name: "NamespacedSidecarSet created by an apply", wantOpened: []string{"team-a"}, write: func() error {
 			_, _, err := namespaced.SidecarSet.Update(teamA(), "applied", rest.DefaultUpdatedObjectInfo(capObject(t, scheme, "applied")),
@@ -200,7 +215,7 @@ func TestIntakeOpensAfterAdmission(t *testing.T) {
 		{name: "NamespacedSidecarSet delete", wantOpened: []string{"team-b"}, write: func() error {
 			return remove(namespaced.SidecarSet, teamB, "deleted", rest.ValidateAllObjectFunc, nil)
 		}},
-		{name: "SidecarSet delete", wantOpened: []string{""}, write: func() error {
+		{name: "SidecarSet delete", wantOpened: []string{"label:app"}, write: func() error {
 			return remove(cluster.SidecarSet, clusterCtx, "deleted", rest.ValidateAllObjectFunc, nil)
 		}},
 		{name: "delete collection", wantOpened: []string{"team-b", "team-b"}, write: func() error {
