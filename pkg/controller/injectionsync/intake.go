@@ -24,20 +24,19 @@ import (
 // SidecarSets select) and the policies are written by the leader after the write, and
 // kube-apiserver loads them later still; until then the pods of a new SidecarSet, or of a new
 // version, would be created without it. So, once a write has passed validation and admission and
-// before it is stored, Open adds the intake webhooks to the active configuration (every pod of
-// the webhooks' namespaces to the server, whose injector answers from its own cache and so knows
-// the SidecarSet as soon as it is stored): for a cluster SidecarSet, the pods with the label key
-// its versions written require (every pod when one requires none), for a NamespacedSidecarSet
-// the pods of its own namespace alone (apps.IntakeScopes, plan.IntakeState). It holds them for Hold and
-// waits LoadDelay for kube-apiserver to load them, unless intake webhooks that cover the
-// namespace have been in place that long already. Writes that follow within Hold/2 of the last
-// hold of their namespace (or of every namespace) find it in place and write nothing; a write past
-// it extends the hold: at most one write of the configuration per namespace per Hold/2, whatever
-// a namespace's editor does. The leader drops each hold (plan.Sync) once its time has passed and
-// the selective webhooks have been in place for LoadDelay: a bulk apply pays one LoadDelay, and
-// pods no SidecarSet selects call the server only meanwhile, in the namespaces written. Every
-// replica opens; only the leader drops, with the resourceVersion it planned from, so a hold
-// extended meanwhile keeps them.
+// before it is stored, Open adds the intake webhooks to the active configuration (the pods of a
+// scope to the server, whose injector answers from its own cache and so knows the SidecarSet as
+// soon as it is stored): for a cluster SidecarSet, the pods with the label key its versions
+// written require (every pod when one requires none), for a NamespacedSidecarSet the pods of its
+// own namespace alone (apps.IntakeScopes, plan.IntakeState). It holds them for Hold and waits
+// LoadDelay for kube-apiserver to load them, unless intake webhooks that cover the scope have been
+// in place that long already. Writes that follow within Hold/2 of the last hold of their scope (or
+// of every pod) find it in place and write nothing; a write past it extends the hold: at most one
+// write of the configuration per scope per Hold/2, whatever a namespace's editor does. The leader
+// drops each hold (plan.Sync) once its time has passed and the selective webhooks have been in
+// place for LoadDelay: a bulk apply pays one LoadDelay, and pods no SidecarSet selects call the
+// server only meanwhile, in the scopes written. Every replica opens; only the leader drops, with
+// the resourceVersion it planned from, so a hold extended meanwhile keeps them.
 type Intake struct {
 	// Kube reads and writes the webhook configurations.
 	Kube kubernetes.Interface
@@ -52,11 +51,11 @@ type Intake struct {
 	Clock clock.Clock
 
 	mu    sync.Mutex           // one read or write of the configuration at a time in this replica
-	known map[string]knownHold // by namespace ("": every namespace), the holds this replica wrote or read last
+	known map[string]knownHold // by scope ("": every pod), the holds this replica wrote or read last
 }
 
 // knownHold is a hold as this replica last saw it: until when it lasts, and when kube-apiserver
-// has loaded intake webhooks that cover its namespace.
+// has loaded intake webhooks that cover its scope.
 type knownHold struct {
 	until, loadedAt time.Time
 }
@@ -68,12 +67,12 @@ const conflictRetries = 5
 // or "" for every pod) are in place and loaded, held for at least Hold/2 from now; nil at once
 // where no injection webhooks are configured. Call it for a write about to be stored (not a dry
 // run).
-func (i *Intake) Open(ctx context.Context, namespace string) error {
+func (i *Intake) Open(ctx context.Context, scope string) error {
 	if i == nil || i.Kube == nil || i.Template == "" {
 		return nil
 	}
 	clk := i.clock()
-	loadedAt, err := i.hold(ctx, namespace, clk)
+	loadedAt, err := i.hold(ctx, scope, clk)
 	if err != nil {
 		return err
 	}
@@ -91,16 +90,16 @@ func (i *Intake) Open(ctx context.Context, namespace string) error {
 	}
 }
 
-// hold makes sure a hold covers namespace for Hold/2 more, and returns when its intake webhooks
+// hold makes sure a hold covers scope for Hold/2 more, and returns when its intake webhooks
 // are loaded. The writes of one replica take turns here, not while they wait for the load.
-func (i *Intake) hold(ctx context.Context, namespace string, clk clock.Clock) (time.Time, error) {
+func (i *Intake) hold(ctx context.Context, scope string, clk clock.Clock) (time.Time, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if at, ok := i.knownHeld(namespace, clk.Now()); ok {
+	if at, ok := i.knownHeld(scope, clk.Now()); ok {
 		return at, nil
 	}
 	for try := 0; ; try++ {
-		at, err := i.open(ctx, namespace, clk)
+		at, err := i.open(ctx, scope, clk)
 		if err == nil {
 			return at, nil
 		}
@@ -110,16 +109,16 @@ func (i *Intake) hold(ctx context.Context, namespace string, clk clock.Clock) (t
 	}
 }
 
-// knownHeld returns when the intake webhooks covering namespace are loaded, if a hold this replica
+// knownHeld returns when the intake webhooks covering scope are loaded, if a hold this replica
 // knows covers it for Hold/2 more; it forgets the holds that have ended.
-func (i *Intake) knownHeld(namespace string, now time.Time) (time.Time, bool) {
+func (i *Intake) knownHeld(scope string, now time.Time) (time.Time, bool) {
 	var at time.Time
 	held := false
-	for scope, k := range i.known {
+	for s, k := range i.known {
 		switch {
 		case !k.until.After(now):
-			delete(i.known, scope)
-		case (scope == "" || scope == namespace) && k.until.Sub(now) >= i.Hold/2:
+			delete(i.known, s)
+		case (s == "" || s == scope) && k.until.Sub(now) >= i.Hold/2:
 			if !held || k.loadedAt.Before(at) {
 				at = k.loadedAt
 			}
@@ -137,9 +136,9 @@ func (i *Intake) clock() clock.Clock {
 }
 
 // open reads the active configuration (created when missing) and, unless a hold there covers
-// namespace for Hold/2 more, adds or extends its hold with one write; it records the hold and
-// returns when kube-apiserver has loaded intake webhooks that cover namespace.
-func (i *Intake) open(ctx context.Context, namespace string, clk clock.Clock) (time.Time, error) {
+// scope for Hold/2 more, adds or extends its hold with one write; it records the hold and
+// returns when kube-apiserver has loaded intake webhooks that cover scope.
+func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.Time, error) {
 	cl := i.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	tmpl, err := cl.Get(ctx, i.Template, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -159,7 +158,7 @@ func (i *Intake) open(ctx context.Context, namespace string, clk clock.Clock) (t
 	}
 	now := clk.Now()
 	state := plan.ReadIntake(active, tmpl.Webhooks, i.ExcludedNamespaces)
-	next, write := state.Open(namespace, now, i.Hold)
+	next, write := state.Open(scope, now, i.Hold)
 	if write {
 		selective, _ := policy.SplitIntake(active.Webhooks)
 		open := next.Webhooks(tmpl.Webhooks, i.ExcludedNamespaces)
@@ -172,18 +171,18 @@ func (i *Intake) open(ctx context.Context, namespace string, clk clock.Clock) (t
 			return time.Time{}, err
 		}
 	}
-	since, _ := next.CoveredSince(namespace)
+	since, _ := next.CoveredSince(scope)
 	loadedAt := since.Add(i.LoadDelay)
 	if since.Equal(now) {
 		// Covered from this write on: loaded once kube-apiserver had the time to load it.
 		loadedAt = clk.Now().Add(i.LoadDelay)
-		klog.V(2).InfoS("sending the pods of a namespace to the server until the injection webhooks serve the SidecarSets written",
-			"configuration", active.Name, "namespace", namespace, "until", next.Until(namespace))
+		klog.V(2).InfoS("sending the pods of a scope to the server until the injection webhooks serve the SidecarSets written",
+			"configuration", active.Name, "scope", scope, "until", next.Until(scope))
 	}
 	if i.known == nil {
 		i.known = map[string]knownHold{}
 	}
-	i.known[namespace] = knownHold{until: next.Until(namespace), loadedAt: loadedAt}
+	i.known[scope] = knownHold{until: next.Until(scope), loadedAt: loadedAt}
 	return loadedAt, nil
 }
 
