@@ -273,7 +273,8 @@ func policySize(p *admissionregistrationv1.MutatingAdmissionPolicy) int {
 // BenchmarkOutage measures what survives a server outage in policy mode: for every shape of the
 // injection benchmarks at 100 and 1,000 SidecarSets, alone ("platform=none"), then beside a
 // platform-wide SidecarSet (Exists on a label every pod then carries) that does not ask for a
-// policy ("not-asking") and that does ("asking"), one pod per SidecarSet (labelled and placed so
+// policy ("not-asking") and that does ("asking"), the latter with 15 app SidecarSets asking too
+// ("asking+15"), one pod per SidecarSet (labelled and placed so
 // that it selects it) is admitted with the planned policies alone. A pod the planned webhooks
 // receive is refused (failurePolicy Fail); the others are injected in full (the injector's pod)
 // or admitted without some sidecars. The shares are reported as full-%, refused-% and without-%
@@ -281,11 +282,17 @@ func policySize(p *admissionregistrationv1.MutatingAdmissionPolicy) int {
 func BenchmarkOutage(b *testing.B) {
 	for _, shape := range policytest.Shapes {
 		for _, n := range []int{100, 1000} {
-			for _, platform := range []string{"none", "not-asking", "asking"} {
+			for _, platform := range []string{"none", "not-asking", "asking", "asking+15"} {
 				b.Run(fmt.Sprintf("%s/%d/platform=%s", shape, n, platform), func(b *testing.B) {
 					sets := policytest.BenchSidecarSets(shape, n)
+					if platform == "asking+15" {
+						// The operator also marks 15 app SidecarSets (the limit is 16 with the agent).
+						for _, ss := range sets[5:20] {
+							ss.Annotations = map[string]string{apps.InjectionPathAnnotation: apps.InjectionPathPolicy}
+						}
+					}
 					if platform != "none" {
-						sets = append(sets, platformSidecarSet(platform == "asking"))
+						sets = append(sets, platformSidecarSet(platform != "not-asking"))
 					}
 					for i, ss := range sets {
 						ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
