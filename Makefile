@@ -43,6 +43,7 @@ test: verify unit e2e
 
 verify: lint
 	hack/verify-codegen.sh
+	$(GO) test -count=1 -run TestArchitectureDiagram ./test/docs/
 	GO=$(GO) hack/render-deploy.sh --verify
 
 # gofmt, go vet and staticcheck (pinned in hack/verify-lint.sh, fetched from the Go module proxy).
