@@ -131,8 +131,7 @@ func TestRealNodeResize(t *testing.T) {
 	patchImage(t, "rn-resize", resourcesPatch(cpuMem("100", "48Mi", "100", "96Mi")))
 	stalled := v1alpha1.SidecarSetStatus{MatchedPods: n, UpdatedPods: 0, ReadyPods: n, UpdatedReadyPods: 0}
 	waitStatus(t, "rn-resize", stalled)
-	time.Sleep(5 * time.Second) // what is tested: it stays stalled
-	waitStatusOn(t, sidecars, "rn-resize", stalled, time.Second)
+	consistently(t, "the infeasible resize stalled", time.Second, 5*time.Second, statusIs(sidecars, "rn-resize", stalled))
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "rn-resize", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -362,8 +362,7 @@ func TestRealNodeBadImageRollback(t *testing.T) {
 	patchImage(t, "rn-stall", `{"spec":{"containers":[{"name":"sidecar1","image":"sidecarset.dev/test:missing"}]}}`)
 	stalled := v1alpha1.SidecarSetStatus{MatchedPods: 3, UpdatedPods: 1, ReadyPods: 2, UpdatedReadyPods: 0}
 	waitStatus(t, "rn-stall", stalled)
-	time.Sleep(5 * time.Second) // what is tested: it stays stalled
-	waitStatusOn(t, sidecars, "rn-stall", stalled, time.Second)
+	consistently(t, "the rollout stalled at maxUnavailable", time.Second, 5*time.Second, statusIs(sidecars, "rn-stall", stalled))
 	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, "rn-stall", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

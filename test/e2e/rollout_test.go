@@ -430,13 +430,14 @@ func (r *scenarioRun) expect(step *conformance.Step) {
 	if want := step.Expect.ObservedSequenceContains; len(want) > 0 && !subsequence(want, seen) {
 		t.Errorf("step %q: status sequence %v does not contain %v in order", step.Name, seen, want)
 	}
-	until := time.Now().Add(time.Duration(step.Expect.StableForSeconds) * time.Second)
-	for time.Now().Before(until) {
-		time.Sleep(time.Second) // what is tested: it keeps holding, sampled every second
-		r.sample(step, nil)
-		if err := r.check(&step.Expect.Eventually); err != nil {
-			t.Fatalf("step %q: held, then stopped holding within %ds: %v", step.Name, step.Expect.StableForSeconds, err)
-		}
+	if d := time.Duration(step.Expect.StableForSeconds) * time.Second; d > 0 {
+		consistently(t, fmt.Sprintf("step %q: what held", step.Name), time.Second, d, func(context.Context) (bool, string) {
+			r.sample(step, nil)
+			if err := r.check(&step.Expect.Eventually); err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
 	}
 }
 
