@@ -206,9 +206,9 @@ func assess(t rolloutTarget, obj observed) progress {
 // The Stalled condition, the Paused reason of Progressing and the InjectionNotReady reason of
 // Ready, as the server's controller writes them (kstatus' conventions).
 const (
-	rolloutStalled          = "Stalled"
-	reasonPaused            = "Paused"
-	reasonInjectionNotReady = "InjectionNotReady"
+	rolloutStalled          = v1alpha1.SidecarSetStalled
+	reasonPaused            = v1alpha1.ReasonRolloutPaused
+	reasonInjectionNotReady = v1alpha1.ReasonInjectionNotReady
 )
 
 // statusWatch is the list and watch of the one object rollout status follows.

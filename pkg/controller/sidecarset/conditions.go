@@ -154,16 +154,16 @@ const (
 	// maxUnavailable budget, pods that missed the injection (PodsNotInjected) and paused
 	// injection are never Stalled. False, with the Progressing reason, once it ends; absent on a
 	// SidecarSet whose rollout never stalled (the "abnormal-true" convention kstatus follows).
-	ConditionStalled = "Stalled"
+	ConditionStalled = v1alpha1.SidecarSetStalled
 )
 
 // Reasons of the rollout conditions.
 const (
 	ReasonRolloutComplete   = "RolloutComplete"
 	ReasonRollingOut        = "RollingOut"
-	ReasonRolloutPaused     = "Paused"
+	ReasonRolloutPaused     = v1alpha1.ReasonRolloutPaused
 	ReasonPodsFailed        = "PodsFailed"
-	ReasonInjectionNotReady = "InjectionNotReady"
+	ReasonInjectionNotReady = v1alpha1.ReasonInjectionNotReady
 )
 
 // rolloutConditions are the Progressing, Ready and Stalled conditions of a rollout.

@@ -373,6 +373,8 @@ const (
 	SidecarSetReady = "Ready"
 	// SidecarSetProgressing is True while the rollout goes on by itself.
 	SidecarSetProgressing = "Progressing"
+	// SidecarSetStalled is True while the rollout waits on pods whose new sidecar does not run.
+	SidecarSetStalled = "Stalled"
 	// SidecarSetPodsNotInjected is True while pods the SidecarSet selects run without its sidecars.
 	SidecarSetPodsNotInjected = "PodsNotInjected"
 	// SidecarSetWebhookReceivesEveryPod is True while the SidecarSet leaves the injection webhooks
@@ -382,6 +384,14 @@ const (
 	// generation (status.observedGeneration set): kstatus (Flux, kubectl wait's tools) reads a
 	// status without it or observedGeneration as done.
 	SidecarSetReconciling = "Reconciling"
+)
+
+// Reasons of the rollout conditions that tools read: Progressing False with ReasonRolloutPaused
+// while updateStrategy.paused holds the rollout, Ready False with ReasonInjectionNotReady until
+// the generation's injection is in place.
+const (
+	ReasonRolloutPaused     = "Paused"
+	ReasonInjectionNotReady = "InjectionNotReady"
 )
 
 // SidecarSetStatus is the observed state of a SidecarSet.
