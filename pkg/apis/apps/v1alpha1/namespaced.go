@@ -30,11 +30,7 @@ func IsNamespaced(ss *SidecarSet) bool {
 func (n *NamespacedSidecarSet) AsSidecarSet() *SidecarSet {
 	out := &SidecarSet{ObjectMeta: *n.ObjectMeta.DeepCopy(), Spec: *n.Spec.DeepCopy(), Status: *n.Status.DeepCopy()}
 	out.APIVersion, out.Kind = SchemeGroupVersion.String(), "SidecarSet"
-	out.Name, out.Namespace = NamespacedName(n.Namespace, n.Name), ""
-	out.Spec.Namespace, out.Spec.NamespaceSelector = n.Namespace, nil
-	if base, ok := out.Annotations[SidecarSetBaseAnnotation]; ok && base != "" {
-		out.Annotations[SidecarSetBaseAnnotation] = NamespacedName(n.Namespace, base)
-	}
+	apps.TakePartAsSidecarSet(&out.ObjectMeta, &out.Spec.Namespace, &out.Spec.NamespaceSelector)
 	return out
 }
 
