@@ -248,7 +248,7 @@ func path(ss *v1alpha1.SidecarSet) (string, string) {
 // excluded reports whether the admission configuration keeps namespace ns from injection; every
 // path leaves out a namespace labelled apps.ControlPlaneNamespaceLabel.
 func excluded(a Admission, ns string, nsLabels map[string]string) bool {
-	if slices.Contains(a.ExcludedNamespaces, ns) || apps.SkipsControlPlane(nsLabels) {
+	if apps.ExcludedFromInjection(ns, nsLabels, a.ExcludedNamespaces) {
 		return true
 	}
 	if a.NamespaceSelectors == nil {

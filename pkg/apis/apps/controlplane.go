@@ -1,6 +1,8 @@
 package apps
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +18,15 @@ const ControlPlaneNamespaceLabel = "control-plane"
 // labelled ControlPlaneNamespaceLabel.
 func ControlPlaneRequirement() metav1.LabelSelectorRequirement {
 	return metav1.LabelSelectorRequirement{Key: ControlPlaneNamespaceLabel, Operator: metav1.LabelSelectorOpDoesNotExist}
+}
+
+// ExcludedFromInjection reports whether no injection path injects the pods of namespace name,
+// labelled nsLabels: it is one of excluded (the server's own namespace and
+// --injection-excluded-namespaces, which the webhooks' namespaceSelectors and the policies leave
+// out), or labelled ControlPlaneNamespaceLabel. The controller, the /rollout view and kubectl
+// sidecarset explain decide NamespaceExcluded with it.
+func ExcludedFromInjection(name string, nsLabels map[string]string, excluded []string) bool {
+	return slices.Contains(excluded, name) || SkipsControlPlane(nsLabels)
 }
 
 // SkipsControlPlane reports whether a namespace with labels nsLabels is left out of injection:

@@ -36,3 +36,23 @@ func TestSkipsControlPlane(t *testing.T) {
 		})
 	}
 }
+
+func TestExcludedFromInjection(t *testing.T) {
+	excluded := []string{"sidecarset-system", "kruise-system"}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"sidecarset-system", nil, true},
+		{"kruise-system", map[string]string{"team": "platform"}, true},
+		{"shop", map[string]string{ControlPlaneNamespaceLabel: ""}, true},
+		{"shop", map[string]string{ControlPlaneNamespaceLabel: "false"}, true},
+		{"shop", map[string]string{"team": "shop"}, false},
+		{"shop", nil, false},
+	} {
+		if got := ExcludedFromInjection(tc.name, tc.labels, excluded); got != tc.want {
+			t.Errorf("ExcludedFromInjection(%s, %v) = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,7 +98,7 @@ type Controller struct {
 	injectionReady func(*v1alpha1.SidecarSet) bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	widened        func(string) (apps.Widening, bool)
-	excluded       map[string]bool
+	excluded       []string
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *Resizes
 	preDownloads   *PreDownloads
@@ -119,7 +120,6 @@ func New(o Options) (*Controller, error) {
 		injectionReady: o.InjectionReady,
 		injection:      o.Injection,
 		widened:        o.Widened,
-		excluded:       map[string]bool{},
 		candidates:     o.Candidates,
 		resizes:        o.Resizes,
 		stateWrites:    flowcontrol.NewTokenBucketRateLimiterWithClock(stateWritesPerSecond, stateWritesBurst, o.Clock),
@@ -139,9 +139,7 @@ func New(o Options) (*Controller, error) {
 		podsPeriod:     time.Second,
 	}
 	c.backoffs = newPodBackoffs(o.Clock)
-	for _, ns := range o.ExcludedNamespaces {
-		c.excluded[ns] = true
-	}
+	c.excluded = slices.Clone(o.ExcludedNamespaces)
 	var err error
 	if c.revisionIndex, err = indexRevisions(o.Revisions.Informer()); err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ func TestExcludedControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{excluded: map[string]bool{"kruise-system": true}, pods: src}
+	c := &Controller{excluded: []string{"kruise-system"}, pods: src}
 	v := Viewer{Pods: src, ExcludedNamespaces: []string{"kruise-system"}}
 	for _, tc := range []struct {
 		namespace string
@@ -49,7 +49,7 @@ func TestExcludedControlPlane(t *testing.T) {
 			}
 		})
 	}
-	if (&Controller{excluded: map[string]bool{}}).isExcluded("kruise") {
+	if (&Controller{}).isExcluded("kruise") {
 		t.Error("a controller without pods excludes by label")
 	}
 }

@@ -2,7 +2,6 @@ package sidecarset
 
 import (
 	"context"
-	"slices"
 	"sort"
 	"time"
 
@@ -82,7 +81,7 @@ func (v Viewer) now() time.Time {
 }
 
 func (v Viewer) excluded(namespace string) bool {
-	return slices.Contains(v.ExcludedNamespaces, namespace) || v.Pods.skipsControlPlane(namespace)
+	return v.Pods.excludedFromInjection(namespace, v.ExcludedNamespaces)
 }
 
 // RolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
