@@ -189,6 +189,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 	keyed, other := labels.Set{"e2e-intake-key": "elsewhere"}, labels.Set{"app": "e2e-intake-nothing"}
 	ss := simpleSidecarSet("e2e-intake-key", "busybox:1.36", nil)
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-intake-key": "x"}}
+	ss.Spec.Containers[0].Name = "e2e-intake-key" // a name no other SidecarSet that may select its pods has
 	t.Cleanup(func() { deleteSidecarSets(t, ss.Name) })
 	image := "busybox:1.36"
 	eventuallyEvery(t, "a write of "+ss.Name+" with no other intake hold around it", time.Second, 3*time.Minute, func(ctx context.Context) (bool, string) {

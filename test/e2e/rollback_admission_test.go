@@ -44,9 +44,20 @@ func TestRollbackIsAdmittedAsAnUpdate(t *testing.T) {
 	}
 	setWhitelist(t, false)
 
-	back := current.DeepCopy()
-	back.Spec.PatchPodMetadata = first.Spec.PatchPodMetadata
-	_, updateErr := client.Update(ctx, back, metav1.UpdateOptions{})
+	// The controller may write the status meanwhile: an update meeting a conflict is tried again
+	// on the object as stored, so that the refusal compared is the admission's.
+	var updateErr error
+	for range 5 {
+		stored, err := client.Get(ctx, "rb-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := stored.DeepCopy()
+		back.Spec.PatchPodMetadata = first.Spec.PatchPodMetadata
+		if _, updateErr = client.Update(ctx, back, metav1.UpdateOptions{}); !apierrors.IsConflict(updateErr) {
+			break
+		}
+	}
 	if updateErr == nil {
 		t.Fatal("an update restoring patchPodMetadata without a whitelist was accepted")
 	}
