@@ -59,7 +59,10 @@ type Admission struct {
 	ExcludedNamespaces []string
 }
 
-// Reasons of entries, besides the injector's own (injection.Reason values).
+// Reasons of entries, besides the injector's own (injection.Reason values). An existing pod the
+// SidecarSet selects that does not carry it has the reason of injection.Missed
+// (CreatedBeforeSidecarSet, CreatedWithSidecarSet, AdmittedWithoutSidecars,
+// ShadowedByClusterSidecarSet), the one the /rollout view names for it.
 const (
 	// ReasonInjected: the SidecarSet injects (or injected) sidecars into the pod.
 	ReasonInjected = "Injected"
@@ -69,9 +72,6 @@ const (
 	// ReasonNamespaceExcluded: the admission configuration never sends the namespace's pods to
 	// injection.
 	ReasonNamespaceExcluded = "NamespaceExcluded"
-	// An existing pod the SidecarSet selects that does not carry it has the reason of
-	// injection.Missed (CreatedBeforeSidecarSet, CreatedWithSidecarSet, AdmittedWithoutSidecars,
-	// ShadowedByClusterSidecarSet), the one the /rollout view names for it.
 )
 
 // Entry explains one SidecarSet.
@@ -185,7 +185,7 @@ func carried(pod *corev1.Pod, ss *v1alpha1.SidecarSet, sets map[string]*v1alpha1
 	if !sidecar.InjectedListHas(pod.Annotations[sidecar.InjectedListAnnotation], d.SidecarSet) {
 		hashes, _ := sidecar.ParseHashMap(pod.Annotations[sidecar.HashAnnotation]) // malformed: none injected
 		in := injection.MissedInput{SidecarSet: ss, Namespace: pod.Namespace, Created: pod.CreationTimestamp.Time,
-			ShadowedBy: injection.Shadowing(ss, slices.Sorted(maps.Keys(hashes)), func(name string) *v1alpha1.SidecarSet { return sets[name] })}
+			Injected: slices.Sorted(maps.Keys(hashes)), Cluster: func(name string) *v1alpha1.SidecarSet { return sets[name] }}
 		e.Reason, e.Message = injection.Missed(in)
 		return e
 	}

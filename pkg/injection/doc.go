@@ -47,6 +47,7 @@
 // every part that reasons about pods: the injection webhook (pkg/admission/webhook) runs it, the
 // policy compiler (pkg/admission/policy) is tested against it, the rollout controller reads its
 // collision rules and reasons to say why a pod was not injected, and kubectl sidecarset inject
-// and explain run it offline. It imports nothing of pkg/admission, and only pkg/admission and the
-// injection sync import pkg/admission (TestAdmissionImporters).
+// and explain run it offline. It imports nothing of pkg/admission, and neither do the controller
+// nor the plugin (TestAdmissionImporters): only the server's wiring, the injection sync and tests
+// import pkg/admission.
 package injection

@@ -41,9 +41,11 @@ type MissedInput struct {
 	Created   time.Time
 	// Excluded says the admission configuration keeps the namespace from injection.
 	Excluded bool
-	// ShadowedBy is the cluster SidecarSet injected into the pod that the NamespacedSidecarSet
-	// collides with ("" when none; see Shadowing).
-	ShadowedBy string
+	// Injected are the SidecarSets injected into the pod (their names, as its hash annotation
+	// lists them), and Cluster finds a cluster SidecarSet by name (nil when it is gone): a
+	// NamespacedSidecarSet may be shadowed by one of them (see Shadowing).
+	Injected []string
+	Cluster  func(name string) *v1alpha1.SidecarSet
 }
 
 // Missed returns why the pod of in runs without the SidecarSet's sidecars, and a message saying
@@ -59,8 +61,9 @@ func Missed(in MissedInput) (reason, message string) {
 	case in.Created.Equal(created):
 		return MissedCreatedWith, fmt.Sprintf("the pod was created in the same second as the SidecarSet (%s), most likely while the SidecarSet's create was in progress "+
 			"(creation times are whole seconds; pods created once the create returned are injected): recreate it", stamp(in.Created))
-	case in.ShadowedBy != "":
-		return MissedShadowed, fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins", in.ShadowedBy)
+	}
+	if by := Shadowing(in.SidecarSet, in.Injected, in.Cluster); by != "" {
+		return MissedShadowed, fmt.Sprintf("cluster SidecarSet %s, injected into the pod, collides with this one (a container, volume or annotation); a cluster SidecarSet wins", by)
 	}
 	return MissedAdmittedWithout, fmt.Sprintf("the pod was created at %s, after the SidecarSet (%s), and admitted without its sidecars (injection was unavailable or skipped): recreate it",
 		stamp(in.Created), stamp(created))

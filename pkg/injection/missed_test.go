@@ -18,21 +18,34 @@ func TestMissed(t *testing.T) {
 		}
 		return ts
 	}
-	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "logs", CreationTimestamp: metav1.NewTime(at("12:00:00"))}}
+	withProxy := func(name string) *v1alpha1.SidecarSet {
+		ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(at("12:00:00"))}}
+		ss.Spec.Containers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "busybox"}}}
+		return ss
+	}
+	// A NamespacedSidecarSet, and a cluster SidecarSet injected into the pods that collides with it.
+	ss, mesh := withProxy("shop.proxy"), withProxy("mesh")
+	cluster := func(name string) *v1alpha1.SidecarSet {
+		if name == mesh.Name {
+			return mesh
+		}
+		return nil
+	}
 	for _, tc := range []struct {
 		name string
 		in   MissedInput
 		want string
 	}{
-		{"excluded first", MissedInput{Excluded: true, Created: at("11:00:00"), ShadowedBy: "mesh"}, "NamespaceExcluded"},
+		{"excluded first", MissedInput{Excluded: true, Created: at("11:00:00"), Injected: []string{"mesh"}}, "NamespaceExcluded"},
 		{"an earlier second", MissedInput{Created: at("11:59:59")}, "CreatedBeforeSidecarSet"},
 		{"the same second", MissedInput{Created: at("12:00:00")}, "CreatedWithSidecarSet"},
-		{"later, shadowed", MissedInput{Created: at("12:00:01"), ShadowedBy: "mesh"}, "ShadowedByClusterSidecarSet"},
-		{"earlier, shadowed: created before wins", MissedInput{Created: at("11:00:00"), ShadowedBy: "mesh"}, "CreatedBeforeSidecarSet"},
+		{"later, shadowed", MissedInput{Created: at("12:00:01"), Injected: []string{"mesh"}}, "ShadowedByClusterSidecarSet"},
+		{"earlier, shadowed: created before wins", MissedInput{Created: at("11:00:00"), Injected: []string{"mesh"}}, "CreatedBeforeSidecarSet"},
+		{"later, the colliding SidecarSet gone", MissedInput{Created: at("12:00:01"), Injected: []string{"gone"}}, "AdmittedWithoutSidecars"},
 		{"later", MissedInput{Created: at("12:00:01")}, "AdmittedWithoutSidecars"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.in.SidecarSet, tc.in.Namespace = ss, "shop"
+			tc.in.SidecarSet, tc.in.Namespace, tc.in.Cluster = ss, "shop", cluster
 			if got, msg := Missed(tc.in); got != tc.want || msg == "" {
 				t.Errorf("Missed = %s %q, want %s with a message", got, msg, tc.want)
 			}

@@ -17,15 +17,7 @@ func TestValidateInjectionPath(t *testing.T) {
 		{name: "Webhook", mutate: annotate("Webhook"), want: []wantErr{{key, notSupported, `supported values: "Policy"`}}},
 		{name: "empty", mutate: annotate(""), want: []wantErr{{key, notSupported, `supported values: "Policy"`}}},
 	}
-	runSpecCases(t, cases)
-	for _, tc := range cases {
-		t.Run("update/"+tc.name, func(t *testing.T) {
-			old := validSidecarSet("test-sidecarset")
-			ss := old.DeepCopy()
-			tc.mutate(ss)
-			checkErrors(t, tc.want, ValidateSidecarSetUpdate(ss, old))
-		})
-	}
+	runSpecAndUpdateCases(t, cases)
 }
 
 func TestForbidInjectionPathNamespaced(t *testing.T) {

@@ -26,6 +26,13 @@ func TestValidatePreDownload(t *testing.T) {
 		{name: "min-updated-ready not a number", mutate: annotate("apps.kruise.io/image-predownload-min-updated-ready-pods", "half"),
 			want: []wantErr{{"metadata.annotations[apps.kruise.io/image-predownload-min-updated-ready-pods]", invalid, "percentage"}}},
 	}
+	runSpecAndUpdateCases(t, cases)
+}
+
+// runSpecAndUpdateCases runs cases on a create (runSpecCases) and on an update of a valid
+// SidecarSet, which validates the metadata's annotations too.
+func runSpecAndUpdateCases(t *testing.T, cases []specCase) {
+	t.Helper()
 	runSpecCases(t, cases)
 	for _, tc := range cases {
 		t.Run("update/"+tc.name, func(t *testing.T) {

@@ -42,10 +42,7 @@ func ExplainMissed(ss *v1alpha1.SidecarSet, notInjected []*Pod, excluded func(na
 	out := make([]Missed, 0, len(notInjected))
 	for _, p := range notInjected {
 		in := injection.MissedInput{SidecarSet: ss, Namespace: p.Namespace, Created: p.Created,
-			Excluded: excluded != nil && excluded(p.Namespace)}
-		if !in.Excluded && p.Created.After(ss.CreationTimestamp.Time) {
-			in.ShadowedBy = injection.Shadowing(ss, p.injectedSidecarSets(), cluster)
-		}
+			Excluded: excluded != nil && excluded(p.Namespace), Injected: p.injectedSidecarSets(), Cluster: cluster}
 		m := Missed{Pod: p}
 		m.Reason, m.Message = injection.Missed(in)
 		out = append(out, m)
