@@ -56,6 +56,8 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		inputs.NamespaceUsage = meter.Usage
 	}
 	synced := []cache.InformerSynced{sets.Informer().HasSynced, revs.Informer().HasSynced}
+	stores := map[string]cache.Store{"sidecarsets": sets.Informer().GetStore(), "sidecarsetrevisions": revs.Informer().GetStore()}
+	var whitelistVersion func() string
 	if gc.ClientConfig != nil {
 		cms, err := set.watchWhitelist(gc.ClientConfig, c.ExtraConfig.Namespace)
 		if err != nil {
@@ -63,6 +65,7 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 		}
 		inf := cms.Core().V1().ConfigMaps()
 		inputs.Whitelist = crossvalidation.WhitelistFrom(inf.Lister().ConfigMaps(c.ExtraConfig.Namespace))
+		whitelistVersion = cachedVersion(inf.Lister().ConfigMaps(c.ExtraConfig.Namespace), crossvalidation.WhitelistConfigMap)
 		synced = append(synced, inf.Informer().HasSynced)
 		namespaces := gc.SharedInformerFactory.Core().V1().Namespaces()
 		inputs.Namespaces = namespaces.Lister()
@@ -89,6 +92,7 @@ func (c *Config) AdmissionInitializers(gc *genericapiserver.RecommendedConfig) (
 			})
 	}
 	inputs.HasSynced = allSynced(synced)
+	serveCacheMetrics(stores, whitelistVersion)
 	return []admission.PluginInitializer{
 		crossvalidation.Initializer{Inputs: inputs},
 		quotaInitializer{config: quotaConfiguration(sets.Lister())},

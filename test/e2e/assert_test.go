@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +186,7 @@ func setWhitelist(t *testing.T, wanted bool) {
 	if err := kube.CoreV1().ConfigMaps(cm.Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	time.Sleep(whitelistSettle)
+	waitWhitelistVersion(t, "0")
 }
 
 // readWhitelist reads a whitelist ConfigMap written for OpenKruise, which reads it in its own
@@ -209,21 +210,37 @@ func applyWhitelist(t *testing.T, path string) {
 	cur, err := cms.Get(ctx, cm.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		cur, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 	case err == nil:
 		cur.Data = cm.Data
-		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+		cur, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(whitelistSettle)
+	waitWhitelistVersion(t, cur.ResourceVersion)
 }
 
-// whitelistSettle is how long setWhitelist lets the admission plugin's ConfigMap informer take a
-// change in: a sleep, since nothing but the admission of a SidecarSet (what the tests check)
-// shows when it has.
-const whitelistSettle = 500 * time.Millisecond
+// waitWhitelistVersion waits until the admission of SidecarSet writes reads the whitelist
+// ConfigMap at resourceVersion rv ("0": none), as the server reports it on /metrics.
+func waitWhitelistVersion(t *testing.T, rv string) {
+	t.Helper()
+	waitServerGauge(t, "sidecarset_patch_metadata_whitelist_resource_version", rv)
+}
+
+// waitServerGauge waits until server replica 1 (the one kube-apiserver sends requests to) reports
+// series (a metric with its labels, as /metrics prints it) at value.
+func waitServerGauge(t *testing.T, series, value string) {
+	t.Helper()
+	eventually(t, series+" "+value, time.Minute, func(ctx context.Context) (bool, string) {
+		data, err := scrapeReplica(ctx, t, 1)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := grepLines(data, series+" ")
+		return strings.TrimSpace(got) == series+" "+value, got
+	})
+}
 
 // applyNamespaces creates the namespaces of a namespace.yaml, or updates their labels, and returns
 // their names.

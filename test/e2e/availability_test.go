@@ -203,7 +203,6 @@ func TestNotLoadedFailsSafe(t *testing.T) {
 	restartServer(t, "webhook")
 	defer restartServer(t, "policy")
 	applyManualExample(t)
-	ctx := context.Background()
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
 	}
@@ -218,28 +217,31 @@ func TestNotLoadedFailsSafe(t *testing.T) {
 	}
 	direct := kubernetes.NewForConfigOrDie(serverConfig(1))
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	for i := 0; i < 4; i++ {
+	// What is tested: throughout; the server gives up on its storage after about 20 s. Each look
+	// makes four calls, each of which may wait for a failing webhook call's timeout.
+	ctx := context.Background()
+	consistently(t, "pods admitted as if the server had no SidecarSets", 8*time.Second, 25*time.Second, func(context.Context) (bool, string) {
 		if _, err := direct.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err == nil {
-			t.Error("the server reports ready without its SidecarSets")
+			return false, "the server reports ready without its SidecarSets"
 		}
 		if _, err := kube.CoreV1().Pods("default").Create(ctx, nginxPod("default", "refused"), dry); err == nil ||
 			!strings.Contains(err.Error(), "sidecarinjection") {
-			t.Errorf("a pod a SidecarSet selects was not refused by the failing webhook call: %v", err)
+			return false, fmt.Sprintf("a pod a SidecarSet selects was not refused by the failing webhook call: %v", err)
 		}
 		other := nginxPod("default", "selected-by-none")
 		other.Labels = map[string]string{"app": "selected-by-none"}
 		if _, err := kube.CoreV1().Pods("default").Create(ctx, other, dry); err != nil {
-			t.Errorf("a pod nothing selects was refused: %v", err)
+			return false, fmt.Sprintf("a pod nothing selects was refused: %v", err)
 		}
 		created, err := kube.CoreV1().Pods("kube-system").Create(ctx, nginxPod("kube-system", "not-loaded"), dry)
 		if err != nil {
-			t.Fatalf("a kube-system pod was refused while the server cannot load its SidecarSets: %v", err)
+			return false, fmt.Sprintf("a kube-system pod was refused while the server cannot load its SidecarSets: %v", err)
 		}
 		if hasContainer(created, "sidecar1") {
-			t.Error("the kube-system pod was injected although the server has no SidecarSets loaded")
+			return false, "the kube-system pod was injected although the server has no SidecarSets loaded"
 		}
-		time.Sleep(8 * time.Second) // what is tested: throughout; the server gives up on its storage after about 20 s
-	}
+		return true, ""
+	})
 }
 
 // TestShippedWebhooksSelectNoPod applies the shipped webhook configuration as it is (under another
@@ -259,9 +261,7 @@ func TestShippedWebhooksSelectNoPod(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	t.Cleanup(func() { _, _ = runKubectl(t, "", "delete", "mutatingwebhookconfiguration", "e2e-shipped-webhooks") })
-	// kube-apiserver loads webhook configurations asynchronously. A sleep, not a wait: a loaded
-	// configuration that sends no pod looks just like one not loaded yet, which is the point.
-	time.Sleep(2 * time.Second)
+	kubeAPIServerLoads() // the webhook configuration
 	for _, ns := range []string{"default", "kube-system"} {
 		pod := nginxPod(ns, "shipped-webhooks")
 		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {

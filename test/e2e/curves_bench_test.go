@@ -412,8 +412,8 @@ func curvePods(t *testing.T, n int) curveRecord {
 	deleteAllNamespaced(t)
 	ensureNamespace(t, scaleNamespace)
 	cleanNamespace(t, scaleNamespace)
-	restartServer(t, "policy")   // a fresh heap
-	time.Sleep(20 * time.Second) // the fresh server's heap settles; nothing to wait on
+	restartServer(t, "policy") // a fresh heap
+	steadyRSS(t)               // the fresh server's heap settles
 	const delay = time.Second
 	ss := simpleSidecarSet("curve", "busybox:1.36", ptr.To(intstr.FromString("10%")))
 	prepareScaleSet(t, ss)
@@ -422,7 +422,7 @@ func curvePods(t *testing.T, n int) curveRecord {
 	waitStatusFor(t, "curve", n, 30*time.Minute)
 	waitScaleStates(t, ss.Name, n, 30*time.Minute) // a steady state: the controller's writes are done
 	rec := curveRecord{Series: "pods", Size: n}
-	time.Sleep(30 * time.Second) // let the collector run before measuring, as TestServerMemoryPerPod
+	steadyRSS(t) // the collector has run before the measure, as TestServerMemoryPerPod
 	loaded := serverMemory(t, "curve-loaded")
 	rec.RSSMiB = float64(loaded.settledRSS) / (1 << 20)
 	rec.RSSPerPodKiB = float64(loaded.settledRSS-idle.settledRSS) / float64(n) / 1024

@@ -65,6 +65,13 @@ func TestInjectionConformance(t *testing.T) {
 // server's --policy-grace (3s there), plus kube-apiserver's policy refresh (1s), plus a margin.
 const policySettle = 5 * time.Second
 
+// kubeAPIServerLoads returns once kube-apiserver has had policySettle to load what its admission
+// reads: a SidecarSet's policies past the server's grace period, a webhook configuration, a
+// namespace's new labels. The one wait of the suite that stands for a state, because kube-apiserver
+// shows none of these loads (its admission caches have no status), and a loaded configuration that
+// admits a pod unchanged looks just like one not loaded yet.
+func kubeAPIServerLoads() { time.Sleep(policySettle) }
+
 // runInjectionScenario runs one scenario and returns the admitted pod (nil when rejected).
 func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 	var meta conformance.Meta
@@ -111,9 +118,7 @@ func runInjectionScenario(t *testing.T, dir string, settled bool) *corev1.Pod {
 	got, err := createPodDryRun(pod)
 	checkInjection(t, meta.Title, expect, got, err)
 	if settled {
-		// A sleep, not a wait: the pod's admission is what is checked, and nothing else shows that
-		// kube-apiserver has loaded the policies.
-		time.Sleep(policySettle)
+		kubeAPIServerLoads() // the policies, past the grace period
 		got, err = createPodDryRun(pod)
 		checkInjection(t, meta.Title+" (policies loaded)", expect, got, err)
 	}
@@ -214,14 +219,11 @@ func applySidecarSetDoc(t *testing.T, doc []byte, vars map[string]string) interf
 func createPodDryRun(pod *corev1.Pod) (*corev1.Pod, error) {
 	var got *corev1.Pod
 	var err error
-	for i := 0; i < 3; i++ {
+	pollEvery(time.Second, 3*time.Second, func(context.Context) (bool, string) {
 		got, err = kube.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod.DeepCopy(),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil || !strings.Contains(err.Error(), "not ready") {
-			return got, err
-		}
-		time.Sleep(time.Second)
-	}
+		return err == nil || !strings.Contains(err.Error(), "not ready"), ""
+	})
 	return got, err
 }
 

@@ -218,7 +218,7 @@ func runInterleaved(t *testing.T, mode string, g *policytest.Corpus, steps []pol
 		for _, e := range checkWhileWriting(g, st, live, run.answers[i]) {
 			t.Errorf("%s mode, step %d (%s %s): %s", mode, i, st.Op, st.Set.Name, e)
 		}
-		time.Sleep(st.Pause) // the sequence's own pacing
+		time.Sleep(st.Pause) // the sequence's own pacing: a pause between writes is part of the scenario, not a wait
 	}
 	run.took = time.Since(start)
 	return run

@@ -157,8 +157,10 @@ func TestLeaderElection(t *testing.T) {
 	}
 	waitLog(t, 1, logAttempting, 30*time.Second)
 	// What is tested: for two retry periods the restarted replica tries and does not take the
-	// Lease; nothing to wait for.
-	time.Sleep(2*retryPeriod + time.Second)
+	// Lease, throughout.
+	consistently(t, "replica 1 a follower", pollInterval, 2*retryPeriod+time.Second, func(context.Context) (bool, string) {
+		return !leadsByLog(t, 1), "its log says it leads"
+	})
 	if got, _ := waitLeader(t, []int{1, 2}, leaseDuration); got != survivor {
 		t.Errorf("the restarted replica 1 took the Lease from replica %d", survivor)
 	}

@@ -51,11 +51,13 @@ func TestNoGapWhenPathsChange(t *testing.T) {
 			defer wg.Done()
 			pod := nginxPod("default", fmt.Sprintf("moves-%d", i))
 			pod.Labels = map[string]string{"moves": fmt.Sprint(i)}
+			pace := time.NewTicker(20 * time.Millisecond) // the load's pace
+			defer pace.Stop()
 			for {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-pace.C:
 				}
 				got, err := kube.CoreV1().Pods("default").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				switch {
@@ -70,14 +72,18 @@ func TestNoGapWhenPathsChange(t *testing.T) {
 				default:
 					created.Add(1)
 				}
-				time.Sleep(20 * time.Millisecond) // the load's pace
 			}
 		}()
 	}
 	step := func(what string, do func()) {
 		t.Logf("%s: %s (so far %d injected, %d refused, %d bare)", time.Now().Format(time.StampMilli), what, created.Load(), refused.Load(), bare.Load())
 		do()
-		time.Sleep(3 * time.Second) // what is tested: the pods created meanwhile, not a state to wait for
+		// What is tested: the pods created after the move, about 50 by each client.
+		since := created.Load() + refused.Load() + bare.Load()
+		eventually(t, "50 creates by each client after: "+what, time.Minute, func(context.Context) (bool, string) {
+			done := created.Load() + refused.Load() + bare.Load() - since
+			return done >= int64(50*n), fmt.Sprintf("%d creates", done)
+		})
 	}
 	step("restart into webhook mode", func() { restartServer(t, "webhook") })
 	step("restart into policy mode", func() { restartServer(t, "policy") })

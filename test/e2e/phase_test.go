@@ -200,18 +200,20 @@ func pollEvery(interval, timeout time.Duration, cond func(ctx context.Context) (
 // is never exceeded), which a single look after a sleep would check at one moment only.
 func consistently(t *testing.T, what string, interval, d time.Duration, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	end := time.Now().Add(d)
-	for {
+	start := time.Now()
+	var broke string
+	_ = wait.PollUntilContextTimeout(context.Background(), interval, d, true, func(context.Context) (bool, error) {
+		// Each look has its own deadline: the last one must not be cut off by the end of d.
 		ctx, cancel := context.WithTimeout(context.Background(), max(interval, 10*time.Second))
-		ok, seen := cond(ctx)
-		cancel()
-		if !ok {
-			t.Fatalf("%s stopped holding after %s of %s: %s", what, (d - time.Until(end)).Round(time.Millisecond), d, seen)
+		defer cancel()
+		if ok, seen := cond(ctx); !ok {
+			broke = fmt.Sprintf("%s stopped holding after %s of %s: %s", what, time.Since(start).Round(time.Millisecond), d, seen)
+			return true, nil
 		}
-		if time.Until(end) <= 0 {
-			return
-		}
-		time.Sleep(min(interval, time.Until(end)))
+		return false, nil
+	})
+	if broke != "" {
+		t.Fatal(broke)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,19 +392,26 @@ func helmUpgradeWhileInjecting(t *testing.T, helm, pkg, ns string, args []string
 		failed  []string
 	}
 	done := make(chan result)
+	var creates atomic.Int64
 	go func() {
 		var r result
+		pace := time.NewTicker(200 * time.Millisecond)
+		defer pace.Stop()
 		for i := 0; ctx.Err() == nil; i++ {
 			p := realPod(fmt.Sprintf("rn-helm-upgrade-%d", i), "rn-helm")
 			got, err := kube.CoreV1().Pods(realNodeNamespace).Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			r.creates++
+			creates.Add(1)
 			switch {
 			case err != nil:
 				r.failed = append(r.failed, fmt.Sprintf("%s: %v", p.Name, err))
 			case !hasContainer(got, "sidecar1"):
 				r.failed = append(r.failed, p.Name+": admitted without sidecar1")
 			}
-			time.Sleep(200 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-pace.C:
+			}
 		}
 		done <- r
 	}()
@@ -421,7 +429,10 @@ func helmUpgradeWhileInjecting(t *testing.T, helm, pkg, ns string, args []string
 	}
 	servers := waitReady(t, ns, "app=sidecarset-apiserver", 2, 3*time.Minute)
 	waitAPIServices(t, ns)
-	time.Sleep(2 * time.Second) // a few creates against the new replicas alone
+	since := creates.Load()
+	eventually(t, "10 pod creates against the new replicas alone", time.Minute, func(context.Context) (bool, string) {
+		return creates.Load()-since >= 10, fmt.Sprintf("%d creates", creates.Load()-since)
+	})
 	cancel()
 	r := <-done
 	t.Logf("helm upgrade to the new replicas ready: %v, %d pod creates meanwhile", time.Since(upgraded).Round(time.Second), r.creates)

@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 	"github.com/sidecarset/apiserver/test/conformance"
 )
@@ -194,14 +193,14 @@ func (r *scenarioRun) currentLabels(name string) map[string]string {
 }
 
 // createPods creates the pods in createOrder, each after the previous one runs (and is ready
-// unless it is meant not to be) and at least 1.1 s later: creation and ready times have
+// unless it is meant not to be) and in a later second: creation and ready times have
 // one-second resolution and the default upgrade order compares them.
 func (r *scenarioRun) createPods(pods []conformance.Pod) error {
 	sorted := append([]conformance.Pod(nil), pods...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreateOrder < sorted[j].CreateOrder })
 	for i, sp := range sorted {
 		if i > 0 {
-			time.Sleep(1100 * time.Millisecond) // creation and ready times: one-second resolution
+			nextSecond() // creation and ready times: one-second resolution
 		}
 		pod := &corev1.Pod{ObjectMeta: *r.template.ObjectMeta.DeepCopy(), Spec: *r.template.Spec.DeepCopy()}
 		pod.Name, pod.Namespace = sp.Name, r.namespace
@@ -370,9 +369,7 @@ func (r *scenarioRun) labelNamespace(a *conformance.Action) error {
 	if !ok {
 		return nil
 	}
-	// Let the injection objects (webhook cache, policies) see the new labels: a sleep, since
-	// nothing shows when kube-apiserver's and the server's namespace caches have them.
-	time.Sleep(3 * time.Second)
+	kubeAPIServerLoads() // the new labels, for the webhooks' and the policies' namespace selectors
 	old := r.scenarioPods(name, nil)
 	for _, p := range old {
 		if err := kube.CoreV1().Pods(name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
@@ -564,7 +561,7 @@ func (r *scenarioRun) checkHotUpgradeInvariants() {
 						continue
 					}
 					st := sidecar.ContainerStatus(p, pair[1].Name)
-					if st == nil || !st.Ready || !rollout.SameImage(pair[1].Image, st.Image) {
+					if st == nil || !st.Ready || !sameImage(pair[1].Image, st.Image) {
 						r.t.Errorf("pod %s: %s has the empty image while %s is not ready on %s: %+v", p.Name, pair[0].Name, pair[1].Name, pair[1].Image, st)
 					}
 				}

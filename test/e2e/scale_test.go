@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,18 +88,18 @@ func TestServerMemoryPerPod(t *testing.T) {
 	if _, err := localUp("restart-server"); err != nil { // a fresh heap
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Second) // let the fresh server's heap settle before measuring it idle
+	steadyRSS(t) // the fresh server's heap settles before it is measured idle
 	empty := serverMemory(t, "empty")
 	prepareScaleSet(t, ss)
 	idle := serverMemory(t, "idle")
 	createScalePods(t, ss.Name, n, nil)
 	waitStatusFor(t, "memory", n, 20*time.Minute)
 	waitScaleStates(t, ss.Name, n, 30*time.Minute)
-	time.Sleep(30 * time.Second) // let the collector run before measuring
+	steadyRSS(t) // the collector has run before the measure
 	loaded := serverMemory(t, "loaded")
 	perPod := func(a, b int64) float64 { return float64(a-b) / float64(n) }
-	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; after a collection and %v: RSS %s (idle %s), %.0f B/pod; "+
-		"live heap %s (idle %s), %.0f B/pod", n, mib(loaded.rss), mib(idle.rss), perPod(loaded.rss, idle.rss), settle,
+	t.Logf("server with %d pods cached: RSS %s (idle %s), %.0f B/pod; after a collection, once steady: RSS %s (idle %s), %.0f B/pod; "+
+		"live heap %s (idle %s), %.0f B/pod", n, mib(loaded.rss), mib(idle.rss), perPod(loaded.rss, idle.rss),
 		mib(loaded.settledRSS), mib(idle.settledRSS), perPod(loaded.settledRSS, idle.settledRSS),
 		mib(loaded.live), mib(idle.live), perPod(loaded.live, idle.live))
 	t.Logf("against the server without the SidecarSet (RSS %s settled, live heap %s): %.0f B/pod settled, %.0f B/pod of live heap",
@@ -212,14 +213,11 @@ type memory struct {
 	live       int64 // heap allocated after that collection
 }
 
-// settle is how long serverMemory lets the runtime return freed memory after a collection.
-const settle = 30 * time.Second
-
 // serverMemory reads the server process's resident set size, has it collect (GET
 // /debug/pprof/heap?gc=1, kept as _output/local/heap-<label>.pprof for go tool pprof), reads its
-// live heap and, after settle, its resident set size again: the steady state, which the runtime
-// also reaches by itself (it collects at least every two minutes and returns what the heap no
-// longer needs).
+// live heap and, once it no longer moves (steadyRSS), its resident set size again: the steady
+// state, which the runtime also reaches by itself (it collects at least every two minutes and
+// returns what the heap no longer needs).
 func serverMemory(t *testing.T, label string) memory {
 	t.Helper()
 	var m memory
@@ -237,9 +235,28 @@ func serverMemory(t *testing.T, label string) memory {
 			m.live = int64(f)
 		}
 	}
-	time.Sleep(settle) // what is measured: the resident set once the runtime had time to return memory
-	m.settledRSS = serverRSS(t)
+	m.settledRSS = steadyRSS(t)
 	return m
+}
+
+// steadyRSS returns the server's resident set size once it holds still: five readings two seconds
+// apart within 1% of each other, as the runtime's collector and scavenger leave it (within three
+// minutes; past that, the last reading, logged).
+func steadyRSS(t *testing.T) int64 {
+	t.Helper()
+	var last []int64
+	seen, ok := pollEvery(2*time.Second, 3*time.Minute, func(context.Context) (bool, string) {
+		last = append(last, serverRSS(t))
+		if len(last) > 5 {
+			last = last[1:]
+		}
+		lo, hi := slices.Min(last), slices.Max(last)
+		return len(last) == 5 && hi-lo <= hi/100, fmt.Sprintf("resident set between %s and %s", mib(lo), mib(hi))
+	})
+	if !ok {
+		t.Logf("the server's resident set did not hold still: %s", seen)
+	}
+	return last[len(last)-1]
 }
 
 // serverRSS reads the server process's resident set size.

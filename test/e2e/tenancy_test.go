@@ -68,7 +68,7 @@ func TestTenantBoundary(t *testing.T) {
 				got := injectedReason(t, audit.Name)
 				return got == reason, got
 			})
-			time.Sleep(policySettle) // the policies of the settled SidecarSet are loaded
+			kubeAPIServerLoads() // the policies of the settled SidecarSet
 			before := waitInjected(t, victimPod, "audit-agent")
 			webhooks := activeWebhooks(t)
 

@@ -41,8 +41,8 @@ func TestTenantScale(t *testing.T) {
 	created := time.Since(start)
 	settleTenantSets(t, 15*time.Minute)
 	settled := time.Since(start)
-	time.Sleep(10 * time.Second) // the resident set once the runtime had time to return memory
-	rss := serverRSS(t)
+	rss := steadyRSS(t) // the resident set once the runtime has returned what it will
+
 	p50, cpu := timeSidecarSetCreates(t, policytest.ShapeOneKey, envInt("E2E_BENCH_SETS", 1000), 20)
 
 	client := unthrottled()

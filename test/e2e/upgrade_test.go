@@ -240,7 +240,7 @@ func TestServerRestartMidRollout(t *testing.T) {
 	}
 	ss = waitSettled(t, "resume")
 	for _, p := range listPods(t, "resume") {
-		hash, _, _ := sidecar.LookupHash(p.Annotations[sidecar.HashAnnotation], "resume")
+		hash, _ := hashRecord(p.Annotations[sidecar.HashAnnotation], "resume")
 		st := sidecar.ContainerStatus(p, "sidecar1")
 		if hash != ss.Annotations[sidecar.HashAnnotation] || st.Image != "busybox:1.37" || st.RestartCount != 1 ||
 			!strings.Contains(p.Annotations[sidecar.InPlaceUpdateStateAnnotation], `"sidecar1"`) {
@@ -303,7 +303,7 @@ func waitRecordsRevision(t *testing.T, name, app string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		_, revision, _ := sidecar.LookupHash(got.Annotations[sidecar.HashAnnotation], name)
+		_, revision := hashRecord(got.Annotations[sidecar.HashAnnotation], name)
 		return revision != "", "record " + got.Annotations[sidecar.HashAnnotation]
 	})
 }
@@ -401,7 +401,7 @@ func TestRevisionRunByPodIsKept(t *testing.T) {
 	ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
 	ss.Spec.RevisionHistoryLimit = ptr.To[int32](1)
 	pods := setupUpgrade(t, ss, "keep", 1)
-	_, used, _ := sidecar.LookupHash(pods[0].Annotations[sidecar.HashAnnotation], "keep")
+	_, used := hashRecord(pods[0].Annotations[sidecar.HashAnnotation], "keep")
 	if used == "" {
 		t.Fatalf("the pod records no revision: %v", pods[0].Annotations)
 	}

@@ -218,9 +218,8 @@ func deleteAllSidecarSets(t *testing.T) {
 		return false, fmt.Sprintf("%d SidecarSets left (delete: %v)", len(list.Items), err)
 	})
 	deleteAllNamespacedSidecarSets(t)
-	// Let the admission plugin's SidecarSet cache catch up: a sleep, since nothing shows when it
-	// has seen the deletions.
-	time.Sleep(500 * time.Millisecond)
+	// The admission plugin's SidecarSet cache follows the deletions a watch event behind.
+	waitServerGauge(t, `sidecarset_cached_objects{resource="sidecarsets"}`, "0")
 }
 
 // deleteAllNamespacedSidecarSets deletes the NamespacedSidecarSets of every namespace.
