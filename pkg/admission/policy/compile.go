@@ -23,7 +23,7 @@ type Input struct {
 	// SidecarSet's containers go among theirs. Order does not matter.
 	Others []*v1alpha1.SidecarSet
 	// Neighbours, when not nil, are the SidecarSets among Others that may select the same pods
-	// (see Neighbours), computed once by a caller compiling many SidecarSets.
+	// (see neighbour.Neighbours), computed once by a caller compiling many SidecarSets.
 	Neighbours []*v1alpha1.SidecarSet
 	// Bases, when not nil, are the names of the SidecarSets a canary among Others names as its
 	// base, computed once by a caller compiling many SidecarSets (Others is then not read).

@@ -97,7 +97,7 @@ func version(ss *v1alpha1.SidecarSet) string {
 		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[apps.SidecarSetCanaryAnnotation], a[apps.SidecarSetBaseAnnotation]}, "\x00")
 }
 
-// shape identifies what of a stored ss decides its neighbours (mayShare): its selectors, its
+// shape identifies what of a stored ss decides its neighbours (neighbour.Neighbours): its selectors, its
 // namespace and whether it is paused; and whether it keeps them all (a SidecarSet asking for the
 // policy path is never crowded). A write that changes nothing of it (a status, an image) leaves
 // its neighbours as they are.
