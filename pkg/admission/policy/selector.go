@@ -238,7 +238,7 @@ func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 			seen[v] = true
 		}
 	}
-	return slices.Sorted(maps.Keys(seen))
+	return append([]string{}, slices.Sorted(maps.Keys(seen))...) // not nil, which means any value
 }
 
 // exactSelector reports whether every pod the group's objectSelector (key, values) selects is one

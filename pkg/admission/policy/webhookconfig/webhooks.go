@@ -92,14 +92,19 @@ func (r *requirement) selects(key string) metav1.LabelSelectorRequirement {
 	if r.exists {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists}
 	}
-	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(maps.Keys(r.values))}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: r.sortedValues()}
 }
 
 func (r *requirement) excludes(key string) metav1.LabelSelectorRequirement {
 	if r.exists {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist}
 	}
-	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: slices.Sorted(maps.Keys(r.values))}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: r.sortedValues()}
+}
+
+// sortedValues are r's values, sorted (not nil: an In or NotIn requirement lists them).
+func (r *requirement) sortedValues() []string {
+	return append([]string{}, slices.Sorted(maps.Keys(r.values))...)
 }
 
 // cel is r as a CEL term over the pod's labels.
