@@ -21,7 +21,7 @@ import (
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
@@ -356,7 +356,7 @@ func intakeInPlace(lister admissionlisters.MutatingWebhookConfigurationLister, s
 		if err != nil {
 			return true
 		}
-		_, intake := policy.SplitIntake(cfg.Webhooks)
+		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
 		return len(intake) > 0
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
@@ -93,8 +93,8 @@ func TestServerGuard(t *testing.T) {
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, failOpen, update)
 	refused("have a webhook fail open", err, "never where they send pods")
 	intake := active.DeepCopy()
-	selective, _ := policy.SplitIntake(intake.Webhooks)
-	intake.Webhooks = append(selective, policy.IntakeWebhooks(selective[:1], nil, nil)...)
+	selective, _ := webhookconfig.SplitIntake(intake.Webhooks)
+	intake.Webhooks = append(selective, webhookconfig.IntakeWebhooks(selective[:1], nil, nil)...)
 	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, intake, update); err != nil {
 		t.Errorf("with the server's token, add an intake webhook that fails open: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -52,7 +52,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 	// sent reports whether the intake webhooks of cfg send kube-apiserver's pod of ns that nothing
 	// selects (labelled app=e2e-intake-nothing) to the server.
 	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, ns string) bool {
-		_, intake := policy.SplitIntake(cfg.Webhooks)
+		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
 		for _, w := range intake {
 			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
 			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
@@ -136,7 +136,7 @@ func activeConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookC
 
 // describeIntake says what the intake webhooks of cfg select and which holds it records.
 func describeIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
-	_, intake := policy.SplitIntake(cfg.Webhooks)
+	_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
 	var selectors []string
 	for _, w := range intake {
 		selectors = append(selectors, fmt.Sprintf("%s: namespaces %s, pods %s", w.Name, metav1.FormatLabelSelector(w.NamespaceSelector), metav1.FormatLabelSelector(w.ObjectSelector)))
@@ -173,7 +173,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 	ns := tempNamespace(t, "e2e-intake-key-")
 	nsLabels := map[string]string{corev1.LabelMetadataName: ns}
 	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, podLabels labels.Set) bool {
-		_, intake := policy.SplitIntake(cfg.Webhooks)
+		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
 		for _, w := range intake {
 			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
 			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)

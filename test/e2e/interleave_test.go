@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
@@ -233,7 +233,7 @@ func waitIntakeClosed(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		_, open := policy.SplitIntake(cfg.Webhooks)
+		_, open := webhookconfig.SplitIntake(cfg.Webhooks)
 		return len(open) == 0, fmt.Sprintf("%d intake webhooks, held until %s", len(open), cfg.Annotations[apps.IntakeUntilAnnotation])
 	})
 }

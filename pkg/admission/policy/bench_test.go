@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func BenchmarkPlanPolicies1000(b *testing.B) {
 		shapes[shape] = sets
 	}
 	now := time.Now()
-	for _, name := range sortedKeys(shapes) {
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
@@ -210,7 +212,7 @@ func benchTenants(b *testing.B, n, namespaces int) []*v1alpha1.SidecarSet {
 // group policy planned for 1,000 SidecarSets of each benchmark shape and for the policy
 // differential's corpus (1,256 SidecarSets with several sidecars, probes and volumes each): what
 // kube-apiserver spends on one write, with its size and members. Policies are sized by this cost
-// (maxPolicySize, maxPieceSize).
+// (celpatch.MaxPolicySize and its bound on each piece).
 func BenchmarkPolicyCompile(b *testing.B) {
 	shapes := map[string][]*v1alpha1.SidecarSet{}
 	for _, shape := range policytest.Shapes {
@@ -221,7 +223,7 @@ func BenchmarkPolicyCompile(b *testing.B) {
 	for i := 0; i < 500; i++ {
 		shapes["corpus"] = append(shapes["corpus"], g.Next(i).Sets...)
 	}
-	for _, name := range sortedKeys(shapes) {
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
 		for _, ss := range shapes[name] {
 			prepare(b, ss)
 		}
@@ -382,7 +384,7 @@ func podSelectedBy(ss *v1alpha1.SidecarSet) (*corev1.Pod, *corev1.Namespace) {
 			nsLabels[k] = v
 		}
 	}
-	pod := labelled(l)
+	pod := policytest.LabelledPod(l)
 	pod.Namespace = nsName
 	return pod, namespace(nsName, nsLabels)
 }

@@ -8,17 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
-
-// maxNeighbours is the most SidecarSets that may share pods with a policy-path SidecarSet: its
-// CEL names their sidecars (to place its own among them and to leave pods that declare one to the
-// webhook), so its size, what kube-apiserver compiles, and what a write of any of them rewrites grow
-// with them. The webhook places sidecars among any number at no such cost.
-const maxNeighbours = 32
 
 // Input is what Compile needs.
 type Input struct {
@@ -28,7 +23,7 @@ type Input struct {
 	// SidecarSet's containers go among theirs. Order does not matter.
 	Others []*v1alpha1.SidecarSet
 	// Neighbours, when not nil, are the SidecarSets among Others that may select the same pods
-	// (see Neighbours), computed once by a caller compiling many SidecarSets.
+	// (see neighbour.Neighbours), computed once by a caller compiling many SidecarSets.
 	Neighbours []*v1alpha1.SidecarSet
 	// Bases, when not nil, are the names of the SidecarSets a canary among Others names as its
 	// base, computed once by a caller compiling many SidecarSets (Others is then not read).
@@ -67,23 +62,23 @@ func (r Result) Injection() *v1alpha1.RolloutInjection {
 
 // compileMember classifies a SidecarSet and renders its part of a group policy when a policy
 // serves it.
-func compileMember(in Input) (Result, *member, error) {
+func compileMember(in Input) (Result, *celpatch.Member, error) {
 	ss := in.SidecarSet
 	if in.Neighbours == nil {
-		in.Neighbours = Neighbours(ss, in.Others)
+		in.Neighbours = neighbour.Neighbours(ss, in.Others)
 	}
-	scope := scopeNeighbours(ss, in.Neighbours)
-	in.Neighbours = scope.shared
+	scope := neighbour.ScopeOf(ss, in.Neighbours)
+	in.Neighbours = scope.Shared
 	if r, ok := classify(&in); !ok {
 		return r, nil, nil
 	}
-	m, err := newMember(&in, scope)
+	m, err := celpatch.NewMember(ss, in.Stamp, scope)
 	if err != nil {
 		return Result{}, nil, fmt.Errorf("compiling SidecarSet %q: %w", ss.Name, err)
 	}
-	if _, c, n := m.sizes(); n > maxMemberSize || c > maxSelectsSize {
+	if n, tooLarge := m.TooLarge(); tooLarge {
 		return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge,
-			Message: fmt.Sprintf("its sidecars and selector need about %d characters of CEL, more than kube-apiserver compiles quickly for one SidecarSet (%d)", n, maxMemberSize)}, nil, nil
+			Message: fmt.Sprintf("its sidecars and selector need about %d characters of CEL, more than kube-apiserver compiles quickly for one SidecarSet (%d)", n, celpatch.MaxMemberSize)}, nil, nil
 	}
 	return Result{Path: apps.PathPolicy, Reason: apps.ReasonCompiled}, m, nil
 }
@@ -115,12 +110,12 @@ func classify(in *Input) (Result, bool) {
 	if o, what := collidesWithCluster(ss, in.Neighbours); o != "" {
 		return webhook(apps.ReasonShadowed, "%s is also in cluster SidecarSet %s, which wins in the pods both select: the webhook leaves this NamespacedSidecarSet out of them", what, o)
 	}
-	if len(in.Neighbours) > maxNeighbours && !in.Granted {
+	if len(in.Neighbours) > neighbour.MaxNeighbours && !in.Granted {
 		// Not the count: it changes with every write of a SidecarSet sharing a common label, and
 		// each change is a status write of every SidecarSet that shares it.
-		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as more than %d other SidecarSets, the most a policy places sidecars among", maxNeighbours)
+		return webhook(apps.ReasonManyNeighbours, "it may select the same pods as more than %d other SidecarSets, the most a policy places sidecars among", neighbour.MaxNeighbours)
 	}
-	if name := ambiguousName(ss, in.Neighbours); name != "" {
+	if name := neighbour.AmbiguousName(ss, in.Neighbours); name != "" {
 		return webhook(apps.ReasonAmbiguousContainers, "container name %q is used by SidecarSets that sort both before and after this one", name)
 	}
 	return Result{}, true
@@ -133,7 +128,7 @@ func classify(in *Input) (Result, bool) {
 // NamespacedSidecarSet out of the pods the cluster SidecarSet is injected into, which a policy
 // cannot do whichever runs first; so the webhook serves it.
 func collidesWithCluster(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) (string, string) {
-	if TenantNamespace(ss) == "" {
+	if neighbour.TenantNamespace(ss) == "" {
 		return "", ""
 	}
 	names := map[string]bool{}
@@ -141,7 +136,7 @@ func collidesWithCluster(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) (
 		names[n] = true
 	}
 	for _, o := range near {
-		if TenantNamespace(o) != "" {
+		if neighbour.TenantNamespace(o) != "" {
 			continue
 		}
 		for _, n := range podContainerNames(o) {
@@ -215,61 +210,18 @@ func isCanaryOrBase(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) bool
 	return false
 }
 
-// Neighbours returns the SidecarSets among others that may inject into a pod ss injects into (a
-// sound test: selectoroverlap.Intersect never calls co-matching selectors disjoint).
-func Neighbours(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
-	out := []*v1alpha1.SidecarSet{}
-	for _, o := range others {
-		if o != nil && o.Name != ss.Name && mayShare(ss, o) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// mayShare reports whether two SidecarSets may both inject into one pod.
-func mayShare(a, b *v1alpha1.SidecarSet) bool {
-	return !a.Spec.InjectionStrategy.Paused && !b.Spec.InjectionStrategy.Paused &&
-		selectoroverlap.Intersect(a.Spec.Selector, b.Spec.Selector) &&
-		selectoroverlap.Intersect(apps.NamespaceSelector(a.Spec.Namespace, a.Spec.NamespaceSelector),
-			apps.NamespaceSelector(b.Spec.Namespace, b.Spec.NamespaceSelector))
-}
-
-// ambiguousName returns a container name that neighbours sorting before and after ss both use:
-// the policy could not tell whose sidecar it meets in a pod.
-func ambiguousName(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) string {
-	before, after := map[string]bool{}, map[string]bool{}
-	for _, o := range near {
-		side := after
-		if o.Name < ss.Name {
-			side = before
-		}
-		for _, list := range [][]v1alpha1.SidecarContainer{o.Spec.Containers, o.Spec.InitContainers} {
-			for i := range list {
-				side[list[i].Name] = true
-			}
-		}
-	}
-	for _, n := range sortedKeys(before) {
-		if after[n] {
-			return n
-		}
-	}
-	return ""
-}
-
 // Defers reports whether the policy of ss leaves pod to the webhook: the pod declares, as its
 // own (no IS_INJECTED=true), a container or init container named like a sidecar of ss or of a
 // SidecarSet among others that may inject into the same pods (a NamespacedSidecarSet's only for
 // pods of its namespace), or the policy of ss leaves the pod's namespace to the webhook (see
-// scopeNeighbours). The webhook replaces such a
+// neighbour.ScopeOf). The webhook replaces such a
 // container in place; the policy's no-declared-sidecar match condition is this predicate in CEL.
 func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	scope := scopeNeighbours(ss, Neighbours(ss, others))
-	if slices.Contains(scope.handoff, pod.Namespace) {
+	scope := neighbour.ScopeOf(ss, neighbour.Neighbours(ss, others))
+	if slices.Contains(scope.Handoff, pod.Namespace) {
 		return true
 	}
-	sets := append(append([]*v1alpha1.SidecarSet{ss}, scope.shared...), scope.tenants[pod.Namespace]...)
+	sets := append(append([]*v1alpha1.SidecarSet{ss}, scope.Shared...), scope.Tenants[pod.Namespace]...)
 	declares := func(own []corev1.Container, sidecars func(*v1alpha1.SidecarSet) []v1alpha1.SidecarContainer) bool {
 		for i := range own {
 			if sidecar.IsInjected(&own[i]) {
@@ -287,82 +239,4 @@ func Defers(ss *v1alpha1.SidecarSet, others []*v1alpha1.SidecarSet, pod *corev1.
 	}
 	return declares(pod.Spec.Containers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.Containers }) ||
 		declares(pod.Spec.InitContainers, func(s *v1alpha1.SidecarSet) []v1alpha1.SidecarContainer { return s.Spec.InitContainers })
-}
-
-// Tenancy: a NamespacedSidecarSet takes part as the SidecarSet "<namespace>.<name>" restricted to
-// its namespace, and it is written by that namespace's editors. Whatever it says, it must not
-// change how a pod of another namespace is injected, nor the path of a cluster SidecarSet:
-//
-//   - a cluster SidecarSet is classified (neighbour count, ambiguous names, size) against its
-//     cluster neighbours only;
-//   - the sidecar names of its NamespacedSidecarSet neighbours enter its policy for the pods of
-//     their namespace only (nameSet), within a budget per namespace (the same neighbour count and
-//     name checks, maxTenantNames) and in all (maxTenantShare);
-//   - a namespace beyond that budget is handed off: the cluster SidecarSet's policy leaves its
-//     pods to the webhook, which receives them in that namespace only.
-
-// maxTenantNames is the most characters of sidecar names the NamespacedSidecarSets of one
-// namespace add to a cluster SidecarSet's policy; maxTenantShare is the most all namespaces add.
-const (
-	maxTenantNames = 2_000
-	maxTenantShare = 16_000
-)
-
-// TenantNamespace returns the namespace of the NamespacedSidecarSet ss stands for, "" for a
-// cluster SidecarSet.
-func TenantNamespace(ss *v1alpha1.SidecarSet) string {
-	if ns, _, ok := v1alpha1.SplitNamespacedName(ss.Name); ok {
-		return ns
-	}
-	return ""
-}
-
-// neighbourScope is the neighbours of a SidecarSet by where they meet its pods.
-type neighbourScope struct {
-	shared  []*v1alpha1.SidecarSet            // in every namespace it injects
-	tenants map[string][]*v1alpha1.SidecarSet // NamespacedSidecarSets, in their namespace only
-	handoff []string                          // namespaces whose pods its policy leaves to the webhook
-}
-
-// scopeNeighbours splits the neighbours near of ss (see Tenancy). The neighbours of a
-// NamespacedSidecarSet all meet it in its own namespace: they are shared.
-func scopeNeighbours(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) neighbourScope {
-	out := neighbourScope{tenants: map[string][]*v1alpha1.SidecarSet{}}
-	if TenantNamespace(ss) != "" {
-		out.shared = near
-		return out
-	}
-	for _, o := range near {
-		if ns := TenantNamespace(o); ns != "" {
-			out.tenants[ns] = append(out.tenants[ns], o)
-		} else {
-			out.shared = append(out.shared, o)
-		}
-	}
-	share := 0
-	for _, ns := range sortedKeys(out.tenants) {
-		list := out.tenants[ns]
-		all := append(append([]*v1alpha1.SidecarSet(nil), out.shared...), list...)
-		size := sidecarNamesSize(list)
-		if len(all) > maxNeighbours || ambiguousName(ss, all) != "" || size > maxTenantNames || share+size > maxTenantShare {
-			out.handoff = append(out.handoff, ns)
-			delete(out.tenants, ns)
-			continue
-		}
-		share += size
-	}
-	return out
-}
-
-// sidecarNamesSize is the characters of the sidecar names of sets, as CEL string literals.
-func sidecarNamesSize(sets []*v1alpha1.SidecarSet) int {
-	n := 0
-	for _, ss := range sets {
-		for _, list := range [][]v1alpha1.SidecarContainer{ss.Spec.Containers, ss.Spec.InitContainers} {
-			for i := range list {
-				n += len(list[i].Name) + 4
-			}
-		}
-	}
-	return n
 }

@@ -10,6 +10,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -56,7 +58,7 @@ type nearEntry struct {
 	shape, version string
 	ss             *v1alpha1.SidecarSet
 	// list is the neighbours sorted by name, changed in place (a plan reads the lists it gets
-	// only until it returns); for a crowded SidecarSet, maxNeighbours+1 of its cluster neighbours.
+	// only until it returns); for a crowded SidecarSet, neighbour.MaxNeighbours+1 of its cluster neighbours.
 	list []*v1alpha1.SidecarSet
 	// clusters counts the cluster SidecarSets in list.
 	clusters int
@@ -74,7 +76,7 @@ type memberEntry struct {
 	key    string
 	stamp  time.Time // the member's hash entries carry it
 	result Result
-	member *member
+	member *celpatch.Member
 }
 
 type groupEntry struct {
@@ -95,7 +97,7 @@ func version(ss *v1alpha1.SidecarSet) string {
 		a[sidecar.HashAnnotation], a[sidecar.HashWithoutImageAnnotation], a[apps.SidecarSetCanaryAnnotation], a[apps.SidecarSetBaseAnnotation]}, "\x00")
 }
 
-// shape identifies what of a stored ss decides its neighbours (mayShare): its selectors, its
+// shape identifies what of a stored ss decides its neighbours (neighbour.Neighbours): its selectors, its
 // namespace and whether it is paused; and whether it keeps them all (a SidecarSet asking for the
 // policy path is never crowded). A write that changes nothing of it (a status, an image) leaves
 // its neighbours as they are.
@@ -109,7 +111,7 @@ func shape(ss *v1alpha1.SidecarSet) string {
 }
 
 // neighbours returns the neighbours of each of sets (sorted by name), each list sorted by name
-// (of a crowded SidecarSet, maxNeighbours+1 of them), testing again only the pairs with a
+// (of a crowded SidecarSet, neighbour.MaxNeighbours+1 of them), testing again only the pairs with a
 // SidecarSet that changed since the last call.
 func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet {
 	current := make(map[string]string, len(sets))
@@ -141,7 +143,7 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 	}
 	recount := mm.sweep(removed, refreshed)
 	if len(recount)+len(entered) > 0 {
-		x := newShareIndex(sets)
+		x := neighbour.NewIndex(sets)
 		at := make(map[string]int, len(sets))
 		for i, ss := range sets {
 			at[ss.Name] = i
@@ -151,10 +153,10 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 			entries[i] = mm.near[ss.Name]
 		}
 		for _, name := range recount {
-			mm.enter(x, entries, at[name])
+			mm.enter(x, sets, entries, at[name])
 		}
 		for _, i := range entered {
-			mm.enter(x, entries, i)
+			mm.enter(x, sets, entries, i)
 		}
 	}
 	out := make([][]*v1alpha1.SidecarSet, len(sets))
@@ -181,7 +183,7 @@ func (mm *Memo) sweep(removed map[string]bool, refreshed map[string]*v1alpha1.Si
 		}
 		if len(removed) > 0 {
 			e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool {
-				if removed[o.Name] && TenantNamespace(o) == "" {
+				if removed[o.Name] && neighbour.TenantNamespace(o) == "" {
 					e.clusters--
 				}
 				return removed[o.Name]
@@ -197,15 +199,15 @@ func (mm *Memo) sweep(removed map[string]bool, refreshed map[string]*v1alpha1.Si
 	return recount
 }
 
-// enter tests sets[i] against the SidecarSets already entered and adds each pair found to both
+// enter tests sets[i] (the sets x indexes) against the SidecarSets already entered and adds each pair found to both
 // lists, but a crowded one's. A pair of crowded SidecarSets is not tested: neither reads the other.
-func (mm *Memo) enter(x *shareIndex, entries []*nearEntry, i int) {
-	ss := x.sets[i]
+func (mm *Memo) enter(x *neighbour.Index, sets []*v1alpha1.SidecarSet, entries []*nearEntry, i int) {
+	ss := sets[i]
 	v := mm.versionOf(ss)
 	e := &nearEntry{shape: v.shape, version: v.version, ss: ss, list: []*v1alpha1.SidecarSet{}}
-	for _, j := range x.candidates(ss) {
+	for _, j := range x.Candidates(ss) {
 		oe := entries[j]
-		if j == i || oe == nil || (e.crowded && oe.crowded) || !x.mayShare(i, j) {
+		if j == i || oe == nil || (e.crowded && oe.crowded) || !x.MayShare(i, j) {
 			continue
 		}
 		oe.add(ss)
@@ -224,12 +226,12 @@ func (e *nearEntry) add(o *v1alpha1.SidecarSet) {
 		return
 	}
 	e.digest = ""
-	if TenantNamespace(o) == "" {
+	if neighbour.TenantNamespace(o) == "" {
 		e.clusters++
 	}
-	if e.clusters > maxNeighbours && TenantNamespace(e.ss) == "" && !apps.AsksForPolicy(e.ss.Annotations) {
+	if e.clusters > neighbour.MaxNeighbours && neighbour.TenantNamespace(e.ss) == "" && !apps.AsksForPolicy(e.ss.Annotations) {
 		e.crowded = true
-		e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool { return TenantNamespace(o) != "" })
+		e.list = slices.DeleteFunc(e.list, func(o *v1alpha1.SidecarSet) bool { return neighbour.TenantNamespace(o) != "" })
 	}
 }
 
@@ -255,13 +257,13 @@ func (mm *Memo) memberKey(in *Input, base bool) string {
 // than a policy places sidecars among: its compilation reads nothing else of them (see classify),
 // so it is not compiled again when they change.
 func manyShared(ss *v1alpha1.SidecarSet, near []*v1alpha1.SidecarSet) bool {
-	if len(near) <= maxNeighbours || TenantNamespace(ss) != "" {
+	if len(near) <= neighbour.MaxNeighbours || neighbour.TenantNamespace(ss) != "" {
 		return false
 	}
 	n := 0
 	for _, o := range near {
-		if TenantNamespace(o) == "" {
-			if n++; n > maxNeighbours {
+		if neighbour.TenantNamespace(o) == "" {
+			if n++; n > neighbour.MaxNeighbours {
 				return true
 			}
 		}
@@ -312,7 +314,7 @@ func sameSlice(a, b []*v1alpha1.SidecarSet) bool {
 // serves) is stamped with the time of each plan: compiling it whole every time made every plan
 // compile every such SidecarSet (most of them at 10,000), and rendering its entries every time
 // was still a quarter of a plan after one create.
-func (mm *Memo) compile(in Input, base bool) (Result, *member, error) {
+func (mm *Memo) compile(in Input, base bool) (Result, *celpatch.Member, error) {
 	key := mm.memberKey(&in, base)
 	if e, ok := mm.members[in.SidecarSet.Name]; ok && key != "" && e.key == key {
 		return e.result, e.member, nil
@@ -330,24 +332,23 @@ func (mm *Memo) compile(in Input, base bool) (Result, *member, error) {
 
 // stamped returns m, the member compile returned for ss, with the hash entries of stamp: the
 // remembered member when they already are, else a copy rendered again (and remembered).
-func (mm *Memo) stamped(ss *v1alpha1.SidecarSet, m *member, stamp time.Time) *member {
+func (mm *Memo) stamped(ss *v1alpha1.SidecarSet, m *celpatch.Member, stamp time.Time) *celpatch.Member {
 	e, ok := mm.members[ss.Name]
 	if !ok || e.member != m || e.stamp.Equal(stamp) {
 		return m // compiled for this plan (and stamp), or already stamped
 	}
-	c := *m
-	c.hashEntries(ss, stamp)
-	e.member, e.stamp = &c, stamp
+	c := m.Restamped(ss, stamp)
+	e.member, e.stamp = c, stamp
 	mm.members[ss.Name] = e
-	return &c
+	return c
 }
 
 // objects is group.objects, memoized by the members' keys and records.
 func (mm *Memo) objects(g *group, excluded []string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	h := sha256.New()
-	h.Write([]byte(g.key + "\x02" + strings.Join(excluded, "\x00")))
+	h.Write([]byte(g.Key + "\x02" + strings.Join(excluded, "\x00")))
 	key := ""
-	for _, ss := range g.sets {
+	for _, ss := range g.Sets() {
 		e, ok := mm.members[ss.Name]
 		if !ok || e.key == "" || e.member == nil {
 			h = nil
@@ -359,7 +360,7 @@ func (mm *Memo) objects(g *group, excluded []string) (*admissionregistrationv1.M
 	if h != nil {
 		key = string(h.Sum(nil))
 	}
-	if e, ok := mm.groups[g.name]; ok && key != "" && e.key == key {
+	if e, ok := mm.groups[g.Name]; ok && key != "" && e.key == key {
 		return e.policy.DeepCopy(), e.binding.DeepCopy(), nil
 	}
 	policy, binding, err := g.objects(excluded)
@@ -369,7 +370,7 @@ func (mm *Memo) objects(g *group, excluded []string) (*admissionregistrationv1.M
 	if mm.groups == nil {
 		mm.groups = map[string]groupEntry{}
 	}
-	mm.groups[g.name] = groupEntry{key: key, policy: policy.DeepCopy(), binding: binding.DeepCopy()}
+	mm.groups[g.Name] = groupEntry{key: key, policy: policy.DeepCopy(), binding: binding.DeepCopy()}
 	return policy, binding, nil
 }
 
@@ -410,3 +411,15 @@ func bases(sets []*v1alpha1.SidecarSet) map[string]bool {
 	}
 	return out
 }
+
+// withNeighbour returns list (sorted by name) with ss, inserted in place: neighbour lists are read
+// only during the plan that asked for them.
+func withNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
+	i, found := slices.BinarySearchFunc(list, ss.Name, byName)
+	if found {
+		return list
+	}
+	return slices.Insert(list, i, ss)
+}
+
+func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }

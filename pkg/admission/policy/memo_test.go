@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -42,7 +44,7 @@ func TestMemo(t *testing.T) {
 			check := func(step string) Plan {
 				t.Helper()
 				list := make([]*v1alpha1.SidecarSet, 0, len(sets))
-				for _, name := range sortedKeys(sets) {
+				for _, name := range slices.Sorted(maps.Keys(sets)) {
 					list = append(list, sets[name])
 				}
 				in := PlanInput{SidecarSets: list, Now: now, ExcludedNamespaces: []string{"sidecarset-system"}}
@@ -137,7 +139,10 @@ func TestMemo(t *testing.T) {
 }
 
 // compiledAgain reports whether after is a new compilation rather than before with its hash
-// entries rendered again: a compilation renders its selector anew.
-func compiledAgain(before, after *member) bool {
-	return unsafe.StringData(before.sel) != unsafe.StringData(after.sel)
+// entries rendered again: a compilation gathers its deferral names anew (every member of the
+// benchmarks' shapes has some), a copy shares them.
+func compiledAgain(before, after *celpatch.Member) bool {
+	b, _ := before.DeferNames()
+	a, _ := after.DeferNames()
+	return unsafe.SliceData(b) != unsafe.SliceData(a)
 }

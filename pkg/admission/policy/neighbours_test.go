@@ -8,13 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // TestNeighbours: the memo's neighbour lists equal testing every pair (Neighbours), but for a
-// crowded SidecarSet (a cluster one sharing pods with more than maxNeighbours cluster ones), whose
-// list holds maxNeighbours+1 of its cluster neighbours. Checked from nothing and after each write
+// crowded SidecarSet (a cluster one sharing pods with more than neighbour.MaxNeighbours cluster ones), whose
+// list holds neighbour.MaxNeighbours+1 of its cluster neighbours. Checked from nothing and after each write
 // of a sequence (creates, deletes that leave crowded SidecarSets below the limit, selector and
 // version changes), on each benchmark shape mixed with selectors the share index cannot narrow or
 // narrows by value lists (Exists, In of several values, NotIn, none, paused) and with
@@ -92,14 +93,14 @@ func checkNeighbours(t *testing.T, step string, sets []*v1alpha1.SidecarSet, nea
 	t.Helper()
 	pairs, crowded := 0, 0
 	for i, ss := range sets {
-		want := Neighbours(ss, sets)
+		want := neighbour.Neighbours(ss, sets)
 		pairs += len(want)
 		got := near[i]
-		if clusters := slices.DeleteFunc(slices.Clone(want), func(o *v1alpha1.SidecarSet) bool { return TenantNamespace(o) != "" }); TenantNamespace(ss) == "" && len(clusters) > maxNeighbours {
+		if clusters := slices.DeleteFunc(slices.Clone(want), func(o *v1alpha1.SidecarSet) bool { return neighbour.TenantNamespace(o) != "" }); neighbour.TenantNamespace(ss) == "" && len(clusters) > neighbour.MaxNeighbours {
 			crowded++
 			want = clusters
-			if len(got) != maxNeighbours+1 {
-				t.Errorf("%s: %s is crowded (%d cluster neighbours): %d neighbours kept, want %d", step, ss.Name, len(clusters), len(got), maxNeighbours+1)
+			if len(got) != neighbour.MaxNeighbours+1 {
+				t.Errorf("%s: %s is crowded (%d cluster neighbours): %d neighbours kept, want %d", step, ss.Name, len(clusters), len(got), neighbour.MaxNeighbours+1)
 			}
 			got = slices.DeleteFunc(slices.Clone(want), func(o *v1alpha1.SidecarSet) bool {
 				return !slices.ContainsFunc(got, func(g *v1alpha1.SidecarSet) bool { return g.Name == o.Name })

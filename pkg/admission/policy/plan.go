@@ -3,15 +3,17 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -65,11 +67,11 @@ type Plan struct {
 	// Policies and Bindings are the objects to own, sorted by name.
 	Policies []*admissionregistrationv1.MutatingAdmissionPolicy
 	Bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	// WebhookMatches are the injection webhooks of each class of namespace (see webhooks.go):
+	// WebhookMatches are the injection webhooks of each class of namespace (see webhookconfig):
 	// together they select the pods the webhook has work for (a webhook-path SidecarSet may select
 	// them, a policy leaves them to it, or a policy is still within its grace period), so that
 	// every other pod is admitted without leaving kube-apiserver.
-	WebhookMatches []WebhookMatch
+	WebhookMatches []webhookconfig.WebhookMatch
 	// Widened names the SidecarSets that leave the webhooks without a label selector, and why.
 	Widened map[string]apps.Widening
 	// RecheckAfter, when positive, is when the next grace period ends: plan again then.
@@ -86,7 +88,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 	groupOf := assign(sets, incumbents(prev), granted)
 	groups := map[string]*group{}
 	var webhookSets, policySets []*v1alpha1.SidecarSet
-	members := map[string]*member{}
+	members := map[string]*celpatch.Member{}
 	memo := in.Memo
 	if memo == nil {
 		memo = &Memo{}
@@ -122,8 +124,8 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		if m != nil {
 			m = memo.stamped(ss, m, stamp)
 			if g := place(groups, groupOf.policyFor(ss), groupKey(ss), m); g != nil {
-				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.digest()})
-				r.PolicyName, r.Message = g.name, apps.PolicyInjectsMessage(g.name)
+				g.add(ss, m, record{Hash: ss.Annotations[sidecar.HashAnnotation], CompiledAt: stamp.Format(time.RFC3339), Digest: m.Digest()})
+				r.PolicyName, r.Message = g.Name, apps.PolicyInjectsMessage(g.Name)
 				policySets = append(policySets, ss)
 				members[ss.Name] = m
 			} else {
@@ -135,7 +137,7 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		}
 		p.Results[ss.Name] = withRequest(r, ss, granted[ss.Name], in.MaxPolicyRequests)
 	}
-	for _, name := range sortedKeys(groups) {
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[name]
 		policy, binding, err := memo.objects(g, in.ExcludedNamespaces)
 		if err != nil {
@@ -149,48 +151,15 @@ func PlanPolicies(in PlanInput) (Plan, error) {
 		p.Bindings = append(p.Bindings, binding)
 		if left := graceLeft(policy, in); left > 0 {
 			// Not yet loaded as planned: the webhook serves its SidecarSets meanwhile.
-			webhookSets = append(webhookSets, g.sets...)
+			webhookSets = append(webhookSets, g.Sets()...)
 			if p.RecheckAfter == 0 || left < p.RecheckAfter {
 				p.RecheckAfter = left
 			}
 		}
 	}
-	p.WebhookMatches, p.Widened = webhookMatches(webhookSets, policySets, members)
+	p.WebhookMatches, p.Widened = webhookconfig.Matches(webhookSets, policySets, members)
 	memo.forget(sets, p.Policies)
 	return p, nil
-}
-
-// maxOverflow is the number of policies a bucket's members fill, one after the other, when one
-// policy has no room for them all (see fits).
-const maxOverflow = 8
-
-// place returns the group m joins: the bucket's policy name, or when it is full, the first of its
-// overflow policies name-1, name-2, ... with room; nil when they are all full. SidecarSets are
-// placed in name order, so each policy holds a run of names.
-func place(groups map[string]*group, name, key string, m *member) *group {
-	for i := 0; i < maxOverflow; i++ {
-		n := name
-		if i > 0 {
-			n = fmt.Sprintf("%s-%d", name, i)
-		}
-		g := groups[n]
-		if g == nil {
-			g = &group{name: n, key: key, records: map[string]record{}}
-		}
-		if g.fits(m) {
-			groups[n] = g
-			return g
-		}
-	}
-	return nil
-}
-
-// groupFull is the result of a SidecarSet its group policy and the overflow policies have no
-// room for.
-func groupFull(policy string) Result {
-	return Result{Path: apps.PathWebhook, Reason: apps.ReasonTooLarge, Message: fmt.Sprintf(
-		"group policy %s and its %d overflow policies hold as many SidecarSets as kube-apiserver compiles quickly (about %d characters of CEL, %d members each)",
-		policy, maxOverflow-1, maxPolicySize, maxMembers)}
 }
 
 // selectorBudget is the result of a SidecarSet whose value is beyond maxNativeValues.
@@ -345,9 +314,9 @@ func Replaced(have map[string]*admissionregistrationv1.MutatingAdmissionPolicy, 
 		}
 	}
 	var out []string
-	for _, pname := range sortedKeys(have) {
+	for _, pname := range slices.Sorted(maps.Keys(have)) {
 		recs := records(have[pname])
-		for _, name := range sortedKeys(recs) {
+		for _, name := range slices.Sorted(maps.Keys(recs)) {
 			r := recs[name]
 			if w, ok := wanted[name]; !ok || w.policy != pname || w.Digest != r.Digest {
 				out = append(out, name)
@@ -368,7 +337,7 @@ func Withdrawing(have map[string]*admissionregistrationv1.MutatingAdmissionPolic
 		wanted[w.Name] = w
 	}
 	var out []string
-	for _, name := range sortedKeys(have) {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		members := records(have[name])
 		if len(members) == 0 {
 			continue
@@ -413,110 +382,4 @@ func stampFor(ss *v1alpha1.SidecarSet, old record, now time.Time) time.Time {
 		}
 	}
 	return now.UTC().Truncate(time.Second)
-}
-
-// maxConditionSize keeps the webhook's condition under CEL's expression size limit (100,000 code
-// points); a larger one becomes "true" (the webhook receives every pod, as without a condition).
-const maxConditionSize = 90_000
-
-// webhookCondition is true for pods a webhook-path SidecarSet may select (namespaces are not
-// visible to a webhook match condition: the webhook checks them) and for pods that declare a
-// container named like a policy-path sidecar (the policies leave those to the webhook). It may be
-// true for more pods than that, never for fewer: each selector is represented by one requirement
-// every pod it selects meets, grouped by label key, so that the condition stays small with
-// thousands of SidecarSets.
-func webhookCondition(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) string {
-	reqs := map[string]*requirement{}
-	for _, ss := range webhookSets {
-		k, vs := apps.RequiredLabel(ss.Spec.Selector)
-		if k == "" {
-			return "true" // a selector no label is required for
-		}
-		if reqs[k] == nil {
-			reqs[k] = &requirement{}
-		}
-		reqs[k].add(vs)
-	}
-	var terms []string
-	for _, k := range sortedKeys(reqs) {
-		terms = append(terms, reqs[k].cel(k))
-	}
-	terms = append(terms, declaredNames(policySets, members)...)
-	if len(terms) == 0 {
-		return "false"
-	}
-	if expr := strings.Join(terms, " ||\n"); len(expr) <= maxConditionSize {
-		return expr
-	}
-	return "true"
-}
-
-// declaredNames are the terms true for pods that declare, as their own, a container or init
-// container named like a sidecar a policy-path SidecarSet defers to the webhook on, in every
-// namespace: its own and its cluster neighbours' (its member's deferral names; without a member,
-// its own names).
-func declaredNames(policySets []*v1alpha1.SidecarSet, members map[string]*member) []string {
-	names, initNames := map[string]bool{}, map[string]bool{}
-	for _, ss := range policySets {
-		if m := members[ss.Name]; m != nil {
-			addAll(names, m.deferNames.all)
-			addAll(initNames, m.deferInitNames.all)
-			continue
-		}
-		for i := range ss.Spec.Containers {
-			names[ss.Spec.Containers[i].Name] = true
-		}
-		for i := range ss.Spec.InitContainers {
-			initNames[ss.Spec.InitContainers[i].Name] = true
-		}
-	}
-	return declaredTerms(sortedKeys(names), sortedKeys(initNames))
-}
-
-// declaredTerms are the terms true for pods that declare, as their own, a container named like
-// one of names or an init container named like one of initNames.
-func declaredTerms(names, initNames []string) []string {
-	var terms []string
-	if len(names) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.containers.exists(c, %s && !(%s))", anyOfCEL("c.name", names), isInjected("c")))
-	}
-	if len(initNames) > 0 {
-		terms = append(terms, fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, %s && !(%s))", anyOfCEL("c.name", initNames), isInjected("c")))
-	}
-	return terms
-}
-
-// shortList is the longest list a webhook match condition holds as a CEL list (see anyOfCEL).
-const shortList = 8
-
-// anyOfCEL is the webhook match condition term true when the string expression x is one of
-// values (label values or container names). A longer list than shortList is one string literal of
-// the values between commas, searched for x between commas: kube-apiserver parses and type-checks
-// a list literal element by element each time it admits the webhook configuration and again when
-// it loads it, and the configuration is written again whenever a SidecarSet changes path (which
-// made the lists of the one-key shape's 1,000 NamespacedSidecarSets most of what kube-apiserver
-// spent on a bulk apply), a string literal at once. Valid label values and container names hold
-// no comma; a pod's value that does (kube-apiserver's validation refuses the pod after admission)
-// may match the string, which a match condition allows: it may be true for more pods than the
-// SidecarSets select, never for fewer.
-func anyOfCEL(x string, values []string) string {
-	if len(values) <= shortList {
-		return fmt.Sprintf("%s in %s", x, stringList(values))
-	}
-	return fmt.Sprintf("%s.contains(',' + %s + ',')", quote(","+strings.Join(values, ",")+","), x)
-}
-
-func addAll(set map[string]bool, items []string) {
-	for _, i := range items {
-		set[i] = true
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

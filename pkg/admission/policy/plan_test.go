@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -65,7 +67,7 @@ func TestPlanPolicies(t *testing.T) {
 	if first.Results["hot"].Reason != apps.ReasonHotUpgrade {
 		t.Errorf("hot: reason %q", first.Results["hot"].Reason)
 	}
-	web, front := labelled(map[string]string{"app": "web"}), labelled(map[string]string{"tier": "front"})
+	web, front := policytest.LabelledPod(map[string]string{"app": "web"}), policytest.LabelledPod(map[string]string{"tier": "front"})
 	// Within its grace period the new policy's SidecarSet is also sent to the webhook.
 	for _, pod := range []*corev1.Pod{web, front} {
 		if n := webhooksCalled(t, first.WebhookMatches, pod); n != 1 {
@@ -90,7 +92,7 @@ func TestPlanPolicies(t *testing.T) {
 	if later.Policies[0].Spec.Mutations[0].JSONPatch.Expression != first.Policies[0].Spec.Mutations[0].JSONPatch.Expression {
 		t.Error("replanning an unchanged SidecarSet changed its policy")
 	}
-	declaring := labelled(map[string]string{"app": "web"}, "log")
+	declaring := policytest.LabelledPod(map[string]string{"app": "web"}, "log")
 	if webhooksCalled(t, later.WebhookMatches, web) != 0 || webhooksCalled(t, later.WebhookMatches, front) != 1 ||
 		webhooksCalled(t, later.WebhookMatches, declaring) != 1 || later.RecheckAfter != 0 {
 		t.Errorf("after the grace period the webhook should receive only the webhook-path SidecarSet's pods (and declared names): %+v", later.WebhookMatches)
@@ -119,7 +121,7 @@ func TestPlanPolicies(t *testing.T) {
 
 	// Nothing stored: the webhook receives no pod.
 	none, err := PlanPolicies(PlanInput{Now: now})
-	if err != nil || webhooksCalled(t, none.WebhookMatches, web) != 0 || webhooksCalled(t, none.WebhookMatches, labelled(nil)) != 0 {
+	if err != nil || webhooksCalled(t, none.WebhookMatches, web) != 0 || webhooksCalled(t, none.WebhookMatches, policytest.LabelledPod(nil)) != 0 {
 		t.Errorf("empty plan: webhooks %+v, err %v", none.WebhookMatches, err)
 	}
 }
@@ -169,7 +171,7 @@ spec:
 			if len(p.Policies) != tc.policies {
 				t.Errorf("%d policies, want %d", len(p.Policies), tc.policies)
 			}
-			web := labelled(map[string]string{"app": "web"})
+			web := policytest.LabelledPod(map[string]string{"app": "web"})
 			if n := webhooksCalled(t, p.WebhookMatches, web); n != tc.webhook {
 				t.Errorf("the webhook is called %d times for a selected pod, want %d", n, tc.webhook)
 			}
@@ -228,7 +230,7 @@ func TestPlanWebhookOnly(t *testing.T) {
 	if len(p.Policies) != 0 {
 		t.Errorf("webhook mode: %d policies, want none", len(p.Policies))
 	}
-	if webhooksCalled(t, p.WebhookMatches, labelled(map[string]string{"app": "web"})) == 0 {
+	if webhooksCalled(t, p.WebhookMatches, policytest.LabelledPod(map[string]string{"app": "web"})) == 0 {
 		t.Error("webhook mode: a pod plain selects is not sent to the webhook")
 	}
 }
@@ -246,7 +248,7 @@ func TestManyNeighboursSettle(t *testing.T) {
 		return prepare(t, ss)
 	}
 	var sets []*v1alpha1.SidecarSet
-	for i := range maxNeighbours + 4 {
+	for i := range neighbour.MaxNeighbours + 4 {
 		sets = append(sets, set(i))
 	}
 	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
@@ -298,11 +300,11 @@ func TestTenantsDoNotCrowdClusterSidecarSets(t *testing.T) {
 		return prepare(t, ss)
 	}
 	var sets []*v1alpha1.SidecarSet
-	for i := range maxNeighbours - 2 { // agent-00 and fewer neighbours than the limit
+	for i := range neighbour.MaxNeighbours - 2 { // agent-00 and fewer neighbours than the limit
 		sets = append(sets, stored(set(i)))
 	}
 	var tenants []*v1alpha1.SidecarSet
-	for i := range 2 * maxNeighbours {
+	for i := range 2 * neighbour.MaxNeighbours {
 		n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("squat-%02d", i), Namespace: "team-a"}, Spec: set(100 + i).Spec}
 		tenants = append(tenants, stored(n.AsSidecarSet()))
 	}

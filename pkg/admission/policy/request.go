@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -21,7 +22,7 @@ import (
 func grantRequests(sets []*v1alpha1.SidecarSet, limit int) map[string]bool {
 	var asking []*v1alpha1.SidecarSet
 	for _, ss := range sets {
-		if apps.AsksForPolicy(ss.Annotations) && TenantNamespace(ss) == "" {
+		if apps.AsksForPolicy(ss.Annotations) && neighbour.TenantNamespace(ss) == "" {
 			asking = append(asking, ss)
 		}
 	}
@@ -59,7 +60,7 @@ func grantedFirst(sets []*v1alpha1.SidecarSet, granted map[string]bool) []int {
 // withRequest adds to the result of a SidecarSet asking for the policy path and served by the
 // webhook why its request is not met (not while its first revision is awaited, for a moment).
 func withRequest(r Result, ss *v1alpha1.SidecarSet, granted bool, limit int) Result {
-	if r.Path != apps.PathWebhook || r.Reason == apps.ReasonRevisionPending || !apps.AsksForPolicy(ss.Annotations) || TenantNamespace(ss) != "" {
+	if r.Path != apps.PathWebhook || r.Reason == apps.ReasonRevisionPending || !apps.AsksForPolicy(ss.Annotations) || neighbour.TenantNamespace(ss) != "" {
 		return r
 	}
 	if granted {

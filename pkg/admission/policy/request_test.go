@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -39,7 +41,7 @@ func platformShape(t *testing.T, apps int, asks bool) (platform *v1alpha1.Sideca
 // injector alone without calling the server (what survives an outage), in a plan kept by the memo
 // and in one made from nothing.
 func TestPolicyRequestServesPlatformWideSidecarSet(t *testing.T) {
-	n := maxNeighbours + 8
+	n := neighbour.MaxNeighbours + 8
 	cases := []struct {
 		name       string
 		asks       bool
@@ -78,7 +80,7 @@ func TestPolicyRequestServesPlatformWideSidecarSet(t *testing.T) {
 			}
 			ns := namespace("shop", nil)
 			for _, i := range []int{0, n / 2, n - 1} {
-				pod := labelled(map[string]string{"app": fmt.Sprintf("app-%02d", i), "platform.example.com/logs": "on"})
+				pod := policytest.LabelledPod(map[string]string{"app": fmt.Sprintf("app-%02d", i), "platform.example.com/logs": "on"})
 				pod.Namespace = ns.Name
 				want := normalize(webhookPod(t, sets, pod, ns))
 				got, called := admittedBy(t, in, pod, ns)

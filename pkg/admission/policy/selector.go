@@ -3,15 +3,16 @@ package policy
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -80,7 +81,7 @@ type valueGroup struct {
 // ("") and of NamespacedSidecarSets ("n"): they never share a group policy, so that tenants never
 // take a cluster SidecarSet's room in one.
 func groupClass(ss *v1alpha1.SidecarSet) string {
-	if TenantNamespace(ss) != "" {
+	if neighbour.TenantNamespace(ss) != "" {
 		return "n"
 	}
 	return ""
@@ -99,7 +100,7 @@ func assign(sets []*v1alpha1.SidecarSet, incumbent, granted map[string]bool) *as
 			continue
 		}
 		first := slices.Min(vs)
-		id := [3]string{TenantNamespace(ss), k, first}
+		id := [3]string{neighbour.TenantNamespace(ss), k, first}
 		g := groups[id]
 		if g == nil {
 			g = &valueGroup{key: k, value: first, tenant: id[0], values: map[string]bool{}}
@@ -237,7 +238,7 @@ func keyValues(key string, sets []*v1alpha1.SidecarSet) []string {
 			seen[v] = true
 		}
 	}
-	return sortedKeys(seen)
+	return append([]string{}, slices.Sorted(maps.Keys(seen))...) // not nil, which means any value
 }
 
 // exactSelector reports whether every pod the group's objectSelector (key, values) selects is one
@@ -258,39 +259,4 @@ func exactSelector(key string, values []string, sets []*v1alpha1.SidecarSet) boo
 		}
 	}
 	return true
-}
-
-// matchConstraints selects pod CREATEs that have the group's key, with one of values when given,
-// natively in kube-apiserver (a pod none of the members could select never reaches CEL); the
-// excluded namespaces (a match condition) and the members' selectors (variables.m) are CEL. The
-// namespaceSelector is empty: a non-empty one costs every pod create its parsing, and the
-// namespace's labels.
-//
-// Every field kube-apiserver would default is set, so that a stored policy equals the compiled one.
-func matchConstraints(key string, values []string) *admissionregistrationv1.MatchResources {
-	equivalent := admissionregistrationv1.Equivalent
-	scope := admissionregistrationv1.AllScopes
-	objects := &metav1.LabelSelector{}
-	switch {
-	case key != "" && len(values) > 0:
-		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}}
-	case key != "":
-		objects.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}
-	}
-	return &admissionregistrationv1.MatchResources{
-		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups:   []string{""},
-					APIVersions: []string{"v1"},
-					Resources:   []string{"pods"},
-					Scope:       &scope,
-				},
-			},
-		}},
-		ObjectSelector:    objects,
-		NamespaceSelector: &metav1.LabelSelector{},
-		MatchPolicy:       &equivalent,
-	}
 }

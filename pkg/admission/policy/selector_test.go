@@ -42,14 +42,6 @@ func TestKeyValues(t *testing.T) {
 			}
 		})
 	}
-	mc := matchConstraints("app", []string{"a"})
-	want := []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}}
-	if diff := cmp.Diff(want, mc.ObjectSelector.MatchExpressions); diff != "" {
-		t.Errorf("objectSelector (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(&metav1.LabelSelector{}, mc.NamespaceSelector); diff != "" {
-		t.Errorf("namespaceSelector (-want +got):\n%s", diff)
-	}
 }
 
 // TestExcludedNamespaces: the policies leave pods in the excluded namespaces alone (a match

@@ -12,6 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/injection"
 )
@@ -44,13 +48,13 @@ func serverCalls(t testing.TB, plan Plan, pod *corev1.Pod, ns *corev1.Namespace)
 	pod = pod.DeepCopy()
 	pod.Namespace = ns.Name
 	calls := 0
-	for _, w := range ExpandWebhooks(webhookTemplates, plan.WebhookMatches, nil) {
+	for _, w := range webhookconfig.ExpandWebhooks(webhookTemplates, plan.WebhookMatches, nil) {
 		if !selectorMatches(t, w.NamespaceSelector, ns.Labels) || !selectorMatches(t, w.ObjectSelector, pod.Labels) {
 			continue
 		}
 		holds := true
 		for _, c := range w.MatchConditions {
-			holds = holds && conditionHolds(t, c.Expression, pod)
+			holds = holds && policytest.ConditionHolds(t, c.Expression, pod)
 		}
 		if holds {
 			calls++
@@ -138,7 +142,7 @@ spec:
   selector: {matchLabels: {aaa: x}}
   containers: [{name: app4, image: busybox}]
 `)
-	pod := func(l map[string]string) *corev1.Pod { return labelled(l, "app2", "app3", "app4") }
+	pod := func(l map[string]string) *corev1.Pod { return policytest.LabelledPod(l, "app2", "app3", "app4") }
 	for _, tc := range []struct {
 		name string
 		sets []*v1alpha1.SidecarSet
@@ -188,8 +192,8 @@ spec:
   selector: {matchLabels: {aaa: x}}
   containers: [{name: app, image: busybox}]
 `)
-	pods := []*corev1.Pod{labelled(nil), labelled(map[string]string{"tier": "web"}), labelled(map[string]string{"aaa": "x"}, "app", "envoy"),
-		labelled(map[string]string{"tier": "web"}, "audit"), labelled(map[string]string{"tier": "web", "aaa": "x"}, "app")}
+	pods := []*corev1.Pod{policytest.LabelledPod(nil), policytest.LabelledPod(map[string]string{"tier": "web"}), policytest.LabelledPod(map[string]string{"aaa": "x"}, "app", "envoy"),
+		policytest.LabelledPod(map[string]string{"tier": "web"}, "audit"), policytest.LabelledPod(map[string]string{"tier": "web", "aaa": "x"}, "app")}
 	base, err := PlanPolicies(PlanInput{SidecarSets: []*v1alpha1.SidecarSet{audit}, Now: testStamp})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +219,7 @@ spec:
 					}
 				}
 			}
-			if n := serverCalls(t, plan, labelled(nil), namespace("team-a", nil)); n == 0 && tc.tenants[0] == keyless {
+			if n := serverCalls(t, plan, policytest.LabelledPod(nil), namespace("team-a", nil)); n == 0 && tc.tenants[0] == keyless {
 				t.Errorf("a pod of team-a does not reach the server its NamespacedSidecarSet needs")
 			}
 		})
@@ -251,7 +255,7 @@ spec:
 		name    string
 		tenants []*v1alpha1.SidecarSet
 	}{
-		{"more neighbours than a policy places among", tenants(maxNeighbours+1, "team-a", func(i int) string {
+		{"more neighbours than a policy places among", tenants(neighbour.MaxNeighbours+1, "team-a", func(i int) string {
 			return fmt.Sprintf("spec:\n  selector: {matchLabels: {k%d: x}}\n  containers: [{name: c%d, image: busybox}]\n", i, i)
 		})},
 		{"ambiguous container names", tenants(2, "team-a", func(i int) string {
@@ -260,7 +264,7 @@ spec:
 		{"the label value budget", tenants(3, "team-a", func(i int) string {
 			return fmt.Sprintf("spec:\n  selector: {matchExpressions: [{key: app, operator: In, values: %s}]}\n  containers: [{name: c%d, image: busybox}]\n", values, i)
 		})},
-		{"group room", tenants(maxMembers+1, "team-a", func(i int) string {
+		{"group room", tenants(celpatch.MaxMembers+1, "team-a", func(i int) string {
 			return fmt.Sprintf("spec:\n  selector: {matchLabels: {tier: web}}\n  containers: [{name: c%d, image: busybox}]\n", i)
 		})},
 	} {
@@ -314,8 +318,8 @@ spec:
 	for _, m := range plan.WebhookMatches {
 		if m.Condition != "" {
 			conditions++
-			if len(m.Condition) > maxConditionSize {
-				t.Errorf("a condition of %d characters, more than %d", len(m.Condition), maxConditionSize)
+			if len(m.Condition) > webhookconfig.MaxConditionSize {
+				t.Errorf("a condition of %d characters, more than %d", len(m.Condition), webhookconfig.MaxConditionSize)
 			}
 		}
 	}
@@ -327,79 +331,15 @@ spec:
 		pod   *corev1.Pod
 		calls bool
 	}{
-		{"quiet", labelled(map[string]string{"app": "web"}), true},
-		{"quiet", labelled(map[string]string{"app": "other"}), false},
-		{"quiet", labelled(map[string]string{"app": value(0, 0)}), false},
-		{"elsewhere", labelled(map[string]string{"app": value(0, 0)}), false},
-		{"crowd-00", labelled(map[string]string{"app": value(0, 0)}), true},
-		{"crowd-29", labelled(map[string]string{"app": value(29, perNamespace-1)}), true},
+		{"quiet", policytest.LabelledPod(map[string]string{"app": "web"}), true},
+		{"quiet", policytest.LabelledPod(map[string]string{"app": "other"}), false},
+		{"quiet", policytest.LabelledPod(map[string]string{"app": value(0, 0)}), false},
+		{"elsewhere", policytest.LabelledPod(map[string]string{"app": value(0, 0)}), false},
+		{"crowd-00", policytest.LabelledPod(map[string]string{"app": value(0, 0)}), true},
+		{"crowd-29", policytest.LabelledPod(map[string]string{"app": value(29, perNamespace-1)}), true},
 	} {
 		if got := serverCalls(t, plan, tc.pod, namespace(tc.ns, nil)) > 0; got != tc.calls {
 			t.Errorf("namespace %s, pod %v: calls the server %v, want %v", tc.ns, tc.pod.Labels, got, tc.calls)
-		}
-	}
-}
-
-// TestFitTerms: each namespace's term keeps its share of the condition, and what one namespace
-// needs never changes another's term (the probe of a namespace editor growing its own needs to
-// send other namespaces' pods to the server).
-func TestFitTerms(t *testing.T) {
-	term := func(ns string, size int) string {
-		t := "(request.namespace == " + quote(ns) + " && ("
-		return t + strings.Repeat("x", max(0, size-len(t)-2)) + "))"
-	}
-	whole := func(ns string) string { return "(request.namespace == " + quote(ns) + ")" }
-	fit := func(sizes map[string]int) map[string]string {
-		namespaces := sortedKeys(sizes)
-		terms := make([]string, len(namespaces))
-		for i, ns := range namespaces {
-			terms[i] = term(ns, sizes[ns])
-		}
-		fitTerms(namespaces, terms)
-		out := map[string]string{}
-		for i, ns := range namespaces {
-			out[ns] = terms[i]
-		}
-		return out
-	}
-	crowd := func(n, size int, more map[string]int) map[string]int {
-		out := map[string]int{}
-		for i := range n {
-			out[fmt.Sprintf("crowd-%02d", i)] = size
-		}
-		for ns, s := range more {
-			out[ns] = s
-		}
-		return out
-	}
-	// 25 namespaces: a share of (90,000 - 24 separators) / 25 = 3,596 characters each.
-	for _, tc := range []struct {
-		name string
-		in   map[string]int
-		want map[string]string // the namespaces whose term becomes the namespace alone: "whole"
-	}{
-		{"few namespaces keep their terms", map[string]int{"a": 3_900, "b": 100}, map[string]string{"a": "", "b": ""}},
-		{"over its share: the namespace alone", crowd(23, 3_850, map[string]int{"quiet": 150, "noisy": 150}),
-			map[string]string{"crowd-00": "whole", "crowd-22": "whole"}},
-		{"under its share: kept", crowd(23, 3_500, map[string]int{"quiet": 150, "noisy": 3_596}), map[string]string{"noisy": ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := fit(tc.in)
-			for ns, w := range tc.want {
-				if w == "whole" && got[ns] != whole(ns) {
-					t.Errorf("%s: term of %d characters kept, want the namespace alone", ns, len(got[ns]))
-				}
-				if w == "" && got[ns] != term(ns, tc.in[ns]) {
-					t.Errorf("%s: term %q, want it kept", ns, got[ns])
-				}
-			}
-		})
-	}
-	small := fit(crowd(23, 3_850, map[string]int{"quiet": 150, "noisy": 150}))
-	large := fit(crowd(23, 3_850, map[string]int{"quiet": 150, "noisy": 3_990}))
-	for ns, term := range small {
-		if ns != "noisy" && large[ns] != term {
-			t.Errorf("%s: its term changed when noisy's needs grew (%d characters, then %d)", ns, len(term), len(large[ns]))
 		}
 	}
 }

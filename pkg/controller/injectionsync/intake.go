@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync/plan"
 )
@@ -42,7 +42,7 @@ type Intake struct {
 	Kube kubernetes.Interface
 	// Template names the shipped webhook configuration; the active one is ActiveWebhooks(Template).
 	Template string
-	// ExcludedNamespaces are never sent to the server (policy.ExpandWebhooks).
+	// ExcludedNamespaces are never sent to the server (webhookconfig.ExpandWebhooks).
 	ExcludedNamespaces []string
 	// Hold is how long one open keeps the intake webhooks; LoadDelay how long kube-apiserver may
 	// take to load a write of the configuration.
@@ -160,7 +160,7 @@ func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.
 	state := plan.ReadIntake(active, tmpl.Webhooks, i.ExcludedNamespaces)
 	next, write := state.Open(scope, now, i.Hold)
 	if write {
-		selective, _ := policy.SplitIntake(active.Webhooks)
+		selective, _ := webhookconfig.SplitIntake(active.Webhooks)
 		open := next.Webhooks(tmpl.Webhooks, i.ExcludedNamespaces)
 		if len(open) == 0 {
 			return time.Time{}, errors.New("the injection webhooks' template holds no webhook")

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
@@ -46,7 +46,7 @@ func TestIntakeOpen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		selective, intake := policy.SplitIntake(got.Webhooks)
+		selective, intake := webhookconfig.SplitIntake(got.Webhooks)
 		if len(selective) != 1 || len(intake) != 1 {
 			t.Fatalf("webhooks: selective %v, intake %v; want the selective one kept and one intake webhook", selective, intake)
 		}

@@ -21,7 +21,7 @@ import (
 // namespace restriction overlaps everything, a v1alpha1 namespace is a selector on the
 // kubernetes.io/metadata.name label). The relation is OpenKruise's heuristic on purpose, paused
 // SidecarSets included: the server refuses what OpenKruise refuses, so migrated SidecarSets are
-// accepted. It is not the policy compiler's neighbours (policy.Neighbours), which must be sound
+// accepted. It is not the policy compiler's neighbours (neighbour.Neighbours), which must be sound
 // (selectoroverlap.Intersect) and leave paused SidecarSets out: {app: a} and {app: a, canary
 // Exists} do not overlap here but are neighbours there. Against overlapping SidecarSets it rejects:
 //   - an init container (container) whose name an init container (container) of another has;

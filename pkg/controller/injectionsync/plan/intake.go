@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
@@ -71,7 +71,7 @@ func ReadIntake(active *admissionregistrationv1.MutatingWebhookConfiguration, te
 	if active == nil {
 		return IntakeState{}
 	}
-	_, open := policy.SplitIntake(active.Webhooks)
+	_, open := webhookconfig.SplitIntake(active.Webhooks)
 	if len(open) == 0 {
 		return IntakeState{}
 	}
@@ -93,31 +93,31 @@ func ReadIntake(active *admissionregistrationv1.MutatingWebhookConfiguration, te
 // Empty reports whether s holds nothing.
 func (s IntakeState) Empty() bool { return s.Cluster == nil && len(s.Namespaces) == 0 }
 
-// Webhooks returns the intake webhooks of s (policy.IntakeWebhooksFor): every namespace's pods
+// Webhooks returns the intake webhooks of s (webhookconfig.IntakeWebhooksFor): every namespace's pods
 // while a cluster hold lasts, else those of the held namespaces and those with a held label key;
 // none without holds.
 func (s IntakeState) Webhooks(template []admissionregistrationv1.MutatingWebhook, excluded []string) []admissionregistrationv1.MutatingWebhook {
 	if s.Cluster != nil {
-		return policy.IntakeWebhooks(template, excluded, nil)
+		return webhookconfig.IntakeWebhooks(template, excluded, nil)
 	}
 	var namespaces []string
-	var matches []policy.WebhookMatch
+	var matches []webhookconfig.WebhookMatch
 	for _, scope := range slices.Sorted(maps.Keys(s.Namespaces)) {
 		if key, ok := strings.CutPrefix(scope, apps.IntakeLabelScope); ok {
-			matches = append(matches, policy.WebhookMatch{ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			matches = append(matches, webhookconfig.WebhookMatch{ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: key, Operator: metav1.LabelSelectorOpExists}}}})
 		} else {
 			namespaces = append(namespaces, scope)
 		}
 	}
 	if len(namespaces) > 0 {
-		matches = append([]policy.WebhookMatch{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		matches = append([]webhookconfig.WebhookMatch{{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces}}}}}, matches...)
 	}
 	if len(matches) == 0 {
 		return nil
 	}
-	return policy.IntakeWebhooksFor(template, excluded, matches)
+	return webhookconfig.IntakeWebhooksFor(template, excluded, matches)
 }
 
 // Annotate records s in the annotations of m (removing those of the holds s lacks).

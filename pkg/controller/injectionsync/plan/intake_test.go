@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -36,7 +36,7 @@ func clusterHold(opened, until time.Duration) *IntakeHold {
 // withIntake returns cfg with the intake webhooks and annotations of s.
 func withIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration, s IntakeState) *admissionregistrationv1.MutatingWebhookConfiguration {
 	cfg = cfg.DeepCopy()
-	selective, _ := policy.SplitIntake(cfg.Webhooks)
+	selective, _ := webhookconfig.SplitIntake(cfg.Webhooks)
 	cfg.Webhooks = append(selective, s.Webhooks(template().Webhooks, nil)...)
 	s.Annotate(&cfg.ObjectMeta)
 	return cfg
@@ -46,7 +46,7 @@ func withIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration, s Int
 // namespaces they are narrowed to, or "none".
 func intakeScope(t *testing.T, webhooks []admissionregistrationv1.MutatingWebhook) string {
 	t.Helper()
-	_, open := policy.SplitIntake(webhooks)
+	_, open := webhookconfig.SplitIntake(webhooks)
 	if len(open) == 0 {
 		return "none"
 	}
@@ -94,7 +94,7 @@ func TestIntakeWebhooks(t *testing.T) {
 			if got := intakeScope(t, active.Webhooks); got != tc.wantScope {
 				t.Errorf("intake webhooks select %s, want %s", got, tc.wantScope)
 			}
-			if _, open := policy.SplitIntake(active.Webhooks); tc.wantScope != "none" && len(open) != len(template().Webhooks) {
+			if _, open := webhookconfig.SplitIntake(active.Webhooks); tc.wantScope != "none" && len(open) != len(template().Webhooks) {
 				t.Errorf("%d intake webhooks, want one per template webhook (%d)", len(open), len(template().Webhooks))
 			}
 			got := ReadIntake(active, template().Webhooks, nil)
@@ -105,7 +105,7 @@ func TestIntakeWebhooks(t *testing.T) {
 				return
 			}
 			other := active.DeepCopy()
-			other.Webhooks = append(other.Webhooks[:1], policy.IntakeWebhooks(template().Webhooks, []string{"kube-system"}, nil)...)
+			other.Webhooks = append(other.Webhooks[:1], webhookconfig.IntakeWebhooks(template().Webhooks, []string{"kube-system"}, nil)...)
 			stale := ReadIntake(other, template().Webhooks, nil)
 			if !stale.Stale {
 				t.Errorf("intake webhooks rendered otherwise read as not stale: %+v", stale)
@@ -274,7 +274,7 @@ func TestIntake(t *testing.T) {
 				t.Fatalf("active configuration written: %v, want %v (%v)", written != nil, tc.wantWrite, summarize(r).Writes)
 			}
 			if written != nil {
-				_, intake := policy.SplitIntake(written.Webhooks)
+				_, intake := webhookconfig.SplitIntake(written.Webhooks)
 				if kept := len(intake) > 0; kept != tc.wantKept {
 					t.Errorf("intake webhooks kept: %v, want %v", kept, tc.wantKept)
 				}
@@ -480,7 +480,7 @@ func intakeSends(t *testing.T, cfg *admissionregistrationv1.MutatingWebhookConfi
 	if namespace == "" {
 		namespace = "elsewhere"
 	}
-	_, open := policy.SplitIntake(cfg.Webhooks)
+	_, open := webhookconfig.SplitIntake(cfg.Webhooks)
 	for _, w := range open {
 		sel, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
 		if err != nil {

@@ -10,14 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 )
 
 // sentByIntake reports whether an intake webhook of webhooks receives a pod with labels podLabels
 // in namespace ns (labelled as kube-apiserver labels every namespace).
 func sentByIntake(t *testing.T, webhooks []admissionregistrationv1.MutatingWebhook, ns string, podLabels map[string]string) bool {
 	t.Helper()
-	_, open := policy.SplitIntake(webhooks)
+	_, open := webhookconfig.SplitIntake(webhooks)
 	for _, w := range open {
 		if matches(t, w.NamespaceSelector, map[string]string{corev1.LabelMetadataName: ns}) && matches(t, w.ObjectSelector, podLabels) {
 			return true

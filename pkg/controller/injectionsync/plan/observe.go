@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
@@ -61,7 +61,7 @@ func Observations(now time.Time, policies []*admissionregistrationv1.MutatingAdm
 
 // selectiveDigest stands for the selective webhooks among webhooks: it changes when they do.
 func selectiveDigest(webhooks []admissionregistrationv1.MutatingWebhook) string {
-	selective, _ := policy.SplitIntake(webhooks)
+	selective, _ := webhookconfig.SplitIntake(webhooks)
 	raw, err := json.Marshal(selective)
 	if err != nil {
 		return "" // a webhook JSON cannot encode: never the case for one read from kube-apiserver

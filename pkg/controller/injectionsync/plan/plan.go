@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -54,7 +55,7 @@ type Input struct {
 	// Grace is policy.PlanInput.Grace: how long kube-apiserver may take to load a write.
 	Grace time.Duration
 	// LoadDelay is how long kube-apiserver may take to load a write of the webhook configuration:
-	// the intake webhooks (policy.IntakeWebhooks) are removed only once the selective webhooks
+	// the intake webhooks (webhookconfig.IntakeWebhooks) are removed only once the selective webhooks
 	// have been in place that long, and their hold has passed by as much.
 	LoadDelay time.Duration
 	// ExcludedNamespaces, SortSidecarContainersByName, MaxPolicyRequests, WebhookOnly, Owner and Memo are passed to
@@ -145,7 +146,7 @@ type Result struct {
 	// Results, Widened and WebhookMatches are PlanPolicies's.
 	Results        map[string]policy.Result
 	Widened        map[string]apps.Widening
-	WebhookMatches []policy.WebhookMatch
+	WebhookMatches []webhookconfig.WebhookMatch
 
 	grace       time.Duration
 	generations map[string]int64
@@ -455,19 +456,19 @@ func copyWith[T metav1.Object](o T, rv string) T {
 }
 
 // webhookWrites returns the writes of the webhook configurations: the template's, when it holds
-// webhooks an earlier version expanded into it (policy.TemplateWebhooks), then the active one's,
+// webhooks an earlier version expanded into it (webhookconfig.TemplateWebhooks), then the active one's,
 // when it is missing or differs from matches (and the intake, see planIntake; withdrawing says a
 // policy kube-apiserver runs injects versions the plan withdraws). Either failing holds every
 // SidecarSet (all); the active one is written only if the template's write succeeds. The
 // duration, when positive, is when to plan again to remove the intake webhooks.
-func webhookWrites(in Input, matches []policy.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
+func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
 	tmpl := in.Template
 	if tmpl == nil {
 		return nil, 0
 	}
 	var out []Write
 	var cond *Condition
-	if kept := policy.TemplateWebhooks(tmpl.Webhooks); len(kept) != len(tmpl.Webhooks) {
+	if kept := webhookconfig.TemplateWebhooks(tmpl.Webhooks); len(kept) != len(tmpl.Webhooks) {
 		update := tmpl.DeepCopy()
 		update.Webhooks = kept
 		out = append(out, Write{Op: Update, Kind: Webhooks, Name: tmpl.Name, Object: update, Holds: all,
@@ -477,7 +478,7 @@ func webhookWrites(in Input, matches []policy.WebhookMatch, all []string, withdr
 	want := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
 		Name:   ActiveWebhooks(tmpl.Name),
 		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue},
-	}, Webhooks: policy.ExpandWebhooks(tmpl.Webhooks, matches, in.ExcludedNamespaces)}
+	}, Webhooks: webhookconfig.ExpandWebhooks(tmpl.Webhooks, matches, in.ExcludedNamespaces)}
 	if in.Version != "" {
 		want.Annotations = map[string]string{apps.ServerVersionAnnotation: in.Version}
 	}
@@ -535,7 +536,7 @@ type intakePlan struct {
 // be reaching the informer) is dropped, the cluster hold and each namespace's apart, and the
 // intake webhooks are rewritten for the holds left (none: removed with their annotations).
 func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook, withdrawing bool) intakePlan {
-	have, open := policy.SplitIntake(in.Active.Webhooks)
+	have, open := webhookconfig.SplitIntake(in.Active.Webhooks)
 	if len(open) == 0 {
 		return intakePlan{}
 	}

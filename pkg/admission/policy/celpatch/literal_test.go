@@ -1,4 +1,4 @@
-package policy
+package celpatch
 
 import (
 	"encoding/json"

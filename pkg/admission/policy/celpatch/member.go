@@ -1,8 +1,9 @@
-package policy
+package celpatch
 
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -11,11 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-// member is one SidecarSet inside a group policy (see group.go): what it injects, rendered once in
+// Member is one SidecarSet inside a group policy (see Group): what it injects, rendered once in
 // Go by the same renderer as the webhook (sidecar.Render on a pod without containers: the features
 // that read the pod are webhook-path), and the facts that decide where its parts go:
 //
@@ -34,7 +36,7 @@ import (
 //     across SidecarSets is not part of the answer);
 //   - the entry of this SidecarSet goes into the JSON hash annotations at its sorted key, and its
 //     name into the sorted injected list.
-type member struct {
+type Member struct {
 	name  string // SidecarSet name
 	sel   string // CEL: the SidecarSet's selector and spec.namespace select the pod
 	selL  string // sel over the label map l (for match conditions, which see no variables)
@@ -52,7 +54,7 @@ type member struct {
 	beforeInit     nameSet  // Before init container names of every neighbour
 	deferNames     nameSet  // container names (own and neighbours') a pod must not declare
 	deferInitNames nameSet  // init container names likewise
-	handoff        []string // namespaces whose pods this policy leaves to the webhook (see scopeNeighbours)
+	handoff        []string // namespaces whose pods this policy leaves to the webhook (see neighbour.ScopeOf)
 
 	hashEntry, hashEntryWithoutImage string // `"name":{...}` members of the hash annotations
 }
@@ -62,9 +64,11 @@ type entry struct {
 	name, literal string
 }
 
-func newMember(in *Input, scope neighbourScope) (*member, error) {
-	ss := in.SidecarSet
-	m := &member{name: ss.Name, sel: selectsCEL(ss, "variables.labels"), selL: selectsCEL(ss, "l"), selNS: namespaceSelectsCEL(ss)}
+// NewMember renders ss, defaulted and with the hash annotations the server stamps, as a member
+// placed among the neighbours of scope; its hash annotation entries carry stamp (a policy cannot
+// read the clock).
+func NewMember(ss *v1alpha1.SidecarSet, stamp time.Time, scope neighbour.Scope) (*Member, error) {
+	m := &Member{name: ss.Name, sel: selectsCEL(ss, "variables.labels"), selL: selectsCEL(ss, "l"), selNS: namespaceSelectsCEL(ss)}
 	empty := &corev1.Pod{}
 	var volumeNames []string
 	var err error
@@ -103,7 +107,7 @@ func newMember(in *Input, scope neighbourScope) (*member, error) {
 		return nil, err
 	}
 	m.placeAmong(scope)
-	m.hashEntries(ss, in.Stamp)
+	m.hashEntries(ss, stamp)
 	return m, nil
 }
 
@@ -155,10 +159,10 @@ func secretEntries(secrets []corev1.LocalObjectReference) ([]entry, error) {
 // placeAmong records the sidecar names of the neighbours that decide where this SidecarSet's
 // containers go: those of shared neighbours for every pod, those of NamespacedSidecarSets for the
 // pods of their namespace.
-func (m *member) placeAmong(scope neighbourScope) {
+func (m *Member) placeAmong(scope neighbour.Scope) {
 	lists := []*nameSet{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames}
-	m.placeAmongIn("", scope.shared)
-	for ns, near := range scope.tenants {
+	m.placeAmongIn("", scope.Shared)
+	for ns, near := range scope.Tenants {
 		m.placeAmongIn(ns, near)
 	}
 	m.deferNames.add("", names(m.containers)...)
@@ -166,11 +170,11 @@ func (m *member) placeAmong(scope neighbourScope) {
 	for _, l := range lists {
 		l.normalize()
 	}
-	m.handoff = distinctSorted(append([]string(nil), scope.handoff...))
+	m.handoff = distinctSorted(append([]string(nil), scope.Handoff...))
 }
 
 // placeAmongIn records the names of near for the pods of namespace ns ("" for every pod).
-func (m *member) placeAmongIn(ns string, near []*v1alpha1.SidecarSet) {
+func (m *Member) placeAmongIn(ns string, near []*v1alpha1.SidecarSet) {
 	for _, o := range near {
 		for i := range o.Spec.Containers {
 			c := &o.Spec.Containers[i]
@@ -226,35 +230,30 @@ func (s *nameSet) normalize() {
 
 func (s *nameSet) empty() bool { return len(s.all) == 0 && len(s.in) == 0 }
 
-// forNamespace returns the names that apply to the pods of namespace ns.
-func (s *nameSet) forNamespace(ns string) []string {
-	return distinctSorted(append(append([]string(nil), s.all...), s.in[ns]...))
-}
-
 // has is the CEL of "the name x is in the set" for the pod under admission (request.namespace
 // picks the namespaced names: a map lookup, whatever the number of namespaces).
 func (s *nameSet) has(x string) string {
 	if len(s.in) == 0 {
-		return fmt.Sprintf("%s in %s", x, stringList(s.all))
+		return fmt.Sprintf("%s in %s", x, StringList(s.all))
 	}
 	byNS := make([]string, 0, len(s.in))
-	for _, ns := range sortedKeys(s.in) {
-		byNS = append(byNS, quote(ns)+": "+stringList(s.in[ns]))
+	for _, ns := range slices.Sorted(maps.Keys(s.in)) {
+		byNS = append(byNS, Quote(ns)+": "+StringList(s.in[ns]))
 	}
-	return fmt.Sprintf("(%s in %s || %s in {%s}[?request.namespace].orValue([]))", x, stringList(s.all), x, strings.Join(byNS, ", "))
+	return fmt.Sprintf("(%s in %s || %s in {%s}[?request.namespace].orValue([]))", x, StringList(s.all), x, strings.Join(byNS, ", "))
 }
 
 // String renders the set for digests and sizes.
 func (s *nameSet) String() string {
-	out := stringList(s.all)
-	for _, ns := range sortedKeys(s.in) {
-		out += "\x00" + ns + "\x00" + stringList(s.in[ns])
+	out := StringList(s.all)
+	for _, ns := range slices.Sorted(maps.Keys(s.in)) {
+		out += "\x00" + ns + "\x00" + StringList(s.in[ns])
 	}
 	return out
 }
 
 // hashEntries renders this SidecarSet's members of the two hash annotations, updated at stamp.
-func (m *member) hashEntries(ss *v1alpha1.SidecarSet, stamp time.Time) {
+func (m *Member) hashEntries(ss *v1alpha1.SidecarSet, stamp time.Time) {
 	if len(m.containers)+len(m.initContainers) == 0 {
 		return
 	}
@@ -270,8 +269,31 @@ func (m *member) hashEntries(ss *v1alpha1.SidecarSet, stamp time.Time) {
 		SidecarSetName: ss.Name, SidecarList: list})
 }
 
+// Restamped returns a copy of m, the member of ss, whose hash annotation entries carry stamp.
+func (m *Member) Restamped(ss *v1alpha1.SidecarSet, stamp time.Time) *Member {
+	c := *m
+	c.hashEntries(ss, stamp)
+	return &c
+}
+
+// DeferNames returns the container names that leave a pod to the webhook when it declares one as
+// its own: those for every pod, and those for the pods of some namespaces only (beyond all), by
+// namespace. The lists are the member's: callers only read them.
+func (m *Member) DeferNames() (all []string, in map[string][]string) {
+	return m.deferNames.all, m.deferNames.in
+}
+
+// DeferInitNames is DeferNames for init containers.
+func (m *Member) DeferInitNames() (all []string, in map[string][]string) {
+	return m.deferInitNames.all, m.deferInitNames.in
+}
+
+// Handoff returns the namespaces whose pods the member's policy leaves to the webhook (see
+// neighbour.ScopeOf), sorted.
+func (m *Member) Handoff() []string { return m.handoff }
+
 // size estimates the characters this member adds to a policy's expressions.
-func (m *member) size() int {
+func (m *Member) size() int {
 	n := 400 + 2*len(m.sel) + len(m.selNS) + len(m.hashEntry) + len(m.hashEntryWithoutImage)
 	for _, es := range [][]entry{m.containers, m.initContainers, m.volumes, m.secrets} {
 		for _, e := range es {
@@ -281,12 +303,12 @@ func (m *member) size() int {
 	for _, s := range []*nameSet{&m.earlierBefore, &m.laterAfter, &m.beforeInit, &m.deferNames, &m.deferInitNames} {
 		n += len(s.String()) + 40*len(s.in)
 	}
-	return n + len(stringList(m.handoff))
+	return n + len(StringList(m.handoff))
 }
 
-// digest identifies what the member injects and where: two plans that give a SidecarSet the same
+// Digest identifies what the member injects and where: two plans that give a SidecarSet the same
 // digest inject it the same way.
-func (m *member) digest() string {
+func (m *Member) Digest() string {
 	h := fnv.New64a()
 	for _, es := range [][]entry{m.containers, m.initContainers, m.volumes, m.secrets} {
 		for _, e := range es {
@@ -308,7 +330,7 @@ func (m *member) digest() string {
 func selectsCEL(ss *v1alpha1.SidecarSet, labels string) string {
 	sel := selectorCEL(ss.Spec.Selector, labels)
 	if ss.Spec.Namespace != "" {
-		sel += " && request.namespace == " + quote(ss.Spec.Namespace)
+		sel += " && request.namespace == " + Quote(ss.Spec.Namespace)
 	}
 	return sel
 }
@@ -328,13 +350,13 @@ func selectorCEL(sel *metav1.LabelSelector, labels string) string {
 	if sel == nil {
 		return "true"
 	}
-	has := func(k string) string { return fmt.Sprintf("%s in %s", quote(k), labels) }
+	has := func(k string) string { return fmt.Sprintf("%s in %s", Quote(k), labels) }
 	var terms []string
-	for _, k := range sortedKeys(sel.MatchLabels) {
-		terms = append(terms, fmt.Sprintf("(%s && %s[%s] == %s)", has(k), labels, quote(k), quote(sel.MatchLabels[k])))
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		terms = append(terms, fmt.Sprintf("(%s && %s[%s] == %s)", has(k), labels, Quote(k), Quote(sel.MatchLabels[k])))
 	}
 	for _, r := range sel.MatchExpressions {
-		in := fmt.Sprintf("(%s && %s[%s] in %s)", has(r.Key), labels, quote(r.Key), stringList(r.Values))
+		in := fmt.Sprintf("(%s && %s[%s] in %s)", has(r.Key), labels, Quote(r.Key), StringList(r.Values))
 		switch r.Operator {
 		case metav1.LabelSelectorOpIn:
 			terms = append(terms, in)
@@ -354,6 +376,14 @@ func selectorCEL(sel *metav1.LabelSelector, labels string) string {
 	return strings.Join(terms, " && ")
 }
 
+func setOf(items []string) map[string]bool {
+	out := make(map[string]bool, len(items))
+	for _, i := range items {
+		out[i] = true
+	}
+	return out
+}
+
 func distinctSorted(s []string) []string {
 	sort.Strings(s)
 	out := s[:0]
@@ -365,9 +395,9 @@ func distinctSorted(s []string) []string {
 	return out
 }
 
-// isInjected is the CEL of sidecar.IsInjected on container variable c.
-func isInjected(c string) string {
-	return fmt.Sprintf("%s.?env.orValue([]).exists(e, e.name == %s && e.?value.orValue('') == 'true')", c, quote(sidecar.InjectedEnv))
+// IsInjected is the CEL of sidecar.IsInjected on container variable c.
+func IsInjected(c string) string {
+	return fmt.Sprintf("%s.?env.orValue([]).exists(e, e.name == %s && e.?value.orValue('') == 'true')", c, Quote(sidecar.InjectedEnv))
 }
 
 // firstOr is the first element of list expression list, or def when it is empty; when the
@@ -393,10 +423,10 @@ func listOf(es []entry) string {
 	return "[" + strings.Join(lits, ", ") + "]"
 }
 
-func stringList(ss []string) string {
+func StringList(ss []string) string {
 	q := make([]string, len(ss))
 	for i, s := range ss {
-		q[i] = quote(s)
+		q[i] = Quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }

@@ -1,4 +1,4 @@
-package policy
+package celpatch
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func (r *renderer) value(doc any, t reflect.Type, typeName string) (lit, error) 
 		}
 		return lit{s, "double"}, nil
 	case string:
-		return lit{quote(d), "string"}, nil
+		return lit{Quote(d), "string"}, nil
 	case []any:
 		return r.list(d, t, typeName)
 	case map[string]any:
@@ -130,7 +130,7 @@ func (r *renderer) object(fields map[string]any, t reflect.Type, typeName string
 	}
 	texts, typ := r.homogeneous(values)
 	for i, k := range keys {
-		texts[i] = quote(k) + ": " + texts[i]
+		texts[i] = Quote(k) + ": " + texts[i]
 	}
 	return lit{"{" + strings.Join(texts, ", ") + "}", "map(string, " + typ + ")"}, nil
 }
@@ -189,7 +189,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// quote renders s as a CEL string literal.
-func quote(s string) string {
+// Quote renders s as a CEL string literal.
+func Quote(s string) string {
 	return strconv.Quote(s)
 }

@@ -1,7 +1,8 @@
-package policy
+package webhookconfig
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarset/apiserver/pkg/admission/policy/celpatch"
+	"github.com/sidecarset/apiserver/pkg/admission/policy/neighbour"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -89,23 +92,28 @@ func (r *requirement) selects(key string) metav1.LabelSelectorRequirement {
 	if r.exists {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists}
 	}
-	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: sortedKeys(r.values)}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: r.sortedValues()}
 }
 
 func (r *requirement) excludes(key string) metav1.LabelSelectorRequirement {
 	if r.exists {
 		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpDoesNotExist}
 	}
-	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(r.values)}
+	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: r.sortedValues()}
+}
+
+// sortedValues are r's values, sorted (not nil: an In or NotIn requirement lists them).
+func (r *requirement) sortedValues() []string {
+	return append([]string{}, slices.Sorted(maps.Keys(r.values))...)
 }
 
 // cel is r as a CEL term over the pod's labels.
 func (r *requirement) cel(key string) string {
 	const l = "object.metadata.?labels.orValue({})"
 	if r.exists {
-		return fmt.Sprintf("(%s in %s)", quote(key), l)
+		return fmt.Sprintf("(%s in %s)", celpatch.Quote(key), l)
 	}
-	return fmt.Sprintf("(%s in %s && %s)", quote(key), l, anyOfCEL(l+"["+quote(key)+"]", sortedKeys(r.values)))
+	return fmt.Sprintf("(%s in %s && %s)", celpatch.Quote(key), l, anyOfCEL(l+"["+celpatch.Quote(key)+"]", slices.Sorted(maps.Keys(r.values))))
 }
 
 // celWithin is r as a CEL term over the labels of a pod within selects (its value is one of
@@ -136,13 +144,13 @@ type keyNeeds struct {
 	policySets []*v1alpha1.SidecarSet // policy-path SidecarSets: pods declaring their sidecars' names
 }
 
-// webhookMatches returns the webhooks each class of namespace needs, in order (see above), and
+// Matches returns the webhooks each class of namespace needs, in order (see above), and
 // the SidecarSets that leave them without a label selector, by name. members are the compiled
 // members of the policy-path SidecarSets (nil: each defers on its own sidecar names only). The
 // needs of cluster SidecarSets come first, then one webhook for the needs that come from
 // NamespacedSidecarSets, restricted to their namespaces (see tenantMatch).
-func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
-	isTenant := func(ss *v1alpha1.SidecarSet) bool { return TenantNamespace(ss) != "" }
+func Matches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*celpatch.Member) ([]WebhookMatch, map[string]apps.Widening) {
+	isTenant := func(ss *v1alpha1.SidecarSet) bool { return neighbour.TenantNamespace(ss) != "" }
 	clusterWebhook := slices.DeleteFunc(slices.Clone(webhookSets), isTenant)
 	clusterPolicy := slices.DeleteFunc(slices.Clone(policySets), isTenant)
 	out, widened := clusterMatches(clusterWebhook, clusterPolicy, members)
@@ -160,8 +168,8 @@ func webhookMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 	return out, widened
 }
 
-// clusterMatches returns the webhooks the cluster SidecarSets need (see webhookMatches).
-func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
+// clusterMatches returns the webhooks the cluster SidecarSets need (see Matches).
+func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*celpatch.Member) ([]WebhookMatch, map[string]apps.Widening) {
 	needs := map[string]*keyNeeds{}
 	var keyless []*v1alpha1.SidecarSet
 	need := func(ss *v1alpha1.SidecarSet) (*keyNeeds, []string, bool) {
@@ -193,7 +201,7 @@ func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 	case len(needs) > apps.MaxWebhookLabelKeys:
 		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), apps.WideningTooManyLabelKeys, members)
 	}
-	keys := sortedKeys(needs)
+	keys := slices.Sorted(maps.Keys(needs))
 	var out []WebhookMatch
 	for i := range keys {
 		if m, ok := keyWebhook(keys[:i], keys[i:], needs, members); ok {
@@ -209,7 +217,7 @@ func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 // widened is the single webhook of a class when the SidecarSets need more than label keys can say
 // (see oneWebhook), and the SidecarSets of cause, which leave it without a label selector for
 // reason (none when the webhook has no pod to receive).
-func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string, members map[string]*member) ([]WebhookMatch, map[string]apps.Widening) {
+func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason string, members map[string]*celpatch.Member) ([]WebhookMatch, map[string]apps.Widening) {
 	m := oneWebhook(webhookSets, policySets, members)
 	if m.ObjectSelector != nil {
 		return []WebhookMatch{m}, nil
@@ -228,7 +236,7 @@ func widened(webhookSets, policySets, cause []*v1alpha1.SidecarSet, reason strin
 // keyWebhook is the webhook of the first of keys: it selects pods that have that key and none of
 // the earlier keys (those are another webhook's), and must receive what the SidecarSets of every
 // key from this one on need of them. ok is false when they need nothing.
-func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[string]*member) (WebhookMatch, bool) {
+func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[string]*celpatch.Member) (WebhookMatch, bool) {
 	own := needs[keys[0]]
 	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{own.all.selects(keys[0])}}
 	for _, e := range earlier {
@@ -253,7 +261,7 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[
 	if len(terms) == 0 {
 		return WebhookMatch{}, false
 	}
-	if expr := strings.Join(terms, " ||\n"); len(expr) <= maxConditionSize {
+	if expr := strings.Join(terms, " ||\n"); len(expr) <= MaxConditionSize {
 		m.Condition = expr
 	}
 	return m, true
@@ -261,7 +269,7 @@ func keyWebhook(earlier, keys []string, needs map[string]*keyNeeds, members map[
 
 // oneWebhook is the single webhook of a class when the SidecarSets need more than label keys can
 // say: every pod, with the match condition of webhookCondition.
-func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*member) WebhookMatch {
+func oneWebhook(webhookSets, policySets []*v1alpha1.SidecarSet, members map[string]*celpatch.Member) WebhookMatch {
 	switch c := webhookCondition(webhookSets, policySets, members); c {
 	case "false":
 		return noPods()
@@ -338,7 +346,7 @@ func excluding(sel *metav1.LabelSelector, excluded []string) *metav1.LabelSelect
 	if len(excluded) == 0 {
 		return sel
 	}
-	return requiring(sel, metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: sortedKeys(setOf(excluded))})
+	return requiring(sel, metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: slices.Compact(slices.Sorted(slices.Values(excluded)))})
 }
 
 // requiring returns sel with the requirement req, unless it already has it.
@@ -366,14 +374,6 @@ func narrowed(sel, by *metav1.LabelSelector) *metav1.LabelSelector {
 		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
 	}
 	out.MatchExpressions = append(out.MatchExpressions, by.DeepCopy().MatchExpressions...)
-	return out
-}
-
-func setOf(items []string) map[string]bool {
-	out := make(map[string]bool, len(items))
-	for _, i := range items {
-		out[i] = true
-	}
 	return out
 }
 

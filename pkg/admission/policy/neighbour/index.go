@@ -1,23 +1,22 @@
-package policy
+package neighbour
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/selectoroverlap"
 )
 
-// shareIndex narrows the SidecarSets that may share a pod with one (mayShare) to those worth
+// Index narrows the SidecarSets that may share a pod with one (see Neighbours) to those worth
 // testing. Every pod a SidecarSet selects carries the label its apps.RequiredLabel names, with one
 // of its values when it lists some; two SidecarSets requiring one label to take values from
-// disjoint lists select no common pod, and selectoroverlap.Intersect, which mayShare applies,
+// disjoint lists select no common pod, and selectoroverlap.Intersect, which Neighbours applies,
 // finds them disjoint. With thousands of SidecarSets each on its own value of one label (the
 // manual's shape), a SidecarSet is tested against the few on its values, not against all.
 // NamespacedSidecarSets of two namespaces select no common pod either: each namespace has its own
 // label index, and cluster SidecarSets theirs.
-type shareIndex struct {
+type Index struct {
 	sets []*v1alpha1.SidecarSet
 	// parts are the label indexes by tenant namespace, "" for the cluster SidecarSets.
 	parts map[string]*labelIndex
@@ -41,8 +40,9 @@ type labelIndex struct {
 	open    []int
 }
 
-func newShareIndex(sets []*v1alpha1.SidecarSet) *shareIndex {
-	x := &shareIndex{sets: sets, parts: map[string]*labelIndex{}, seen: make([]uint32, len(sets)),
+// NewIndex files sets by the labels they require.
+func NewIndex(sets []*v1alpha1.SidecarSet) *Index {
+	x := &Index{sets: sets, parts: map[string]*labelIndex{}, seen: make([]uint32, len(sets)),
 		pods: make([]selectoroverlap.Requirements, len(sets)), namespaces: make([]selectoroverlap.Requirements, len(sets)), gathered: make([]bool, len(sets))}
 	for i, ss := range sets {
 		ns := TenantNamespace(ss)
@@ -87,10 +87,10 @@ func (li *labelIndex) visit(k string, values []string, f func([]int)) {
 	}
 }
 
-// candidates returns, in increasing order, the indexes of the SidecarSets that may share a pod
-// with ss: a superset of those mayShare accepts, ss itself possibly among them. The slice is
+// Candidates returns, in increasing order, the indexes of the SidecarSets that may share a pod
+// with ss: a superset of those MayShare accepts, ss itself possibly among them. The slice is
 // reused by the next call.
-func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
+func (x *Index) Candidates(ss *v1alpha1.SidecarSet) []int {
 	out := x.out[:0]
 	defer func() { x.out = out }()
 	k, values := apps.RequiredLabel(ss.Spec.Selector)
@@ -123,8 +123,9 @@ func (x *shareIndex) candidates(ss *v1alpha1.SidecarSet) []int {
 	return out
 }
 
-// mayShare is mayShare(x.sets[i], x.sets[j]).
-func (x *shareIndex) mayShare(i, j int) bool {
+// MayShare reports whether the SidecarSets at i and j of the indexed sets may both inject into one
+// pod (mayShare).
+func (x *Index) MayShare(i, j int) bool {
 	if x.sets[i].Spec.InjectionStrategy.Paused || x.sets[j].Spec.InjectionStrategy.Paused {
 		return false
 	}
@@ -133,7 +134,7 @@ func (x *shareIndex) mayShare(i, j int) bool {
 	return x.pods[i].Intersects(x.pods[j]) && x.namespaces[i].Intersects(x.namespaces[j])
 }
 
-func (x *shareIndex) gather(i int) {
+func (x *Index) gather(i int) {
 	if !x.gathered[i] {
 		ss := x.sets[i]
 		x.pods[i] = selectoroverlap.Gather(ss.Spec.Selector)
@@ -141,15 +142,3 @@ func (x *shareIndex) gather(i int) {
 		x.gathered[i] = true
 	}
 }
-
-// withNeighbour returns list (sorted by name) with ss, inserted in place: neighbour lists are read
-// only during the plan that asked for them.
-func withNeighbour(list []*v1alpha1.SidecarSet, ss *v1alpha1.SidecarSet) []*v1alpha1.SidecarSet {
-	i, found := slices.BinarySearchFunc(list, ss.Name, byName)
-	if found {
-		return list
-	}
-	return slices.Insert(list, i, ss)
-}
-
-func byName(ss *v1alpha1.SidecarSet, name string) int { return strings.Compare(ss.Name, name) }
