@@ -12,11 +12,12 @@ import (
 	"strings"
 
 	"github.com/sidecarset/apiserver/cmd/kubectl-sidecarset/app"
+	"github.com/sidecarset/apiserver/cmd/kubectl-sidecarset/app/completion"
 )
 
 func main() {
 	args := os.Args[1:]
-	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == app.CompleteCommand {
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == completion.CompleteCommand {
 		args = append([]string{"__complete"}, args...)
 	}
 	os.Exit(app.Main(args, os.Stdin, os.Stdout, os.Stderr))

@@ -9,6 +9,8 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // TestCheckPrerequisites: check --pre on the local cluster reports the prerequisites as this
@@ -31,10 +33,10 @@ func TestCheckPrerequisites(t *testing.T) {
 		t.Errorf("check --pre as the admin: exit %d, want 0 (warnings only)\n%s", exitCode(err), out)
 	}
 	for name, want := range map[string]struct{ status, msg string }{
-		"installer-rbac": {"ok", "you may make all 19 creates the installation makes"},
-		"storage-class":  {"warning", "no default StorageClass (the cluster has: none): etcd's claims stay Pending"},
-		"front-proxy-ca": {"ok", "requestheader-client-ca-file of ConfigMap kube-system/extension-apiserver-authentication"},
-		"cert-manager":   {"ok", "not used: certificates from self-managed"},
+		v1alpha1.FindingInstallerRBAC: {"ok", "you may make all 19 creates the installation makes"},
+		v1alpha1.FindingStorageClass:  {"warning", "no default StorageClass (the cluster has: none): etcd's claims stay Pending"},
+		v1alpha1.FindingFrontProxyCA:  {"ok", "requestheader-client-ca-file of ConfigMap kube-system/extension-apiserver-authentication"},
+		v1alpha1.FindingCertManager:   {"ok", "not used: certificates from self-managed"},
 	} {
 		status, msg := report.status(name)
 		category, hint, docs := report.find(name)
@@ -47,7 +49,7 @@ func TestCheckPrerequisites(t *testing.T) {
 	}
 
 	report, out, err = runCheck(t, "--pre", "--etcd-storage-class", missing)
-	if status, msg := report.status("storage-class"); exitCode(err) != 1 || status != "error" || !strings.Contains(msg, `StorageClass "`+missing+`" (--etcd-storage-class) does not exist`) {
+	if status, msg := report.status(v1alpha1.FindingStorageClass); exitCode(err) != 1 || status != "error" || !strings.Contains(msg, `StorageClass "`+missing+`" (--etcd-storage-class) does not exist`) {
 		t.Errorf("check --pre --etcd-storage-class %s: exit %d, %s %q; want exit 1 and an error naming it\n%s", missing, exitCode(err), status, msg, out)
 	}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "kubernetes.io/no-provisioner"}
@@ -58,15 +60,15 @@ func TestCheckPrerequisites(t *testing.T) {
 		_ = kube.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
 	})
 	report, out, _ = runCheck(t, "--pre", "--etcd-storage-class", class)
-	if status, msg := report.status("storage-class"); status != "ok" || !strings.Contains(msg, `StorageClass "`+class+`" exists`) {
+	if status, msg := report.status(v1alpha1.FindingStorageClass); status != "ok" || !strings.Contains(msg, `StorageClass "`+class+`" exists`) {
 		t.Errorf("check --pre --etcd-storage-class %s (created): %s %q, want ok\n%s", class, status, msg, out)
 	}
 
 	report, out, err = runCheck(t, "--pre", "--certificates", "cert-manager")
-	if status, msg := report.status("cert-manager"); exitCode(err) != 1 || status != "error" || !strings.Contains(msg, "the cluster serves no cert-manager.io/v1") {
+	if status, msg := report.status(v1alpha1.FindingCertManager); exitCode(err) != 1 || status != "error" || !strings.Contains(msg, "the cluster serves no cert-manager.io/v1") {
 		t.Errorf("check --pre --certificates cert-manager: exit %d, %s %q; want exit 1 and an error\n%s", exitCode(err), status, msg, out)
 	}
-	if status, msg := report.status("installer-rbac"); status != "ok" || !strings.Contains(msg, "all 20 creates") {
+	if status, msg := report.status(v1alpha1.FindingInstallerRBAC); status != "ok" || !strings.Contains(msg, "all 20 creates") {
 		t.Errorf("check --pre --certificates cert-manager installer-rbac: %s %q, want ok with the Issuers and Certificates reviewed too", status, msg)
 	}
 	if out, errOut, err := plugin(t, "check", "--pre", "--certificates", "vault"); exitCode(err) != 2 || !strings.Contains(errOut, `--certificates: "vault" is not one of`) {
@@ -76,17 +78,17 @@ func TestCheckPrerequisites(t *testing.T) {
 	// Every second: the reviews are cheap, and a fresh user needs no setup.
 	eventuallyEvery(t, "check --pre as a user without roles to deny every create", time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t, "--pre", "--as", nobody)
-		status, msg := report.status("installer-rbac")
+		status, msg := report.status(v1alpha1.FindingInstallerRBAC)
 		return exitCode(err) == 1 && status == "error" && strings.Contains(msg, "20 of 20 creates denied"), fmt.Sprintf("exit %d, %s %q\n%s", exitCode(err), status, msg, out)
 	})
-	_, msg := report.status("installer-rbac")
+	_, msg := report.status(v1alpha1.FindingInstallerRBAC)
 	for _, p := range []string{"create apiservices.apiregistration.k8s.io", "create mutatingwebhookconfigurations.admissionregistration.k8s.io",
 		"create deployments.apps in sidecarset-system", "create rolebindings.rbac.authorization.k8s.io in kube-system"} {
 		if !strings.Contains(msg, p) {
 			t.Errorf("installer-rbac as %s: %q does not name %q", nobody, msg, p)
 		}
 	}
-	if status, _ := report.status("front-proxy-ca"); status != "skipped" {
+	if status, _ := report.status(v1alpha1.FindingFrontProxyCA); status != "skipped" {
 		t.Errorf("front-proxy-ca as %s (who may not read the ConfigMap): %s, want skipped", nobody, status)
 	}
 }

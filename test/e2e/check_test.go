@@ -104,7 +104,7 @@ func TestCheck(t *testing.T) {
 		report, out, err = runCheck(t)
 		return err == nil, fmt.Sprintf("%v\n%s", err, out)
 	})
-	for _, name := range []string{"openkruise-crds", "apiservices", "storage", "webhooks", "version", "version-skew", "certificates"} {
+	for _, name := range []string{v1alpha1.FindingOpenKruiseCRDs, v1alpha1.FindingAPIServices, v1alpha1.FindingStorage, v1alpha1.FindingWebhooks, v1alpha1.FindingVersion, v1alpha1.FindingVersionSkew, v1alpha1.FindingCertificates} {
 		if status, msg := report.status(name); status != "ok" || !report.Installed {
 			t.Errorf("check %s: %s %q (installed %v), want ok", name, status, msg, report.Installed)
 		}
@@ -119,12 +119,12 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("OpenKruise's CRDs: %v\n%s", err, out)
 	}
 	report, out, err = runCheck(t)
-	status, msg := report.status("openkruise-crds")
+	status, msg := report.status(v1alpha1.FindingOpenKruiseCRDs)
 	if err == nil || status != "error" || !strings.Contains(msg, "hides every kind of apps.kruise.io") ||
 		!strings.Contains(msg, "apps.kruise.io/v1alpha1 CloneSet (clonesets.apps.kruise.io") {
 		t.Errorf("check beside OpenKruise's CloneSet: exit %v, %s %q; want exit 1 and the CloneSet named\n%s", err, status, msg, out)
 	}
-	if status, _ := report.status("apiservices"); status != "ok" {
+	if status, _ := report.status(v1alpha1.FindingAPIServices); status != "ok" {
 		t.Errorf("the CRDs changed the APIServices: %s", status)
 	}
 
@@ -133,7 +133,7 @@ func TestCheck(t *testing.T) {
 	}
 	if last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t)
-		status, msg = report.status("openkruise-crds")
+		status, msg = report.status(v1alpha1.FindingOpenKruiseCRDs)
 		return err == nil && status == "warning", fmt.Sprintf("exit %v, %s %q\n%s", err, status, msg, out)
 	}); !ok {
 		t.Errorf("waited 30s for check beside OpenKruise's SidecarSet only to exit 0 with a warning; last seen: %s", last)
@@ -157,7 +157,7 @@ func TestCheck(t *testing.T) {
 	want := "e2e-check-launch-priority: container launch priority (spec.containers[first].env[KRUISE_CONTAINER_PRIORITY])"
 	if last, ok := pollEvery(time.Second, 60*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t)
-		status, msg = report.status("openkruise-features")
+		status, msg = report.status(v1alpha1.FindingOpenKruiseFeatures)
 		return err == nil && status == "warning" && strings.Contains(msg, want), fmt.Sprintf("exit %v, %s %q\n%s", err, status, msg, out)
 	}); !ok {
 		t.Errorf("waited 60s for check to exit 0 with a warning %q; last seen: %s", want, last)
@@ -215,12 +215,12 @@ func TestCheckPre(t *testing.T) {
 		report, out, err = runCheck(t, "--pre")
 		return exitCode(err) == 0 && report.Pre, fmt.Sprintf("exit %d (pre %v)\n%s", exitCode(err), report.Pre, out)
 	})
-	for _, name := range []string{"kubernetes-version", "policy-api", "openkruise-crds", "openkruise-webhooks", "openkruise-manager", "apiservice-conflicts"} {
-		if status, msg := report.status(name); status != "ok" && (name != "openkruise-crds" || status != "warning") {
+	for _, name := range []string{v1alpha1.FindingKubernetesVersion, v1alpha1.FindingPolicyAPI, v1alpha1.FindingOpenKruiseCRDs, v1alpha1.FindingOpenKruiseWebhooks, v1alpha1.FindingOpenKruiseManager, v1alpha1.FindingAPIServiceConflicts} {
+		if status, msg := report.status(name); status != "ok" && (name != v1alpha1.FindingOpenKruiseCRDs || status != "warning") {
 			t.Errorf("check --pre %s: %s %q, want ok", name, status, msg)
 		}
 	}
-	if status, _ := report.status("apiservices"); status != "" {
+	if status, _ := report.status(v1alpha1.FindingAPIServices); status != "" {
 		t.Errorf("check --pre ran the post-install check apiservices: %s", status)
 	}
 
@@ -231,19 +231,19 @@ func TestCheckPre(t *testing.T) {
 	}
 	if last, ok := pollEvery(time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t, "--pre")
-		crds, _ := report.status("openkruise-crds")
-		hooks, _ := report.status("openkruise-webhooks")
+		crds, _ := report.status(v1alpha1.FindingOpenKruiseCRDs)
+		hooks, _ := report.status(v1alpha1.FindingOpenKruiseWebhooks)
 		return exitCode(err) == 1 && crds == "error" && hooks == "error", fmt.Sprintf("exit %d, crds %s, webhooks %s\n%s", exitCode(err), crds, hooks, out)
 	}); !ok {
 		t.Fatalf("check --pre beside OpenKruise's CRDs and webhooks: want exit 1 with both errors; last seen: %s", last)
 	}
-	status, msg := report.status("openkruise-webhooks")
-	category, hint, docs := report.find("openkruise-webhooks")
+	status, msg := report.status(v1alpha1.FindingOpenKruiseWebhooks)
+	category, hint, docs := report.find(v1alpha1.FindingOpenKruiseWebhooks)
 	if !strings.Contains(msg, "kruise-mutating-webhook-configuration") || !strings.Contains(msg, "without OpenKruise's manager") ||
 		category != "openkruise" || hint == "" || !strings.HasSuffix(docs, "docs/plugin.md#openkruise") {
 		t.Errorf("openkruise-webhooks: %s %q category %q hint %q docs %q", status, msg, category, hint, docs)
 	}
-	if _, msg := report.status("openkruise-crds"); !strings.Contains(msg, "would hide every kind of apps.kruise.io") && !strings.Contains(msg, "hides every kind") {
+	if _, msg := report.status(v1alpha1.FindingOpenKruiseCRDs); !strings.Contains(msg, "would hide every kind of apps.kruise.io") && !strings.Contains(msg, "hides every kind") {
 		t.Errorf("openkruise-crds: %q does not say the kinds are hidden", msg)
 	}
 
@@ -252,10 +252,10 @@ func TestCheckPre(t *testing.T) {
 		t.Fatalf("OpenKruise's manager: %v\n%s", err, out)
 	}
 	report, out, _ = runCheck(t, "--pre")
-	if status, msg := report.status("openkruise-manager"); status != "warning" || !strings.Contains(msg, "kruise-system/kruise-controller-manager") {
+	if status, msg := report.status(v1alpha1.FindingOpenKruiseManager); status != "warning" || !strings.Contains(msg, "kruise-system/kruise-controller-manager") {
 		t.Errorf("openkruise-manager with the Deployment: %s %q, want a warning naming it\n%s", status, msg, out)
 	}
-	if status, _ := report.status("openkruise-webhooks"); status != "warning" {
+	if status, _ := report.status(v1alpha1.FindingOpenKruiseWebhooks); status != "warning" {
 		t.Errorf("openkruise-webhooks beside a manager: %s, want warning", status)
 	}
 }
@@ -282,7 +282,7 @@ func TestCheckNamespaceEditor(t *testing.T) {
 	// Every second: the server caches authorization decisions for a few seconds.
 	eventuallyEvery(t, "check as a namespace editor to skip the APIServices", time.Second, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t, "--as", user, "-n", ns)
-		status, _ := report.status("apiservices")
+		status, _ := report.status(v1alpha1.FindingAPIServices)
 		return status == "skipped", fmt.Sprintf("exit %d, apiservices %s\n%s", exitCode(err), status, out)
 	})
 	if code := exitCode(err); code != 0 && code != 1 {
@@ -303,10 +303,10 @@ func TestCheckNamespaceEditor(t *testing.T) {
 			}
 		}
 	}
-	if status, msg := report.status("apiservices"); status != "skipped" || !strings.Contains(msg, "not allowed to read apiservices") {
+	if status, msg := report.status(v1alpha1.FindingAPIServices); status != "skipped" || !strings.Contains(msg, "not allowed to read apiservices") {
 		t.Errorf("apiservices as a namespace editor: %s %q, want skipped: not allowed", status, msg)
 	}
-	if status, msg := report.status("kubernetes-version"); status != "ok" {
+	if status, msg := report.status(v1alpha1.FindingKubernetesVersion); status != "ok" {
 		t.Errorf("kubernetes-version as a namespace editor: %s %q, want ok (discovery is open to every user)", status, msg)
 	}
 	t.Logf("check as a namespace editor: exit %d, %d skipped\n%s", exitCode(err), skipped, out)

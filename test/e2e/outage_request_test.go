@@ -120,7 +120,7 @@ func checkOutageFinding(t *testing.T, want string) {
 	t.Helper()
 	eventually(t, "check's finding outage to say "+want, 30*time.Second, func(context.Context) (bool, string) {
 		report, out, _ := runCheck(t)
-		status, msg := report.status("outage")
+		status, msg := report.status(v1alpha1.FindingOutage)
 		return status == "ok" && strings.Contains(msg, want), fmt.Sprintf("%s %q\n%s", status, msg, out)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // TestNamespaceDeletionStallReported stops this server and its etcd, then deletes a namespace
@@ -69,13 +71,13 @@ func TestNamespaceDeletionStallReported(t *testing.T) {
 	var err error
 	if last, ok := pollEvery(time.Second, 2*time.Minute, func(context.Context) (bool, string) {
 		report, out, err = runCheck(t)
-		status, msg := report.status("namespace-deletion")
+		status, msg := report.status(v1alpha1.FindingNamespaceDeletion)
 		return exitCode(err) == 1 && status == "error" && strings.Contains(msg, ns), fmt.Sprintf("exit %d, namespace-deletion %s %q\n%s", exitCode(err), status, msg, out)
 	}); !ok {
 		t.Fatalf("waited 2m for check to name namespace %s stuck Terminating (finding namespace-deletion, an error, exit 1); last seen: %s", ns, last)
 	}
-	_, msg := report.status("namespace-deletion")
-	category, hint, docs := report.find("namespace-deletion")
+	_, msg := report.status(v1alpha1.FindingNamespaceDeletion)
+	category, hint, docs := report.find(v1alpha1.FindingNamespaceDeletion)
 	if !strings.Contains(msg, "NamespaceDeletionDiscoveryFailure") || !strings.Contains(msg, "Terminating for") ||
 		category != "sidecarset-apiserver" || !strings.Contains(hint, "start the server") || !strings.HasSuffix(docs, "docs/plugin.md#sidecarset-apiserver") {
 		t.Errorf("namespace-deletion: message %q, category %q, hint %q, docs %q: want the condition, how long, the fix and the docs anchor", msg, category, hint, docs)
@@ -100,7 +102,7 @@ func TestNamespaceDeletionStallReported(t *testing.T) {
 	t.Logf("namespace %s deleted %s after the server was back", ns, time.Since(start).Round(time.Second))
 	eventuallyEvery(t, "check to report no namespace stuck", time.Second, time.Minute, func(context.Context) (bool, string) {
 		report, out, _ = runCheck(t)
-		status, msg := report.status("namespace-deletion")
+		status, msg := report.status(v1alpha1.FindingNamespaceDeletion)
 		return status == "ok", fmt.Sprintf("namespace-deletion %s %q\n%s", status, msg, out)
 	})
 }
