@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +40,8 @@ import (
 //   - for each size of E2E_CURVE_SIZES (100,1000,10000), shape of E2E_BENCH_SHAPES (all of
 //     policytest.Shapes), kind of E2E_CURVE_KINDS (cluster,namespaced) and mode of
 //     E2E_CURVE_MODES (webhook,policy):
-//     kubectl apply of that many SidecarSets and the time until all have settled, the share
+//     kubectl apply of that many SidecarSets (E2E_CURVE_APPLY_CLIENTS, default 1: that many
+//     kubectl apply --server-side at once) and the time until all have settled, the share
 //     policies serve, E2E_CURVE_WRITES (20) more creates (p50, kube-apiserver CPU per create;
 //     with E2E_BENCH_PROFILE, 5 s CPU profiles of kube-apiserver and the server), pod creates
 //     (E2E_CURVE_CREATES per case: added p50/p99 of a pod 5 SidecarSets select, 8-client rate),
@@ -82,7 +84,10 @@ type curveRecord struct {
 	Kind   string `json:"kind,omitempty"`
 	Mode   string `json:"mode,omitempty"`
 
-	ApplySeconds   float64 `json:"applySeconds,omitempty"`
+	ApplySeconds float64 `json:"applySeconds,omitempty"`
+	// ApplyClients is how many kubectl apply --server-side shared the apply; absent, one kubectl
+	// apply (client-side) of the whole file.
+	ApplyClients   int     `json:"applyClients,omitempty"`
 	SettleSeconds  float64 `json:"settleSeconds,omitempty"`
 	DeleteSeconds  float64 `json:"deleteSeconds,omitempty"`
 	PolicyShare    float64 `json:"policyShare"`
@@ -172,10 +177,14 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	waitOwnedPolicies(t, 0)
 	rec := curveRecord{Series: "sets", Size: size, Shape: shape, Kind: kind, Mode: mode}
 	list := policytest.BenchSidecarSets(shape, size)
-	file := curveManifest(t, list, kind)
+	clients := envInt("E2E_CURVE_APPLY_CLIENTS", 1)
+	namespaces, files := curveManifests(t, list, kind, clients)
 	start := time.Now()
-	kubectlOrFail(t, "apply", "-f", file)
+	bulkApply(t, namespaces, files)
 	rec.ApplySeconds = time.Since(start).Seconds()
+	if clients > 1 {
+		rec.ApplyClients = clients
+	}
 	settleKind(t, kind)
 	rec.SettleSeconds = time.Since(start).Seconds()
 	rec.PolicyShare = policyShare(t, kind)
@@ -285,11 +294,13 @@ func deleteAllOfKind(t *testing.T, kind string) time.Duration {
 	return time.Since(start)
 }
 
-// curveManifest writes the SidecarSets, or as many NamespacedSidecarSets of the same specs (see
-// curveNamespace), to a file for kubectl apply, as a GitOps sync would.
-func curveManifest(t *testing.T, list []*v1alpha1.SidecarSet, kind string) string {
+// curveManifests writes the SidecarSets, or as many NamespacedSidecarSets of the same specs (see
+// curveNamespace), for kubectl apply, as a GitOps sync would: the namespaces to a file of their
+// own (empty for the cluster kind), the SidecarSets dealt round-robin to clients files.
+func curveManifests(t *testing.T, list []*v1alpha1.SidecarSet, kind string, clients int) (string, []string) {
 	t.Helper()
-	var b strings.Builder
+	var namespaces strings.Builder
+	sets := make([]strings.Builder, clients)
 	seen := map[string]bool{}
 	for i, ss := range list {
 		var obj any
@@ -300,7 +311,7 @@ func curveManifest(t *testing.T, list []*v1alpha1.SidecarSet, kind string) strin
 			ns := curveNamespace(i)
 			if !seen[ns] {
 				seen[ns] = true
-				fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
+				fmt.Fprintf(&namespaces, "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", ns)
 			}
 			spec := ss.Spec.DeepCopy()
 			spec.Namespace, spec.NamespaceSelector = "", nil
@@ -311,14 +322,52 @@ func curveManifest(t *testing.T, list []*v1alpha1.SidecarSet, kind string) strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.WriteString("---\n")
-		b.Write(data)
+		sets[i%clients].WriteString("---\n")
+		sets[i%clients].Write(data)
 	}
-	file := filepath.Join(t.TempDir(), "sets.yaml")
-	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	files := make([]string, clients)
+	for i := range sets {
+		files[i] = write(fmt.Sprintf("sets-%d.yaml", i), sets[i].String())
+	}
+	if namespaces.Len() == 0 {
+		return "", files
+	}
+	return write("namespaces.yaml", namespaces.String()), files
+}
+
+// bulkApply applies the namespaces, then the files: one kubectl apply of a single file, or one
+// kubectl apply --server-side per file at once (a GitOps tool's parallel sync).
+func bulkApply(t *testing.T, namespaces string, files []string) {
+	t.Helper()
+	if namespaces != "" {
+		kubectlOrFail(t, "apply", "-f", namespaces)
+	}
+	if len(files) == 1 {
+		kubectlOrFail(t, "apply", "-f", files[0])
+		return
+	}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Go(func() {
+			out, err := runKubectl(t, "", "--request-timeout=10m", "apply", "--server-side", "--field-manager=bench", "-f", f)
+			if err != nil {
+				errs[i] = fmt.Errorf("kubectl apply --server-side -f %s: %w\n%s", f, err, lastLines(out, 20))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	return file
 }
 
 func kubectlOrFail(t *testing.T, args ...string) {
