@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -68,7 +69,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	if got["stuck"] != actionMarkNotUpgradable || got["broken"] != actionUpgrade || len(got) != 2 {
 		t.Fatalf("failures %v", got)
 	}
-	c.record(c.reportFailures(ss, failed))
+	event.Record(c.recorder, c.reportFailures(ss, failed))
 	for range 2 {
 		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
 			t.Errorf("event %q", e)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -99,7 +99,7 @@ func (c *Controller) deleteRevisions(ctx context.Context, revs []*v1alpha1.Sidec
 
 // recordHistory deletes the revisions an earlier SidecarSet of the same name left, records the
 // current spec and sets the status' latest revision and collision count in ss.
-func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]event, error) {
+func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*rollout.Pod) ([]event.Pending, error) {
 	revs, stale := splitOwned(c.revisionsNamed(ss.Name), ss)
 	if err := c.deleteRevisions(ctx, stale); err != nil {
 		return nil, err
@@ -113,21 +113,21 @@ func (c *Controller) recordHistory(ctx context.Context, ss *v1alpha1.SidecarSet,
 }
 
 // historyEvents returns the events of what applyHistory wrote.
-func historyEvents(ss *v1alpha1.SidecarSet, written historyWritten) []event {
-	var events []event
+func historyEvents(ss *v1alpha1.SidecarSet, written historyWritten) []event.Pending {
+	var events []event.Pending
 	switch {
 	case written.changed == nil:
 	case written.created:
-		events = append(events, event{ss, corev1.EventTypeNormal, "RevisionCreated",
-			fmt.Sprintf("recorded revision %s (number %d) of the new spec", written.changed.Name, written.changed.Revision)})
+		events = append(events, event.Normal(ss, "RevisionCreated",
+			fmt.Sprintf("recorded revision %s (number %d) of the new spec", written.changed.Name, written.changed.Revision)))
 	default:
-		events = append(events, event{ss, corev1.EventTypeNormal, "RolledBack",
-			fmt.Sprintf("the spec is that of revision %s again, now number %d", written.changed.Name, written.changed.Revision)})
+		events = append(events, event.Normal(ss, "RolledBack",
+			fmt.Sprintf("the spec is that of revision %s again, now number %d", written.changed.Name, written.changed.Revision)))
 	}
 	if len(written.overCap) > 0 {
-		events = append(events, event{ss, corev1.EventTypeWarning, "RevisionCapReached", fmt.Sprintf(
+		events = append(events, event.Warning(ss, "RevisionCapReached", fmt.Sprintf(
 			"deleted revisions %s, pinned or named by pods: at most %d revisions are kept (max(revisionHistoryLimit, %d))",
-			strings.Join(written.overCap, ", "), RevisionCap(ss), MinRevisionCap)})
+			strings.Join(written.overCap, ", "), RevisionCap(ss), MinRevisionCap)))
 	}
 	return events
 }

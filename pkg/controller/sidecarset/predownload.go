@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/predownload"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -186,7 +187,7 @@ func (d *PreDownloads) Annotate(ss *v1alpha1.SidecarSet, plan *rollout.Result, s
 // pulls are for), deletes the pull pods that ended or are not needed, and sets in opts the pods
 // whose upgrades wait for a pull. It returns the events of failed and timed-out pulls, and
 // whether opts holds pods (the round plans again with them).
-func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, opts *rollout.Options) ([]event, bool) {
+func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, opts *rollout.Options) ([]event.Pending, bool) {
 	d := c.preDownloads
 	if d == nil {
 		return nil, false
@@ -210,15 +211,15 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		}
 	}
 	d.mu.Unlock()
-	var events []event
+	var events []event.Pending
 	for _, o := range res.Ended {
 		switch o.Result {
 		case predownload.ResultFailed:
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadFailed, fmt.Sprintf(
-				"pre-download of %s onto node %s failed (the upgrades of its pods go on without): %s", o.Image, o.Node, o.Message)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadFailed, fmt.Sprintf(
+				"pre-download of %s onto node %s failed (the upgrades of its pods go on without): %s", o.Image, o.Node, o.Message)))
 		case predownload.ResultTimedOut:
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadTimedOut, fmt.Sprintf(
-				"pre-download of %s onto node %s did not end within %s (the upgrades of its pods go on without)", o.Image, o.Node, cfg.Timeout)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadTimedOut, fmt.Sprintf(
+				"pre-download of %s onto node %s did not end within %s (the upgrades of its pods go on without)", o.Image, o.Node, cfg.Timeout)))
 		}
 	}
 	for _, p := range res.Delete {
@@ -228,8 +229,8 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		pod := predownload.NewPod(d.namespace, ss.Name, k, ss.Spec.ImagePullSecrets, *cfg)
 		if _, err := d.kube.CoreV1().Pods(d.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			klog.ErrorS(err, "creating a pull pod", "sidecarset", ss.Name, "node", k.Node, "image", k.Image)
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadFailed, fmt.Sprintf(
-				"could not create the pull pod of %s onto node %s (retried): %v", k.Image, k.Node, err)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadFailed, fmt.Sprintf(
+				"could not create the pull pod of %s onto node %s (retried): %v", k.Image, k.Node, err)))
 		}
 	}
 	d.mu.Lock()

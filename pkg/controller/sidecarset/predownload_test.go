@@ -79,7 +79,7 @@ func TestPreDownloadStep(t *testing.T) {
 		events, _ := c.preDownload(ctx, ss, plan, &opts)
 		var reasons []string
 		for _, e := range events {
-			reasons = append(reasons, e.reason)
+			reasons = append(reasons, e.Reason)
 		}
 		sync()
 		return reasons, opts.PreDownloading

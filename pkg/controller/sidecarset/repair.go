@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -21,7 +21,7 @@ import (
 type repaired struct {
 	pods   []*rollout.Pod // evicted
 	failed []podFailure
-	events []event // to record once the status is written
+	events []event.Pending // to record once the status is written
 }
 
 // evictionTTL bounds how long an eviction holds a unit of the budget while its owner has not
@@ -125,14 +125,14 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
-			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, why.reason,
-				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)})
+			out.events = append(out.events, event.Normal(p.Ref(), why.reason,
+				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)))
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
 			after := c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
-			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictionDeferred",
+			out.events = append(out.events, event.Normal(p.Ref(), "EvictionDeferred",
 				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows (tried again in %v): %v",
-					ss.Name, why.what, after, err)})
+					ss.Name, why.what, after, err)))
 		default:
 			c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.failed = append(out.failed, podFailure{pod: p, action: actionEvict, err: err})

@@ -360,9 +360,9 @@ func TestHistoryEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, e := range historyEvents(ss, tc.written) {
-				got = append(got, e.reason+": "+e.message)
-				if (e.reason == "RevisionCapReached") != (e.eventType == corev1.EventTypeWarning) {
-					t.Errorf("event %s of type %s", e.reason, e.eventType)
+				got = append(got, e.Reason+": "+e.Message)
+				if (e.Reason == "RevisionCapReached") != (e.Type == corev1.EventTypeWarning) {
+					t.Errorf("event %s of type %s", e.Reason, e.Type)
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

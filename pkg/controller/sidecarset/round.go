@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -147,18 +147,18 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		if facts.progressing == ReasonRolloutPaused {
 			reason = "Paused"
 		}
-		out.events = append(out.events, event{cached, corev1.EventTypeNormal, reason, facts.progress.Summary(cached.Name)})
+		out.events = append(out.events, event.Normal(cached, reason, facts.progress.Summary(cached.Name)))
 	}
 	for _, ns := range facts.newlyLapsed {
-		out.events = append(out.events, event{cached, corev1.EventTypeWarning, ReasonNamespaceHoldLapsed, fmt.Sprintf(
+		out.events = append(out.events, event.Warning(cached, ReasonNamespaceHoldLapsed, fmt.Sprintf(
 			"the pods of namespace %s held every place of maxUnavailable (%d) for %s while pods of other namespaces waited: they now count against the namespace's share alone, and the other namespaces go on",
-			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)})
+			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)))
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
-		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,
-			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)})
+		out.events = append(out.events, event.Normal(cached, ReasonRolloutComplete,
+			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)))
 	}
-	c.record(c.report(ss, plan, missed, out))
+	event.Record(c.recorder, c.report(ss, plan, missed, out))
 	switch {
 	case out.more && len(out.failed) == 0:
 		return time.Millisecond, nil // the rest of what the plan took, once the queue's others had a turn
@@ -181,42 +181,14 @@ func storageUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// event is an event a round records once its status is written.
-type event struct {
-	object            runtime.Object
-	eventType, reason string
-	message           string
-}
-
-// record records the events, in order.
-func (c *Controller) record(events []event) {
-	if c.recorder == nil {
-		return
-	}
-	for _, e := range events {
-		c.recorder.Event(eventObject(e.object), e.eventType, e.reason, e.message)
-	}
-}
-
-// eventObject returns the object an event is about: a NamespacedSidecarSet's events are its own,
-// in its namespace, not those of the SidecarSet it takes part as.
-func eventObject(obj runtime.Object) runtime.Object {
-	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-		if n := v1alpha1.AsNamespaced(ss); n != nil {
-			return n
-		}
-	}
-	return obj
-}
-
 // report publishes a round's metrics and returns its events: those of applying it, pods that
 // missed the injection, pods that cannot be upgraded in place, pods that could not be written.
-func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event {
+func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event.Pending {
 	c.metrics.observe(ss.Name, plan)
 	events := append(out.events, c.reportNotInjected(ss, missed)...)
 	if n := len(plan.NotUpgradable); n > 0 { // none while paused or NotUpdate
-		events = append(events, event{ss, corev1.EventTypeNormal, "NotUpgradablePods",
-			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)})
+		events = append(events, event.Normal(ss, "NotUpgradablePods",
+			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)))
 	}
 	return append(events, c.reportFailures(ss, out.failed)...)
 }
@@ -224,18 +196,18 @@ func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, misse
 // reportNotInjected publishes the number of pods that missed the SidecarSet's injection and
 // returns an event, the first time, on each that was admitted without it after the SidecarSet
 // existed (pods created before it, or in excluded namespaces, are only counted and listed).
-func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout.Missed) []event {
+func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout.Missed) []event.Pending {
 	pods := make([]*rollout.Pod, 0, len(missed))
 	admittedWithout := map[*rollout.Pod]bool{}
 	for _, m := range missed {
 		pods = append(pods, m.Pod)
 		admittedWithout[m.Pod] = m.Reason == rollout.ReasonAdmittedWithout
 	}
-	var events []event
+	var events []event.Pending
 	for _, p := range c.metrics.notInjected(ss.Name, pods) {
 		if admittedWithout[p] {
-			events = append(events, event{p.Ref(), corev1.EventTypeWarning, "NotInjected",
-				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)})
+			events = append(events, event.Warning(p.Ref(), "NotInjected",
+				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)))
 		}
 	}
 	return events
