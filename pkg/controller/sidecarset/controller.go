@@ -21,20 +21,12 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
-
-// RevisionWriter records, renumbers, adopts and prunes revisions; API clients may only read them
-// (and create one to import a history), so the controller writes them in process.
-type RevisionWriter interface {
-	Get(ctx context.Context, name string) (*v1alpha1.SidecarSetRevision, error)
-	Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
-	Update(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
-	Delete(ctx context.Context, name string) error
-}
 
 // Options are the controller's inputs. Kube and Pods are the main cluster's; without them the
 // controller only keeps revisions and status.latestRevision.
@@ -42,7 +34,7 @@ type Options struct {
 	Client      clientset.Interface
 	SidecarSets informers.SidecarSetInformer
 	Revisions   informers.SidecarSetRevisionInformer
-	Writer      RevisionWriter
+	Writer      history.Store
 	Kube        kubernetes.Interface
 	Pods        *PodSource
 	Recorder    record.EventRecorder
@@ -79,17 +71,15 @@ type Controller struct {
 	client    clientset.Interface
 	sets      listers.SidecarSetLister
 	revisions listers.SidecarSetRevisionLister
-	// revisionIndex holds the revisions indexed by their SidecarSet (revisionsBySidecarSet).
-	revisionIndex cache.Indexer
-	writer        RevisionWriter
-	pods          *PodSource
-	kube          kubernetes.Interface
-	recorder      record.EventRecorder
-	clock         clock.Clock
-	expect        *expectations
-	metrics       *progress
-	pace          *pacer
-	evictions     *evictions
+	history   *history.Writer
+	pods      *PodSource
+	kube      kubernetes.Interface
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	expect    *expectations
+	metrics   *progress
+	pace      *pacer
+	evictions *evictions
 	// backoffs delay the next upgrade, resize or eviction of a pod kube-apiserver refused it.
 	backoffs   *podBackoffs
 	synced     []cache.InformerSynced
@@ -126,7 +116,6 @@ func New(o Options) (*Controller, error) {
 		verdictWrites:  flowcontrol.NewTokenBucketRateLimiterWithClock(verdictWritesPerSecond, verdictWritesBurst, o.Clock),
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
-		writer:         o.Writer,
 		kube:           o.Kube,
 		recorder:       o.Recorder,
 		clock:          o.Clock,
@@ -141,7 +130,7 @@ func New(o Options) (*Controller, error) {
 	c.backoffs = newPodBackoffs(o.Clock)
 	c.excluded = slices.Clone(o.ExcludedNamespaces)
 	var err error
-	if c.revisionIndex, err = indexRevisions(o.Revisions.Informer()); err != nil {
+	if c.history, err = history.NewWriter(o.Revisions.Informer(), o.Writer); err != nil {
 		return nil, err
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{

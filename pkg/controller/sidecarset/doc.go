@@ -9,8 +9,8 @@
 //     cache keeps only what planning reads of each pod, rollout.Pod: see PodSource);
 //  2. records its current spec as a SidecarSetRevision and prunes old ones: beyond
 //     revisionHistoryLimit, and pinned or in-use ones only past RevisionCap, so that whatever
-//     pods claim at most max(revisionHistoryLimit, 10) are stored (revision.go plans, pure;
-//     history.go writes);
+//     pods claim at most max(revisionHistoryLimit, 10) are stored (package history: Compare plans,
+//     pure; its Writer writes);
 //  3. plans the rollout with the pure planner of package rollout, unless the pod cache does not
 //     show the controller's own last pod writes yet (expectations.go): planning on such a cache
 //     could take more pods down than maxUnavailable allows; it tells the planner which

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -30,13 +31,13 @@ type Resizes struct {
 // NewResizes returns the Resizes of a cluster that discovery describes, reading each SidecarSet's
 // revisions from the revision informer's index (added when missing, as the controller does).
 func NewResizes(d discovery.DiscoveryInterface, revisions cache.SharedIndexInformer) (*Resizes, error) {
-	index, err := indexRevisions(revisions)
+	index, err := history.IndexRevisions(revisions)
 	if err != nil {
 		return nil, err
 	}
 	return &Resizes{
 		support:   func() (string, error) { return ResizeSupport(d) },
-		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return revisionsIndexed(index, name) },
+		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return history.RevisionsOf(index, name) },
 		hashes:    map[types.UID]string{},
 	}, nil
 }

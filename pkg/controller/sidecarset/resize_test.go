@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 )
 
 // TestResizesOptions: a revision is resizable to the spec when its sidecars differ in images and
@@ -26,7 +27,7 @@ func TestResizesOptions(t *testing.T) {
 		}
 	}
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.SidecarSetRevision{}, 0, cache.Indexers{})
-	if _, err := indexRevisions(inf); err != nil { // the controller indexed it first
+	if _, err := history.IndexRevisions(inf); err != nil { // the controller indexed it first
 		t.Fatal(err)
 	}
 	r, err := NewResizes(nil, inf)

@@ -56,7 +56,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.upgrading.forget(name)
 		c.backoffs.forget(name)
 		c.preDownloads.forget(ctx, name)
-		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
+		return 0, c.history.Collect(ctx, name)
 	}
 	if err != nil {
 		return 0, err
@@ -68,7 +68,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return 0, err
 		}
 	}
-	history, err := c.recordHistory(ctx, ss, pods)
+	recorded, err := c.history.Record(ctx, ss, pods)
 	if err != nil {
 		return 0, err
 	}
@@ -91,7 +91,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		plan = rollout.PlanWith(ss, pods, opts)
 	}
 	out := c.apply(ctx, ss, plan)
-	out.events = append(append(history, pulled...), out.events...)
+	out.events = append(append(recorded, pulled...), out.events...)
 	recreated := c.recreate(ctx, ss, pods, plan)
 	out.events = append(out.events, recreated.events...)
 	out.failed = append(out.failed, recreated.failed...)

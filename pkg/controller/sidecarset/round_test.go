@@ -23,6 +23,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -175,10 +176,10 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			squatter := NewRevision(old, taken, 7)
+			squatter := history.NewRevision(old, taken, 7)
 			squatter.Labels = nil // not one of this SidecarSet's revisions: the cache does not list it
 			if tc.sameSpec {
-				squatter = NewRevision(h.ss, taken, 1)
+				squatter = history.NewRevision(h.ss, taken, 1)
 			}
 			if err := h.store.Create(context.Background(), squatter); err != nil {
 				t.Fatal(err)
@@ -473,7 +474,7 @@ func TestRoundAdoptsImportedRevisions(t *testing.T) {
 	old, ss := newImage(t)
 	h := newHarness(t, old, ss)
 	imported := func(from *v1alpha1.SidecarSet, name string, n int64) {
-		r := NewRevision(from, name, n)
+		r := history.NewRevision(from, name, n)
 		r.OwnerReferences = nil
 		if err := h.store.Create(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -512,7 +513,7 @@ func TestRoundKeepsRevisionsImportedAhead(t *testing.T) {
 	h := newHarness(t, old, ss)
 	later := old.DeepCopy()
 	later.Name, later.UID = "later", "deleted-uid"
-	owned, importedRev := NewRevision(later, "later-1", 1), NewRevision(later, "later-2", 2)
+	owned, importedRev := history.NewRevision(later, "later-1", 1), history.NewRevision(later, "later-2", 2)
 	importedRev.OwnerReferences = nil
 	for _, r := range []*v1alpha1.SidecarSetRevision{owned, importedRev} {
 		if err := h.store.Create(context.Background(), r); err != nil {

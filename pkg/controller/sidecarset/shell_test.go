@@ -235,7 +235,7 @@ func (h *harness) drain() []string {
 	}
 }
 
-// revisionStore is the controller's RevisionWriter: SidecarSetRevisions by name.
+// revisionStore is the controller's history.Store: SidecarSetRevisions by name.
 type revisionStore struct {
 	mu    sync.Mutex
 	items map[string]*v1alpha1.SidecarSetRevision
