@@ -1,8 +1,9 @@
 package apiserver
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -15,6 +16,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 	"github.com/sidecarset/apiserver/pkg/informers/allsidecarsets"
@@ -28,7 +30,7 @@ type informerSet struct {
 	// podInformers watches the main cluster's pods over protobuf; pods is what the controller keeps
 	// of them, with the namespaces of the generic server's factory. Both nil without a main cluster.
 	podInformers kubeinformers.SharedInformerFactory
-	pods         *controller.PodSource
+	pods         *podcache.Source
 	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
 	index *injection.Index
 	// seen is how far the index has taken SidecarSet events in (see settleWrites).
@@ -81,7 +83,7 @@ func (s *informerSet) watchPods(main *rest.Config, generic kubeinformers.SharedI
 		return err
 	}
 	s.podInformers = kubeinformers.NewSharedInformerFactory(kube, 0)
-	s.pods, err = controller.NewPodSource(s.podInformers.Core().V1().Pods(), generic.Core().V1().Namespaces())
+	s.pods, err = podcache.NewSource(s.podInformers.Core().V1().Pods(), generic.Core().V1().Namespaces())
 	return err
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -36,7 +37,7 @@ type Options struct {
 	Revisions   informers.SidecarSetRevisionInformer
 	Writer      history.Store
 	Kube        kubernetes.Interface
-	Pods        *PodSource
+	Pods        *podcache.Source
 	Recorder    record.EventRecorder
 	Clock       clock.Clock
 	// InjectionReady, when set, reports whether pods are injected with the SidecarSet's current
@@ -72,7 +73,7 @@ type Controller struct {
 	sets      listers.SidecarSetLister
 	revisions listers.SidecarSetRevisionLister
 	history   *history.Writer
-	pods      *PodSource
+	pods      *podcache.Source
 	kube      kubernetes.Interface
 	recorder  record.EventRecorder
 	clock     clock.Clock
@@ -154,7 +155,7 @@ func New(o Options) (*Controller, error) {
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods
 		c.synced = append(c.synced, o.Pods.HasSynced)
-		if err := o.Pods.addEventHandler(podHandler(c.enqueueForPod, c.enqueueForNewPod, c.expect)); err != nil {
+		if err := o.Pods.AddEventHandler(podHandler(c.enqueueForPod, c.enqueueForNewPod, c.expect)); err != nil {
 			return nil, err
 		}
 	}

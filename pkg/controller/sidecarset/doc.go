@@ -6,7 +6,7 @@
 // A round of one SidecarSet (round.go):
 //
 //  1. gathers the SidecarSet, its revisions and the pods it selects from informer caches (the pod
-//     cache keeps only what planning reads of each pod, rollout.Pod: see PodSource);
+//     cache keeps only what planning reads of each pod, rollout.Pod: see podcache.Source);
 //  2. records its current spec as a SidecarSetRevision and prunes old ones: beyond
 //     revisionHistoryLimit, and pinned or in-use ones only past RevisionCap, so that whatever
 //     pods claim at most max(revisionHistoryLimit, 10) are stored (package history: Compare plans,

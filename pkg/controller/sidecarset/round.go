@@ -216,7 +216,7 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout
 // isExcluded tells whether namespace is excluded from injection (by name, or labelled
 // apps.ControlPlaneNamespaceLabel).
 func (c *Controller) isExcluded(namespace string) bool {
-	return c.pods.excludedFromInjection(namespace, c.excluded)
+	return c.pods.ExcludedFromInjection(namespace, c.excluded)
 }
 
 // seen returns the pods whose writes the cache shows: an evicted pod the cache still shows counts

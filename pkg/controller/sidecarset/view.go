@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -17,7 +18,7 @@ import (
 // planner the controller uses, so the view says exactly what the next round would do. Every
 // replica serves it, leader or not.
 type Viewer struct {
-	Pods *PodSource
+	Pods *podcache.Source
 	// Injection, when set, says which admission path injects a SidecarSet.
 	Injection func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	// ExcludedNamespaces are the namespaces excluded from injection.
@@ -81,7 +82,7 @@ func (v Viewer) now() time.Time {
 }
 
 func (v Viewer) excluded(namespace string) bool {
-	return v.Pods.excludedFromInjection(namespace, v.ExcludedNamespaces)
+	return v.Pods.ExcludedFromInjection(namespace, v.ExcludedNamespaces)
 }
 
 // RolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
