@@ -34,6 +34,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/registry/admission/sidecarinjection"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarsetrevision"
@@ -202,7 +203,7 @@ func (c completedConfig) New() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if set.resizes, err = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
+		if set.resizes, err = resize.NewSupport(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
 			return nil, err
 		}
 		kube, err := kubernetes.NewForConfig(c.main)

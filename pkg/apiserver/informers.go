@@ -17,6 +17,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 	"github.com/sidecarset/apiserver/pkg/informers/allsidecarsets"
@@ -40,7 +41,7 @@ type informerSet struct {
 	intakeOpen func() bool
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
-	resizes *controller.Resizes
+	resizes *resize.Support
 	// preDownloads pulls new sidecar images ahead of upgrades; nil without a main cluster.
 	preDownloads *controller.PreDownloads
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
@@ -58,9 +59,9 @@ type Options struct {
 	// Widened, when set, says whether the named SidecarSet leaves the injection webhooks without a
 	// label selector, and why: the status records it as the WebhookReceivesEveryPod condition.
 	Widened func(name string) (apps.Widening, bool)
-	// Resizes, when set, lets rollouts resize sidecars in place (see Resizes); without it a
+	// Resizes, when set, lets rollouts resize sidecars in place (see resize.Support); without it a
 	// change of resources waits for the pods to be recreated.
-	Resizes *Resizes
+	Resizes *resize.Support
 	// PreDownloads, when set, pulls new sidecar images ahead of the upgrades of the SidecarSets
 	// that ask for it (predownload.ParallelismAnnotation).
 	PreDownloads *PreDownloads
@@ -91,7 +92,7 @@ type Controller struct {
 	widened        func(string) (apps.Widening, bool)
 	excluded       []string
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
-	resizes        *Resizes
+	resizes        *resize.Support
 	preDownloads   *PreDownloads
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)

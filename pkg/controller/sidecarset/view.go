@@ -11,6 +11,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -27,7 +28,7 @@ type Viewer struct {
 	// one of them shadows misses the pod for that reason).
 	SidecarSets func(name string) *v1alpha1.SidecarSet
 	// Resizes, when set, is the controller's: the view plans resizes as rounds do.
-	Resizes *Resizes
+	Resizes *resize.Support
 	// Clock, when set, is the controller's (the real clock when nil): the view lets namespaces'
 	// holds lapse and evictions settle as rounds do, from what the SidecarSet's status records.
 	Clock clock.PassiveClock

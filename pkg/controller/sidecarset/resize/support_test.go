@@ -1,4 +1,4 @@
-package sidecarset
+package resize
 
 import (
 	"testing"
@@ -13,9 +13,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 )
 
-// TestResizesOptions: a revision is resizable to the spec when its sidecars differ in images and
+// TestSupportOptions: a revision is resizable to the spec when its sidecars differ in images and
 // resources only (found through the informer's index, whoever indexed it first).
-func TestResizesOptions(t *testing.T) {
+func TestSupportOptions(t *testing.T) {
 	sidecar := func(image, cpu string, env ...corev1.EnvVar) v1alpha1.SidecarContainer {
 		return v1alpha1.SidecarContainer{Container: corev1.Container{Name: "log", Image: image, Env: env,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
@@ -30,7 +30,7 @@ func TestResizesOptions(t *testing.T) {
 	if _, err := history.IndexRevisions(inf); err != nil { // the controller indexed it first
 		t.Fatal(err)
 	}
-	r, err := NewResizes(nil, inf)
+	r, err := NewSupport(nil, inf)
 	if err != nil {
 		t.Fatal(err)
 	}
