@@ -34,6 +34,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/registry/admission/sidecarinjection"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
@@ -210,7 +211,7 @@ func (c completedConfig) New() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if set.preDownloads, err = controller.NewPreDownloads(kube, c.ExtraConfig.Namespace, nil); err != nil {
+		if set.preDownloads, err = pull.New(kube, c.ExtraConfig.Namespace, nil); err != nil {
 			return nil, err
 		}
 		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),

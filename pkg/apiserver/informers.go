@@ -15,8 +15,8 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
@@ -43,7 +43,7 @@ type informerSet struct {
 	// a main cluster.
 	resizes *resize.Support
 	// preDownloads pulls new sidecar images ahead of upgrades; nil without a main cluster.
-	preDownloads *controller.PreDownloads
+	preDownloads *pull.PreDownloads
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the

@@ -23,6 +23,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
@@ -64,7 +65,7 @@ type Options struct {
 	Resizes *resize.Support
 	// PreDownloads, when set, pulls new sidecar images ahead of the upgrades of the SidecarSets
 	// that ask for it (predownload.ParallelismAnnotation).
-	PreDownloads *PreDownloads
+	PreDownloads *pull.PreDownloads
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -93,7 +94,7 @@ type Controller struct {
 	excluded       []string
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
 	resizes        *resize.Support
-	preDownloads   *PreDownloads
+	preDownloads   *pull.PreDownloads
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
@@ -151,7 +152,7 @@ func New(o Options) (*Controller, error) {
 	if o.PreDownloads != nil && o.Pods != nil && o.Kube != nil {
 		c.preDownloads = o.PreDownloads
 		c.synced = append(c.synced, o.PreDownloads.HasSynced)
-		o.PreDownloads.watchPulls(func(name string) { c.add(name, 0) })
+		o.PreDownloads.WatchPulls(func(name string) { c.add(name, 0) })
 	}
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods

@@ -55,7 +55,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.pace.forget(name)
 		c.upgrading.forget(name)
 		c.backoffs.forget(name)
-		c.preDownloads.forget(ctx, name)
+		c.preDownloads.Forget(ctx, name)
 		return 0, c.history.Collect(ctx, name)
 	}
 	if err != nil {
@@ -82,7 +82,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
 	plan := rollout.PlanWith(ss, pods, opts)
-	pulled, held := c.preDownload(ctx, ss, plan, &opts) // pulls for plan.Upcoming; opts holds their pods
+	pulled, held := c.preDownloads.Round(ctx, ss, plan, &opts) // pulls for plan.Upcoming; opts holds their pods
 	if held {
 		plan = rollout.PlanWith(ss, pods, opts)
 	}
@@ -128,7 +128,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	downloading, downloaded := c.preDownloads.counts(ss, plan)
+	downloading, downloaded := c.preDownloads.Counts(ss, plan)
 	facts := &roundFacts{preDownloading: downloading, preDownloaded: downloaded, counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
 		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
 	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)

@@ -11,6 +11,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -34,7 +35,7 @@ type Viewer struct {
 	Clock clock.PassiveClock
 	// PreDownloads, when set, is the controller's: the view holds the pods its last round held,
 	// and shows their pre-download states.
-	PreDownloads *PreDownloads
+	PreDownloads *pull.PreDownloads
 }
 
 // View returns the rollout view of ss.
