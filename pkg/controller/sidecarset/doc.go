@@ -1,7 +1,7 @@
 // Package sidecarset is the SidecarSet controller: for each SidecarSet it keeps the revision
 // history and the status, and upgrades the sidecars of the pods it injected, in place, at the pace
 // of its update strategy. It runs in the leader only; every replica serves the /rollout view
-// (Viewer) from the same pod cache and planner.
+// (package view) from the same pod cache and planner.
 //
 // A round of one SidecarSet (round.go):
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +23,6 @@ type repaired struct {
 	events []event.Pending // to record once the status is written
 }
 
-// evictionTTL bounds how long an eviction holds a unit of the budget while its owner has not
-// replaced the pod.
-const evictionTTL = 10 * time.Minute
-
 // evictions are the repair evictions of each SidecarSet whose owners may not have replaced the
 // pods yet.
 type evictions struct {
@@ -43,7 +38,7 @@ func (e *evictions) inFlight(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []rol
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	all := rollout.MergeEvictions(e.bySet[ss.Name], rollout.EvictionsFromStatus(ss.Status.InFlightEvictions))
-	left := rollout.InFlight(all, pods, e.clock.Now(), evictionTTL)
+	left := rollout.InFlight(all, pods, e.clock.Now(), rollout.EvictionTTL)
 	if len(left) == 0 {
 		delete(e.bySet, ss.Name)
 	} else {
