@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -131,7 +132,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	downloading, downloaded := c.preDownloads.Counts(ss, plan)
 	facts := &roundFacts{preDownloading: downloading, preDownloaded: downloaded, counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
 		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
-	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
+	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, condition.Ready)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
 		// rollout goes on (pods live in the main cluster): look again soon, without the growing
@@ -142,9 +143,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, err
 	}
-	if was := meta.FindStatusCondition(cached.Status.Conditions, ConditionProgressing); was != nil && (was.Reason == ReasonRolloutPaused) != (facts.progressing == ReasonRolloutPaused) {
+	if was := meta.FindStatusCondition(cached.Status.Conditions, condition.Progressing); was != nil && (was.Reason == condition.ReasonRolloutPaused) != (facts.progressing == condition.ReasonRolloutPaused) {
 		reason := "Resumed"
-		if facts.progressing == ReasonRolloutPaused {
+		if facts.progressing == condition.ReasonRolloutPaused {
 			reason = "Paused"
 		}
 		out.events = append(out.events, event.Normal(cached, reason, facts.progress.Summary(cached.Name)))
@@ -155,7 +156,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)))
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
-		out.events = append(out.events, event.Normal(cached, ReasonRolloutComplete,
+		out.events = append(out.events, event.Normal(cached, condition.ReasonRolloutComplete,
 			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)))
 	}
 	event.Record(c.recorder, c.report(ss, plan, missed, out))
