@@ -132,7 +132,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				return len(changed) > 0, err
 			}, "resize"); err != nil {
 				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) { // the node cannot fit it: stop here
-					c.backoffs.refuse(ss, pod, rollout.BackoffResize, errorMessage(err))
+					c.backoffs.Refuse(ss, pod, rollout.BackoffResize, errorMessage(err))
 				}
 				c.deferWrite(ss, pod, err)
 				failures[i] = &podFailure{pod, actionResize, err}
@@ -162,7 +162,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failures[i] = &podFailure{pod, actionUpgrade, err}
 			return
 		}
-		c.backoffs.reset(ss, pod.UID, rollout.BackoffUpgrade)
+		c.backoffs.Reset(ss, pod.UID, rollout.BackoffUpgrade)
 		if leave {
 			left[i] = pod
 			return
@@ -196,7 +196,7 @@ func (c *Controller) deferWrite(ss *v1alpha1.SidecarSet, p *rollout.Pod, err err
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ambiguous(err) || notConnected(err) {
 		return
 	}
-	c.backoffs.refuse(ss, p, rollout.BackoffUpgrade, errorMessage(err))
+	c.backoffs.Refuse(ss, p, rollout.BackoffUpgrade, errorMessage(err))
 }
 
 // reportFailures publishes the pods a round could not write (the metric

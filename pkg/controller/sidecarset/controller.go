@@ -21,6 +21,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
@@ -84,7 +85,7 @@ type Controller struct {
 	pace      *pacer
 	evictions *evictions
 	// backoffs delay the next upgrade, resize or eviction of a pod kube-apiserver refused it.
-	backoffs   *podBackoffs
+	backoffs   *backoff.Pods
 	synced     []cache.InformerSynced
 	podsPeriod time.Duration
 
@@ -130,7 +131,7 @@ func New(o Options) (*Controller, error) {
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
 	}
-	c.backoffs = newPodBackoffs(o.Clock)
+	c.backoffs = backoff.New(o.Clock)
 	c.excluded = slices.Clone(o.ExcludedNamespaces)
 	var err error
 	if c.history, err = history.NewWriter(o.Revisions.Informer(), o.Writer); err != nil {
@@ -143,7 +144,7 @@ func New(o Options) (*Controller, error) {
 			c.metrics.forget(objectName(obj))
 			c.pace.forget(objectName(obj))
 			c.evictions.forget(objectName(obj))
-			c.backoffs.forget(objectName(obj))
+			c.backoffs.Forget(objectName(obj))
 			c.add(objectName(obj), 0) // its round deletes its revisions
 		},
 	}); err != nil {

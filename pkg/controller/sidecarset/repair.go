@@ -76,7 +76,7 @@ func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods [
 		return repaired{}
 	}
 	missed = slices.DeleteFunc(slices.Clone(missed), func(m rollout.Missed) bool {
-		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.backoffs.deferred(ss, m.Pod.UID, rollout.BackoffEvict)
+		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.backoffs.Deferred(ss, m.Pod.UID, rollout.BackoffEvict)
 	})
 	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss, seen(pods, unseen)),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
@@ -116,7 +116,7 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 		}
 		switch {
 		case err == nil:
-			c.backoffs.reset(ss, p.UID, rollout.BackoffEvict)
+			c.backoffs.Reset(ss, p.UID, rollout.BackoffEvict)
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
@@ -124,12 +124,12 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)))
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
-			after := c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
+			after := c.backoffs.Refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.events = append(out.events, event.Normal(p.Ref(), "EvictionDeferred",
 				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows (tried again in %v): %v",
 					ss.Name, why.what, after, err)))
 		default:
-			c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
+			c.backoffs.Refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.failed = append(out.failed, podFailure{pod: p, action: actionEvict, err: err})
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
@@ -187,7 +188,7 @@ func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 			if got := strings.Join(tried, ","); got != "c,d" {
 				t.Fatalf("evictions tried %s: a new leader tried c again within its backoff", got)
 			}
-			h.clock.Step(evictionBackoffInitial + time.Second)
+			h.clock.Step(backoff.Initial + time.Second)
 			h.sync()
 			if _, err := h.round(); err != nil {
 				t.Fatal(err)

@@ -55,7 +55,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
 		c.upgrading.forget(name)
-		c.backoffs.forget(name)
+		c.backoffs.Forget(name)
 		c.preDownloads.Forget(ctx, name)
 		return 0, c.history.Collect(ctx, name)
 	}
@@ -76,9 +76,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if c.pods == nil {
 		return 0, c.writeStatus(ctx, cached, ss, nil)
 	}
-	c.backoffs.sync(ss)
+	c.backoffs.Sync(ss)
 	opts := c.resizes.Options(ss)
-	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(c.backoffs.active(ss), ss.Annotations[rollout.RecreateAnnotation] == "true")
+	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(c.backoffs.Active(ss), ss.Annotations[rollout.RecreateAnnotation] == "true")
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
@@ -131,7 +131,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	out.failed = append(out.failed, evicted.failed...)
 	downloading, downloaded := c.preDownloads.Counts(ss, plan)
 	facts := &roundFacts{preDownloading: downloading, preDownloaded: downloaded, counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
-		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
+		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.Active(ss)}
 	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, condition.Ready)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the

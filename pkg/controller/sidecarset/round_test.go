@@ -23,6 +23,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
@@ -633,7 +634,7 @@ func TestRefusedUpgradeWaitsItsBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sync()
-	h.clock.Step(evictionBackoffInitial + time.Second)
+	h.clock.Step(backoff.Initial + time.Second)
 	if _, err := h.round(); err != nil {
 		t.Fatal(err)
 	}
