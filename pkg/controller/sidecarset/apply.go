@@ -19,6 +19,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/metric"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -171,7 +172,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			return
 		}
 		written[i] = w
-		c.metrics.upgraded(ss.Name, w)
+		c.metrics.Upgraded(ss.Name, w)
 		current := upgradableCondition(w)
 		if len(images) > 0 && (current == nil || !inplace.RecordsVerdict(current.Message, ss.Name)) {
 			return // a first verdict waits until the rollout is quiet (syncUpgradable)
@@ -208,7 +209,7 @@ func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure
 	var events []event.Pending
 	var forbidden *podFailure
 	for i, f := range failed {
-		podWriteErrors.WithLabelValues(ss.Name, f.action).Inc()
+		metric.WriteFailed(ss.Name, f.action)
 		klog.ErrorS(f.err, "skipping a pod this round", "sidecarset", ss.Name, "pod", klog.KRef(f.pod.Namespace, f.pod.Name), "action", f.action)
 		events = append(events, event.Warning(f.pod.Ref(), "SidecarSetPodWriteFailed",
 			fmt.Sprintf("SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)))

@@ -23,6 +23,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/metric"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
@@ -81,7 +82,7 @@ type Controller struct {
 	recorder  record.EventRecorder
 	clock     clock.Clock
 	expect    *expectations
-	metrics   *progress
+	metrics   *metric.Progress
 	pace      *pacer
 	evictions *evictions
 	// backoffs delay the next upgrade, resize or eviction of a pod kube-apiserver refused it.
@@ -124,7 +125,7 @@ func New(o Options) (*Controller, error) {
 		recorder:       o.Recorder,
 		clock:          o.Clock,
 		expect:         newExpectations(o.Clock),
-		metrics:        newProgress(o.Clock),
+		metrics:        metric.New(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
 		upgrading:      newPacer(stateQuiet, o.Clock),
 		evictions:      &evictions{bySet: map[string][]rollout.Eviction{}, clock: o.Clock},
@@ -141,7 +142,7 @@ func New(o Options) (*Controller, error) {
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: func(obj interface{}) {
-			c.metrics.forget(objectName(obj))
+			c.metrics.Forget(objectName(obj))
 			c.pace.forget(objectName(obj))
 			c.evictions.forget(objectName(obj))
 			c.backoffs.Forget(objectName(obj))
@@ -217,7 +218,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	q.ShutDown()
 	running.Wait()    // the term's rounds are over before Run returns (the next term may start then)
-	c.metrics.reset() // the term ended: the next leader reports the gauges
+	c.metrics.Reset() // the term ended: the next leader reports the gauges
 }
 
 func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {

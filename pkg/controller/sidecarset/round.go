@@ -185,7 +185,7 @@ func storageUnavailable(err error) bool {
 // report publishes a round's metrics and returns its events: those of applying it, pods that
 // missed the injection, pods that cannot be upgraded in place, pods that could not be written.
 func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event.Pending {
-	c.metrics.observe(ss.Name, plan)
+	c.metrics.Observe(ss.Name, plan)
 	events := append(out.events, c.reportNotInjected(ss, missed)...)
 	if n := len(plan.NotUpgradable); n > 0 { // none while paused or NotUpdate
 		events = append(events, event.Normal(ss, "NotUpgradablePods",
@@ -205,7 +205,7 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout
 		admittedWithout[m.Pod] = m.Reason == rollout.ReasonAdmittedWithout
 	}
 	var events []event.Pending
-	for _, p := range c.metrics.notInjected(ss.Name, pods) {
+	for _, p := range c.metrics.NotInjected(ss.Name, pods) {
 		if admittedWithout[p] {
 			events = append(events, event.Warning(p.Ref(), "NotInjected",
 				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)))
