@@ -113,7 +113,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/injection/ ./pkg/admission/plugin/crossvalidation/ ./pkg/apis/apps/validation/ ./pkg/controller/sidecarset/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/injection/ ./pkg/admission/plugin/crossvalidation/ ./pkg/apis/apps/validation/ ./pkg/controller/sidecarset/podcache/ ./pkg/controller/sidecarset/rollout/ ./pkg/sidecar/
 
 # The injection-path planner at 1,000 and 10,000 stored SidecarSets of each shape: a plan after one
 # more create (what each SidecarSet write costs the server) and a plan from nothing (what a new

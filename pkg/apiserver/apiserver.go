@@ -33,7 +33,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/install"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/view"
 	"github.com/sidecarset/apiserver/pkg/registry/admission/sidecarinjection"
 	sidecarsetstorage "github.com/sidecarset/apiserver/pkg/registry/apps/sidecarset/storage"
 	"github.com/sidecarset/apiserver/pkg/registry/apps/sidecarsetrevision"
@@ -202,17 +204,17 @@ func (c completedConfig) New() (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if set.resizes, err = controller.NewResizes(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
+		if set.resizes, err = resize.NewSupport(disco, set.own.Apps().V1alpha1().SidecarSetRevisions().Informer()); err != nil {
 			return nil, err
 		}
 		kube, err := kubernetes.NewForConfig(c.main)
 		if err != nil {
 			return nil, err
 		}
-		if set.preDownloads, err = controller.NewPreDownloads(kube, c.ExtraConfig.Namespace, nil); err != nil {
+		if set.preDownloads, err = pull.New(kube, c.ExtraConfig.Namespace, nil); err != nil {
 			return nil, err
 		}
-		viewer = controller.Viewer{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
+		viewer = view.Rollout{Pods: set.pods, Injection: paths.describe, ExcludedNamespaces: c.ExtraConfig.excludedNamespaces(),
 			Resizes: set.resizes, PreDownloads: set.preDownloads,
 			SidecarSets: func(name string) *v1alpha1.SidecarSet {
 				ss, err := sets.Get(name)

@@ -24,6 +24,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	"github.com/sidecarset/apiserver/pkg/version"
 )
@@ -53,7 +54,7 @@ func (p *injectionPaths) describe(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInje
 			return inj
 		}
 	}
-	if inj, ok := controller.InjectionFromCondition(ss); ok {
+	if inj, ok := condition.InjectionFrom(ss); ok {
 		return inj
 	}
 	return &v1alpha1.RolloutInjection{Path: string(apps.PathWebhook), Reason: "NotPlanned", Message: fmt.Sprintf(

@@ -1,8 +1,9 @@
 package apiserver
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -14,7 +15,9 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/plugin/crossvalidation"
 	"github.com/sidecarset/apiserver/pkg/admission/webhook"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 	"github.com/sidecarset/apiserver/pkg/informers/allsidecarsets"
@@ -28,7 +31,7 @@ type informerSet struct {
 	// podInformers watches the main cluster's pods over protobuf; pods is what the controller keeps
 	// of them, with the namespaces of the generic server's factory. Both nil without a main cluster.
 	podInformers kubeinformers.SharedInformerFactory
-	pods         *controller.PodSource
+	pods         *podcache.Source
 	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
 	index *injection.Index
 	// seen is how far the index has taken SidecarSet events in (see settleWrites).
@@ -38,9 +41,9 @@ type informerSet struct {
 	intakeOpen func() bool
 	// resizes is what the controller and the rollout view know of in-place resizes; nil without
 	// a main cluster.
-	resizes *controller.Resizes
+	resizes *resize.Support
 	// preDownloads pulls new sidecar images ahead of upgrades; nil without a main cluster.
-	preDownloads *controller.PreDownloads
+	preDownloads *pull.PreDownloads
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the
@@ -81,7 +84,7 @@ func (s *informerSet) watchPods(main *rest.Config, generic kubeinformers.SharedI
 		return err
 	}
 	s.podInformers = kubeinformers.NewSharedInformerFactory(kube, 0)
-	s.pods, err = controller.NewPodSource(s.podInformers.Core().V1().Pods(), generic.Core().V1().Namespaces())
+	s.pods, err = podcache.NewSource(s.podInformers.Core().V1().Pods(), generic.Core().V1().Namespaces())
 	return err
 }
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
-	controller "github.com/sidecarset/apiserver/pkg/controller/sidecarset"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -78,14 +78,14 @@ func waitSidecarImage(t *testing.T, app, image string) []*corev1.Pod {
 // waitMissed waits until the SidecarSet "missed" reports n pods not injected, with its condition.
 func waitMissed(t *testing.T, n int32) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("notInjectedPods %d with condition %s", n, controller.ConditionPodsNotInjected), rolloutTimeout,
+	eventually(t, fmt.Sprintf("notInjectedPods %d with condition %s", n, condition.PodsNotInjected), rolloutTimeout,
 		func(ctx context.Context) (bool, string) {
 			ss, err := sidecars.AppsV1alpha1().SidecarSets().Get(ctx, "missed", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			st := ss.Status
-			c := meta.FindStatusCondition(st.Conditions, controller.ConditionPodsNotInjected)
+			c := meta.FindStatusCondition(st.Conditions, condition.PodsNotInjected)
 			return st.NotInjectedPods == n && c != nil && c.Status == metav1.ConditionTrue &&
 				strings.Contains(c.Message, fmt.Sprintf("%d %s", n, rollout.ReasonCreatedBefore)), fmt.Sprintf("status %+v", st)
 		})

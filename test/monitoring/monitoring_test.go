@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite "+NamesFile+" from the bundle's
 // the dashboard read that is not here fails TestMetricNames, and so does a name here that nothing
 // reads: this table is the list NamesFile is written from.
 var origins = map[string]Origin{
-	// The server's own metrics (pkg/controller/sidecarset, pkg/controller/injectionsync,
+	// The server's own metrics (pkg/controller/sidecarset/metric, pkg/controller/injectionsync,
 	// pkg/apiserver/version.go).
 	"sidecarset_build_info":                               Server,
 	"sidecarset_certificate_expiration_timestamp_seconds": Server,

@@ -17,7 +17,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/metric"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
@@ -41,10 +43,10 @@ const (
 
 // applied is what a round did to its pods.
 type applied struct {
-	written []*corev1.Pod  // the pods it wrote, as written
-	failed  []podFailure   // the pods it could not write
-	left    []*rollout.Pod // the pods it left to a later round (upgrade)
-	events  []event        // to record once the status is written
+	written []*corev1.Pod   // the pods it wrote, as written
+	failed  []podFailure    // the pods it could not write
+	left    []*rollout.Pod  // the pods it left to a later round (upgrade)
+	events  []event.Pending // to record once the status is written
 	// more: the plan took more pods than a round writes (maxUpgradesPerRound); the next round,
 	// soon, takes the rest.
 	more bool
@@ -67,12 +69,12 @@ func (c *Controller) apply(ctx context.Context, ss *v1alpha1.SidecarSet, plan *r
 		switch {
 		case err != nil:
 			klog.ErrorS(err, "resetting hot-upgrade sidecar", "pod", klog.KRef(pod.Namespace, pod.Name))
-			out.events = append(out.events, event{pod.Ref(), corev1.EventTypeWarning, "ResetContainerFailed",
-				fmt.Sprintf("reset sidecar container image empty failed: %v", err)})
+			out.events = append(out.events, event.Warning(pod.Ref(), "ResetContainerFailed",
+				fmt.Sprintf("reset sidecar container image empty failed: %v", err)))
 			out.failed = append(out.failed, podFailure{pod, actionReset, err})
 		case w != nil:
-			out.events = append(out.events, event{pod.Ref(), corev1.EventTypeNormal, "ResetContainerSucceed",
-				"reset sidecar container image empty successfully"})
+			out.events = append(out.events, event.Normal(pod.Ref(), "ResetContainerSucceed",
+				"reset sidecar container image empty successfully"))
 			out.written = append(out.written, w)
 		}
 	}
@@ -131,7 +133,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 				return len(changed) > 0, err
 			}, "resize"); err != nil {
 				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) { // the node cannot fit it: stop here
-					c.backoffs.refuse(ss, pod, rollout.BackoffResize, errorMessage(err))
+					c.backoffs.Refuse(ss, pod, rollout.BackoffResize, errorMessage(err))
 				}
 				c.deferWrite(ss, pod, err)
 				failures[i] = &podFailure{pod, actionResize, err}
@@ -161,7 +163,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			failures[i] = &podFailure{pod, actionUpgrade, err}
 			return
 		}
-		c.backoffs.reset(ss, pod.UID, rollout.BackoffUpgrade)
+		c.backoffs.Reset(ss, pod.UID, rollout.BackoffUpgrade)
 		if leave {
 			left[i] = pod
 			return
@@ -170,7 +172,7 @@ func (c *Controller) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, plan 
 			return
 		}
 		written[i] = w
-		c.metrics.upgraded(ss.Name, w)
+		c.metrics.Upgraded(ss.Name, w)
 		current := upgradableCondition(w)
 		if len(images) > 0 && (current == nil || !inplace.RecordsVerdict(current.Message, ss.Name)) {
 			return // a first verdict waits until the rollout is quiet (syncUpgradable)
@@ -195,7 +197,7 @@ func (c *Controller) deferWrite(ss *v1alpha1.SidecarSet, p *rollout.Pod, err err
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ambiguous(err) || notConnected(err) {
 		return
 	}
-	c.backoffs.refuse(ss, p, rollout.BackoffUpgrade, errorMessage(err))
+	c.backoffs.Refuse(ss, p, rollout.BackoffUpgrade, errorMessage(err))
 }
 
 // reportFailures publishes the pods a round could not write (the metric
@@ -203,22 +205,22 @@ func (c *Controller) deferWrite(ss *v1alpha1.SidecarSet, p *rollout.Pod, err err
 // make (403: its ClusterRole lacks pods/eviction, the chart's rbac.evictions=false) also give one
 // event on the SidecarSet, EvictionForbidden: the repair or recreate it asks for cannot happen
 // until the role allows it.
-func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) []event {
-	var events []event
+func (c *Controller) reportFailures(ss *v1alpha1.SidecarSet, failed []podFailure) []event.Pending {
+	var events []event.Pending
 	var forbidden *podFailure
 	for i, f := range failed {
-		podWriteErrors.WithLabelValues(ss.Name, f.action).Inc()
+		metric.WriteFailed(ss.Name, f.action)
 		klog.ErrorS(f.err, "skipping a pod this round", "sidecarset", ss.Name, "pod", klog.KRef(f.pod.Namespace, f.pod.Name), "action", f.action)
-		events = append(events, event{f.pod.Ref(), corev1.EventTypeWarning, "SidecarSetPodWriteFailed",
-			fmt.Sprintf("SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)})
+		events = append(events, event.Warning(f.pod.Ref(), "SidecarSetPodWriteFailed",
+			fmt.Sprintf("SidecarSet %s could not %s this pod (the other pods go on; retried): %v", ss.Name, f.action, f.err)))
 		if f.action == actionEvict && apierrors.IsForbidden(f.err) && forbidden == nil {
 			forbidden = &failed[i]
 		}
 	}
 	if forbidden != nil {
-		events = append(events, event{ss, corev1.EventTypeWarning, ReasonEvictionForbidden,
+		events = append(events, event.Warning(ss, ReasonEvictionForbidden,
 			fmt.Sprintf("the server may not evict pods, which this SidecarSet's repair or recreate needs: grant pods/eviction create "+
-				"to its ServiceAccount (Helm value rbac.evictions=true) or remove the annotation asking for it; retried with a backoff: %v", forbidden.err)})
+				"to its ServiceAccount (Helm value rbac.evictions=true) or remove the annotation asking for it; retried with a backoff: %v", forbidden.err)))
 	}
 	return events
 }

@@ -21,7 +21,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/metric"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -48,7 +50,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	})
 	events := record.NewFakeRecorder(10)
 	clk := clocktesting.NewFakeClock(t0)
-	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(clk), metrics: newProgress(clk)}
+	c := &Controller{kube: kube, clock: clk, recorder: events, expect: newExpectations(clk), metrics: metric.New(clk)}
 	plan := &rollout.Result{
 		NotUpgradable: []*rollout.Pod{rollout.NewPod(stuck)},
 		Upgrade:       []*rollout.Pod{rollout.NewPod(broken), rollout.NewPod(good)},
@@ -68,7 +70,7 @@ func TestApplySkipsAFailingPod(t *testing.T) {
 	if got["stuck"] != actionMarkNotUpgradable || got["broken"] != actionUpgrade || len(got) != 2 {
 		t.Fatalf("failures %v", got)
 	}
-	c.record(c.reportFailures(ss, failed))
+	event.Record(c.recorder, c.reportFailures(ss, failed))
 	for range 2 {
 		if e := <-events.Events; !strings.Contains(e, "SidecarSetPodWriteFailed") {
 			t.Errorf("event %q", e)
@@ -164,7 +166,7 @@ func testUpgradeReadsReadinessAgain(t *testing.T, resize bool) {
 		plan.Resize = map[*rollout.Pod]bool{plan.Upgrade[0]: true, plan.Upgrade[1]: true}
 	}
 	clk := clocktesting.NewFakeClock(t0)
-	c := &Controller{kube: kube, clock: clk, recorder: record.NewFakeRecorder(10), expect: newExpectations(clk), metrics: newProgress(clk)}
+	c := &Controller{kube: kube, clock: clk, recorder: record.NewFakeRecorder(10), expect: newExpectations(clk), metrics: metric.New(clk)}
 	out := c.apply(context.Background(), ss, plan)
 	if len(out.failed) != 0 {
 		for _, f := range out.failed {

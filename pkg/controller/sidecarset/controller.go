@@ -21,20 +21,17 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/contain"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/metric"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions/apps/v1alpha1"
 	listers "github.com/sidecarset/apiserver/pkg/generated/listers/apps/v1alpha1"
 )
-
-// RevisionWriter records, renumbers, adopts and prunes revisions; API clients may only read them
-// (and create one to import a history), so the controller writes them in process.
-type RevisionWriter interface {
-	Get(ctx context.Context, name string) (*v1alpha1.SidecarSetRevision, error)
-	Create(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
-	Update(ctx context.Context, r *v1alpha1.SidecarSetRevision) error
-	Delete(ctx context.Context, name string) error
-}
 
 // Options are the controller's inputs. Kube and Pods are the main cluster's; without them the
 // controller only keeps revisions and status.latestRevision.
@@ -42,9 +39,9 @@ type Options struct {
 	Client      clientset.Interface
 	SidecarSets informers.SidecarSetInformer
 	Revisions   informers.SidecarSetRevisionInformer
-	Writer      RevisionWriter
+	Writer      history.Store
 	Kube        kubernetes.Interface
-	Pods        *PodSource
+	Pods        *podcache.Source
 	Recorder    record.EventRecorder
 	Clock       clock.Clock
 	// InjectionReady, when set, reports whether pods are injected with the SidecarSet's current
@@ -65,12 +62,12 @@ type Options struct {
 	// Widened, when set, says whether the named SidecarSet leaves the injection webhooks without a
 	// label selector, and why: the status records it as the WebhookReceivesEveryPod condition.
 	Widened func(name string) (apps.Widening, bool)
-	// Resizes, when set, lets rollouts resize sidecars in place (see Resizes); without it a
+	// Resizes, when set, lets rollouts resize sidecars in place (see resize.Support); without it a
 	// change of resources waits for the pods to be recreated.
-	Resizes *Resizes
+	Resizes *resize.Support
 	// PreDownloads, when set, pulls new sidecar images ahead of the upgrades of the SidecarSets
 	// that ask for it (predownload.ParallelismAnnotation).
-	PreDownloads *PreDownloads
+	PreDownloads *pull.PreDownloads
 }
 
 // Controller keeps each SidecarSet's revision history and status, and upgrades the sidecars of the
@@ -79,19 +76,17 @@ type Controller struct {
 	client    clientset.Interface
 	sets      listers.SidecarSetLister
 	revisions listers.SidecarSetRevisionLister
-	// revisionIndex holds the revisions indexed by their SidecarSet (revisionsBySidecarSet).
-	revisionIndex cache.Indexer
-	writer        RevisionWriter
-	pods          *PodSource
-	kube          kubernetes.Interface
-	recorder      record.EventRecorder
-	clock         clock.Clock
-	expect        *expectations
-	metrics       *progress
-	pace          *pacer
-	evictions     *evictions
+	history   *history.Writer
+	pods      *podcache.Source
+	kube      kubernetes.Interface
+	recorder  record.EventRecorder
+	clock     clock.Clock
+	expect    *expectations
+	metrics   *metric.Progress
+	pace      *pacer
+	evictions *evictions
 	// backoffs delay the next upgrade, resize or eviction of a pod kube-apiserver refused it.
-	backoffs   *podBackoffs
+	backoffs   *backoff.Pods
 	synced     []cache.InformerSynced
 	podsPeriod time.Duration
 
@@ -100,8 +95,8 @@ type Controller struct {
 	widened        func(string) (apps.Widening, bool)
 	excluded       []string
 	candidates     func(namespace string, labels map[string]string) []*v1alpha1.SidecarSet
-	resizes        *Resizes
-	preDownloads   *PreDownloads
+	resizes        *resize.Support
+	preDownloads   *pull.PreDownloads
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
@@ -126,32 +121,31 @@ func New(o Options) (*Controller, error) {
 		verdictWrites:  flowcontrol.NewTokenBucketRateLimiterWithClock(verdictWritesPerSecond, verdictWritesBurst, o.Clock),
 		sets:           o.SidecarSets.Lister(),
 		revisions:      o.Revisions.Lister(),
-		writer:         o.Writer,
 		kube:           o.Kube,
 		recorder:       o.Recorder,
 		clock:          o.Clock,
 		expect:         newExpectations(o.Clock),
-		metrics:        newProgress(o.Clock),
+		metrics:        metric.New(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
 		upgrading:      newPacer(stateQuiet, o.Clock),
 		evictions:      &evictions{bySet: map[string][]rollout.Eviction{}, clock: o.Clock},
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,
 	}
-	c.backoffs = newPodBackoffs(o.Clock)
+	c.backoffs = backoff.New(o.Clock)
 	c.excluded = slices.Clone(o.ExcludedNamespaces)
 	var err error
-	if c.revisionIndex, err = indexRevisions(o.Revisions.Informer()); err != nil {
+	if c.history, err = history.NewWriter(o.Revisions.Informer(), o.Writer); err != nil {
 		return nil, err
 	}
 	if _, err := o.SidecarSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: func(obj interface{}) {
-			c.metrics.forget(objectName(obj))
+			c.metrics.Forget(objectName(obj))
 			c.pace.forget(objectName(obj))
 			c.evictions.forget(objectName(obj))
-			c.backoffs.forget(objectName(obj))
+			c.backoffs.Forget(objectName(obj))
 			c.add(objectName(obj), 0) // its round deletes its revisions
 		},
 	}); err != nil {
@@ -160,12 +154,12 @@ func New(o Options) (*Controller, error) {
 	if o.PreDownloads != nil && o.Pods != nil && o.Kube != nil {
 		c.preDownloads = o.PreDownloads
 		c.synced = append(c.synced, o.PreDownloads.HasSynced)
-		o.PreDownloads.watchPulls(func(name string) { c.add(name, 0) })
+		o.PreDownloads.WatchPulls(func(name string) { c.add(name, 0) })
 	}
 	if o.Pods != nil && o.Kube != nil {
 		c.pods = o.Pods
 		c.synced = append(c.synced, o.Pods.HasSynced)
-		if err := o.Pods.addEventHandler(podHandler(c.enqueueForPod, c.enqueueForNewPod, c.expect)); err != nil {
+		if err := o.Pods.AddEventHandler(podHandler(c.enqueueForPod, c.enqueueForNewPod, c.expect)); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +218,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	<-ctx.Done()
 	q.ShutDown()
 	running.Wait()    // the term's rounds are over before Run returns (the next term may start then)
-	c.metrics.reset() // the term ended: the next leader reports the gauges
+	c.metrics.Reset() // the term ended: the next leader reports the gauges
 }
 
 func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -73,7 +74,7 @@ func (e *expectations) forget(key string) {
 // yet; it forgets the expectations that are met or expired. A round plans on the other pods and
 // holds these back (rollout.Options.Unseen): a write the cache has not shown must neither freeze
 // the SidecarSet's round nor be planned over.
-func (e *expectations) unseen(src *PodSource, pods []*rollout.Pod) map[string]bool {
+func (e *expectations) unseen(src *podcache.Source, pods []*rollout.Pod) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.pending) == 0 {
@@ -88,7 +89,7 @@ func (e *expectations) unseen(src *PodSource, pods []*rollout.Pod) map[string]bo
 			continue
 		}
 		got, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
-		if err != nil || got >= want.version || src.get(p.Namespace, p.Name) == nil || now.After(want.deadline) {
+		if err != nil || got >= want.version || src.Get(p.Namespace, p.Name) == nil || now.After(want.deadline) {
 			delete(e.pending, key)
 			continue
 		}

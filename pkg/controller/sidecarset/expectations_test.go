@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -49,14 +50,14 @@ func TestExpectations(t *testing.T) {
 			e := newExpectations(clk)
 			tc.expect(e)
 			clk.Step(tc.after)
-			src, err := NewPodSource(kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods(),
-				kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces())
+			pods := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Pods()
+			src, err := podcache.NewSource(pods, kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Core().V1().Namespaces())
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := pod(tc.cached)
 			if tc.cached != "" {
-				if err := src.pods.GetIndexer().Add(p); err != nil {
+				if err := pods.Informer().GetIndexer().Add(p); err != nil {
 					t.Fatal(err)
 				}
 			}

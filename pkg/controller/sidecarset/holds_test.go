@@ -13,6 +13,7 @@ import (
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/view"
 )
 
 // TestRoundLapsesANamespaceHold: at maxUnavailable 1, pod a (namespace default) is upgraded first
@@ -65,11 +66,11 @@ func TestRoundLapsesANamespaceHold(t *testing.T) {
 		if err := v1alpha1.Convert_v1alpha1_SidecarSet_To_apps_SidecarSet(h.stored(), internal, nil); err != nil {
 			t.Fatal(err)
 		}
-		view, err := Viewer{Pods: h.c.pods, Clock: h.clock}.View(context.Background(), internal)
+		got, err := view.Rollout{Pods: h.c.pods, Clock: h.clock}.View(context.Background(), internal)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range view.Status.Pods {
+		for _, p := range got.Status.Pods {
 			if p.Name == "b" {
 				return v1alpha1.RolloutPod{State: v1alpha1.PodRolloutState(p.State), Reason: p.Reason, Message: p.Message}
 			}

@@ -6,14 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/tools/reference"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
@@ -25,56 +22,6 @@ func storedNamespaced() *v1alpha1.NamespacedSidecarSet {
 	n.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	n.Status = v1alpha1.SidecarSetStatus{ObservedGeneration: 1, LatestRevision: "team-a.logs-old"}
 	return n
-}
-
-// TestEventObject: the events of a NamespacedSidecarSet are about it, in its namespace; those of
-// a SidecarSet about the SidecarSet.
-func TestEventObject(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	clusterSet := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "mesh", UID: "m-uid"}, Spec: v1alpha1.SidecarSetSpec{Namespace: "team-a"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "p"}}
-	for _, tc := range []struct {
-		name string
-		in   runtime.Object
-		want corev1.ObjectReference
-	}{
-		{"NamespacedSidecarSet", storedNamespaced().AsSidecarSet(), corev1.ObjectReference{Kind: "NamespacedSidecarSet",
-			APIVersion: "apps.kruise.io/v1alpha1", Namespace: "team-a", Name: "logs", UID: "n-uid", ResourceVersion: "5"}},
-		{"SidecarSet", clusterSet, corev1.ObjectReference{Kind: "SidecarSet", APIVersion: "apps.kruise.io/v1alpha1", Name: "mesh", UID: "m-uid"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := eventObject(tc.in)
-			if _, isNamespaced := got.(*v1alpha1.NamespacedSidecarSet); isNamespaced != (tc.want.Kind == "NamespacedSidecarSet") {
-				t.Fatalf("eventObject = %T", got)
-			}
-			ref, err := reference.GetReference(scheme, got)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, *ref); diff != "" {
-				t.Errorf("reference (-want +got):\n%s", diff)
-			}
-		})
-	}
-	if got := eventObject(pod); got != pod {
-		t.Errorf("eventObject(pod) = %#v", got)
-	}
-}
-
-// TestRecordNamespacedEvents: record reports a NamespacedSidecarSet's events on the
-// NamespacedSidecarSet.
-func TestRecordNamespacedEvents(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	rec.IncludeObject = true
-	c := &Controller{recorder: rec}
-	c.record([]event{{storedNamespaced().AsSidecarSet(), corev1.EventTypeNormal, "Paused", "paused"}})
-	want := "Normal Paused paused involvedObject{kind=NamespacedSidecarSet,apiVersion=apps.kruise.io/v1alpha1}"
-	if got := <-rec.Events; got != want {
-		t.Errorf("event %q, want %q", got, want)
-	}
 }
 
 // TestWriteStatusNamespaced: the status of a NamespacedSidecarSet is written through

@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -21,12 +20,8 @@ import (
 type repaired struct {
 	pods   []*rollout.Pod // evicted
 	failed []podFailure
-	events []event // to record once the status is written
+	events []event.Pending // to record once the status is written
 }
-
-// evictionTTL bounds how long an eviction holds a unit of the budget while its owner has not
-// replaced the pod.
-const evictionTTL = 10 * time.Minute
 
 // evictions are the repair evictions of each SidecarSet whose owners may not have replaced the
 // pods yet.
@@ -43,7 +38,7 @@ func (e *evictions) inFlight(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []rol
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	all := rollout.MergeEvictions(e.bySet[ss.Name], rollout.EvictionsFromStatus(ss.Status.InFlightEvictions))
-	left := rollout.InFlight(all, pods, e.clock.Now(), evictionTTL)
+	left := rollout.InFlight(all, pods, e.clock.Now(), rollout.EvictionTTL)
 	if len(left) == 0 {
 		delete(e.bySet, ss.Name)
 	} else {
@@ -81,7 +76,7 @@ func (c *Controller) repair(ctx context.Context, ss *v1alpha1.SidecarSet, pods [
 		return repaired{}
 	}
 	missed = slices.DeleteFunc(slices.Clone(missed), func(m rollout.Missed) bool {
-		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.backoffs.deferred(ss, m.Pod.UID, rollout.BackoffEvict)
+		return unseen[m.Pod.Namespace+"/"+m.Pod.Name] || c.backoffs.Deferred(ss, m.Pod.UID, rollout.BackoffEvict)
 	})
 	in := rollout.RepairInput{SidecarSet: ss, Plan: plan, Missed: missed, InFlight: c.evictions.inFlight(ss, seen(pods, unseen)),
 		InjectionReady: c.injectionReady == nil || c.injectionReady(ss)}
@@ -121,20 +116,20 @@ func (c *Controller) evict(ctx context.Context, ss *v1alpha1.SidecarSet, evict, 
 		}
 		switch {
 		case err == nil:
-			c.backoffs.reset(ss, p.UID, rollout.BackoffEvict)
+			c.backoffs.Reset(ss, p.UID, rollout.BackoffEvict)
 			c.expect.maybeWritten(p.Namespace+"/"+p.Name, p.ResourceVersion)
 			c.evictions.add(ss.Name, p, pods)
 			out.pods = append(out.pods, p)
-			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, why.reason,
-				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)})
+			out.events = append(out.events, event.Normal(p.Ref(), why.reason,
+				fmt.Sprintf("SidecarSet %s evicted this pod, %s, %s", ss.Name, why.what, why.then)))
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone or replaced meanwhile
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget protects it now
-			after := c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
-			out.events = append(out.events, event{p.Ref(), corev1.EventTypeNormal, "EvictionDeferred",
+			after := c.backoffs.Refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
+			out.events = append(out.events, event.Normal(p.Ref(), "EvictionDeferred",
 				fmt.Sprintf("SidecarSet %s will evict this pod, %s, once its PodDisruptionBudget allows (tried again in %v): %v",
-					ss.Name, why.what, after, err)})
+					ss.Name, why.what, after, err)))
 		default:
-			c.backoffs.refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
+			c.backoffs.Refuse(ss, p, rollout.BackoffEvict, errorMessage(err))
 			out.failed = append(out.failed, podFailure{pod: p, action: actionEvict, err: err})
 		}
 	}

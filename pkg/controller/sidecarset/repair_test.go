@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
@@ -106,7 +108,7 @@ func TestRoundRepairsMissedPods(t *testing.T) {
 	}
 	roundAndCheck([]string{"c"})
 	st := h.stored().Status
-	cond := meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected)
+	cond := meta.FindStatusCondition(st.Conditions, condition.PodsNotInjected)
 	if st.NotInjectedPods != 3 || cond == nil || cond.Status != metav1.ConditionTrue ||
 		!strings.Contains(cond.Message, "3 pods the SidecarSet selects run without its sidecars: 3 CreatedBeforeSidecarSet") {
 		t.Errorf("status: notInjectedPods %d, condition %+v", st.NotInjectedPods, cond)
@@ -133,13 +135,13 @@ func TestRoundRepairsMissedPods(t *testing.T) {
 func TestMissedConditionClears(t *testing.T) {
 	now := metav1.NewTime(t0)
 	st := &v1alpha1.SidecarSetStatus{}
-	setMissedCondition(st, nil, 1, now)
+	condition.SetMissed(st, nil, 1, now)
 	if len(st.Conditions) != 0 {
 		t.Fatalf("conditions %+v without any missed pod", st.Conditions)
 	}
-	setMissedCondition(st, []rollout.Missed{{Pod: &rollout.Pod{Name: "p"}, Reason: rollout.ReasonCreatedBefore}}, 1, now)
-	setMissedCondition(st, nil, 2, now)
-	if c := meta.FindStatusCondition(st.Conditions, ConditionPodsNotInjected); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AllInjected" {
+	condition.SetMissed(st, []rollout.Missed{{Pod: &rollout.Pod{Name: "p"}, Reason: rollout.ReasonCreatedBefore}}, 1, now)
+	condition.SetMissed(st, nil, 2, now)
+	if c := meta.FindStatusCondition(st.Conditions, condition.PodsNotInjected); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AllInjected" {
 		t.Errorf("condition %+v, want False/AllInjected", c)
 	}
 }
@@ -186,7 +188,7 @@ func TestEvictionRefusalsDoNotFreeze(t *testing.T) {
 			if got := strings.Join(tried, ","); got != "c,d" {
 				t.Fatalf("evictions tried %s: a new leader tried c again within its backoff", got)
 			}
-			h.clock.Step(evictionBackoffInitial + time.Second)
+			h.clock.Step(backoff.Initial + time.Second)
 			h.sync()
 			if _, err := h.round(); err != nil {
 				t.Fatal(err)

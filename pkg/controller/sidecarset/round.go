@@ -10,10 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -54,9 +55,9 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	if apierrors.IsNotFound(err) {
 		c.pace.forget(name)
 		c.upgrading.forget(name)
-		c.backoffs.forget(name)
-		c.preDownloads.forget(ctx, name)
-		return 0, c.deleteRevisions(ctx, c.revisionsNamed(name))
+		c.backoffs.Forget(name)
+		c.preDownloads.Forget(ctx, name)
+		return 0, c.history.Collect(ctx, name)
 	}
 	if err != nil {
 		return 0, err
@@ -68,21 +69,21 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 			return 0, err
 		}
 	}
-	history, err := c.recordHistory(ctx, ss, pods)
+	recorded, err := c.history.Record(ctx, ss, pods)
 	if err != nil {
 		return 0, err
 	}
 	if c.pods == nil {
 		return 0, c.writeStatus(ctx, cached, ss, nil)
 	}
-	c.backoffs.sync(ss)
+	c.backoffs.Sync(ss)
 	opts := c.resizes.Options(ss)
-	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(c.backoffs.active(ss), ss.Annotations[rollout.RecreateAnnotation] == "true")
+	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(c.backoffs.Active(ss), ss.Annotations[rollout.RecreateAnnotation] == "true")
 	opts.Unseen = c.expect.unseen(c.pods, pods) // held back, each alone, until the cache shows our writes
 	opts.InFlightEvictions = len(c.evictions.inFlight(ss, seen(pods, opts.Unseen)))
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, c.clock.Now())
 	plan := rollout.PlanWith(ss, pods, opts)
-	pulled, held := c.preDownload(ctx, ss, plan, &opts) // pulls for plan.Upcoming; opts holds their pods
+	pulled, held := c.preDownloads.Round(ctx, ss, plan, &opts) // pulls for plan.Upcoming; opts holds their pods
 	if held {
 		plan = rollout.PlanWith(ss, pods, opts)
 	}
@@ -91,7 +92,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		plan = rollout.PlanWith(ss, pods, opts)
 	}
 	out := c.apply(ctx, ss, plan)
-	out.events = append(append(history, pulled...), out.events...)
+	out.events = append(append(recorded, pulled...), out.events...)
 	recreated := c.recreate(ctx, ss, pods, plan)
 	out.events = append(out.events, recreated.events...)
 	out.failed = append(out.failed, recreated.failed...)
@@ -128,10 +129,10 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 	evicted.pods = append(evicted.pods, recreated.pods...)
 	out.events = append(out.events, evicted.events...)
 	out.failed = append(out.failed, evicted.failed...)
-	downloading, downloaded := c.preDownloads.counts(ss, plan)
+	downloading, downloaded := c.preDownloads.Counts(ss, plan)
 	facts := &roundFacts{preDownloading: downloading, preDownloaded: downloaded, counts: plan.Counts, missed: missed, progress: rollout.Assess(rollout.Items(plan), ss.Spec.UpdateStrategy.Paused),
-		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.active(ss)}
-	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, ConditionReady)
+		plan: plan, lapsed: opts.Lapsed, evictions: c.evictions.recorded(name), backoffs: c.backoffs.Active(ss)}
+	wasReady := meta.IsStatusConditionTrue(cached.Status.Conditions, condition.Ready)
 	if err := c.writeStatus(ctx, cached, ss, facts); err != nil {
 		// No event: a round's events follow its status. While the SidecarSet storage is down the
 		// rollout goes on (pods live in the main cluster): look again soon, without the growing
@@ -142,23 +143,23 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		}
 		return 0, err
 	}
-	if was := meta.FindStatusCondition(cached.Status.Conditions, ConditionProgressing); was != nil && (was.Reason == ReasonRolloutPaused) != (facts.progressing == ReasonRolloutPaused) {
+	if was := meta.FindStatusCondition(cached.Status.Conditions, condition.Progressing); was != nil && (was.Reason == condition.ReasonRolloutPaused) != (facts.progressing == condition.ReasonRolloutPaused) {
 		reason := "Resumed"
-		if facts.progressing == ReasonRolloutPaused {
+		if facts.progressing == condition.ReasonRolloutPaused {
 			reason = "Paused"
 		}
-		out.events = append(out.events, event{cached, corev1.EventTypeNormal, reason, facts.progress.Summary(cached.Name)})
+		out.events = append(out.events, event.Normal(cached, reason, facts.progress.Summary(cached.Name)))
 	}
 	for _, ns := range facts.newlyLapsed {
-		out.events = append(out.events, event{cached, corev1.EventTypeWarning, ReasonNamespaceHoldLapsed, fmt.Sprintf(
+		out.events = append(out.events, event.Warning(cached, ReasonNamespaceHoldLapsed, fmt.Sprintf(
 			"the pods of namespace %s held every place of maxUnavailable (%d) for %s while pods of other namespaces waited: they now count against the namespace's share alone, and the other namespaces go on",
-			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)})
+			ns, plan.MaxUnavailable, rollout.NamespaceHoldLapse)))
 	}
 	if facts.ready && !wasReady && plan.Counts.Matched > 0 {
-		out.events = append(out.events, event{cached, corev1.EventTypeNormal, ReasonRolloutComplete,
-			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)})
+		out.events = append(out.events, event.Normal(cached, condition.ReasonRolloutComplete,
+			fmt.Sprintf("every pod the rollout upgrades runs generation %d and is available (%d pods)", cached.Generation, plan.Counts.Matched)))
 	}
-	c.record(c.report(ss, plan, missed, out))
+	event.Record(c.recorder, c.report(ss, plan, missed, out))
 	switch {
 	case out.more && len(out.failed) == 0:
 		return time.Millisecond, nil // the rest of what the plan took, once the queue's others had a turn
@@ -181,42 +182,14 @@ func storageUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
-// event is an event a round records once its status is written.
-type event struct {
-	object            runtime.Object
-	eventType, reason string
-	message           string
-}
-
-// record records the events, in order.
-func (c *Controller) record(events []event) {
-	if c.recorder == nil {
-		return
-	}
-	for _, e := range events {
-		c.recorder.Event(eventObject(e.object), e.eventType, e.reason, e.message)
-	}
-}
-
-// eventObject returns the object an event is about: a NamespacedSidecarSet's events are its own,
-// in its namespace, not those of the SidecarSet it takes part as.
-func eventObject(obj runtime.Object) runtime.Object {
-	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-		if n := v1alpha1.AsNamespaced(ss); n != nil {
-			return n
-		}
-	}
-	return obj
-}
-
 // report publishes a round's metrics and returns its events: those of applying it, pods that
 // missed the injection, pods that cannot be upgraded in place, pods that could not be written.
-func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event {
-	c.metrics.observe(ss.Name, plan)
+func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed, out applied) []event.Pending {
+	c.metrics.Observe(ss.Name, plan)
 	events := append(out.events, c.reportNotInjected(ss, missed)...)
 	if n := len(plan.NotUpgradable); n > 0 { // none while paused or NotUpdate
-		events = append(events, event{ss, corev1.EventTypeNormal, "NotUpgradablePods",
-			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)})
+		events = append(events, event.Normal(ss, "NotUpgradablePods",
+			fmt.Sprintf("SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them.", n)))
 	}
 	return append(events, c.reportFailures(ss, out.failed)...)
 }
@@ -224,18 +197,18 @@ func (c *Controller) report(ss *v1alpha1.SidecarSet, plan *rollout.Result, misse
 // reportNotInjected publishes the number of pods that missed the SidecarSet's injection and
 // returns an event, the first time, on each that was admitted without it after the SidecarSet
 // existed (pods created before it, or in excluded namespaces, are only counted and listed).
-func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout.Missed) []event {
+func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout.Missed) []event.Pending {
 	pods := make([]*rollout.Pod, 0, len(missed))
 	admittedWithout := map[*rollout.Pod]bool{}
 	for _, m := range missed {
 		pods = append(pods, m.Pod)
 		admittedWithout[m.Pod] = m.Reason == rollout.ReasonAdmittedWithout
 	}
-	var events []event
-	for _, p := range c.metrics.notInjected(ss.Name, pods) {
+	var events []event.Pending
+	for _, p := range c.metrics.NotInjected(ss.Name, pods) {
 		if admittedWithout[p] {
-			events = append(events, event{p.Ref(), corev1.EventTypeWarning, "NotInjected",
-				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)})
+			events = append(events, event.Warning(p.Ref(), "NotInjected",
+				fmt.Sprintf("SidecarSet %s selects this pod but it was admitted without its sidecars (injection was unavailable or skipped when it was created); recreate the pod to inject them", ss.Name)))
 		}
 	}
 	return events
@@ -244,7 +217,7 @@ func (c *Controller) reportNotInjected(ss *v1alpha1.SidecarSet, missed []rollout
 // isExcluded tells whether namespace is excluded from injection (by name, or labelled
 // apps.ControlPlaneNamespaceLabel).
 func (c *Controller) isExcluded(namespace string) bool {
-	return c.pods.excludedFromInjection(namespace, c.excluded)
+	return c.pods.ExcludedFromInjection(namespace, c.excluded)
 }
 
 // seen returns the pods whose writes the cache shows: an evicted pod the cache still shows counts

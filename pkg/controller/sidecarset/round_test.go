@@ -23,6 +23,9 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/revision"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/backoff"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -68,8 +71,8 @@ func TestRound(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	conds := h.stored().Status.Conditions
-	if !meta.IsStatusConditionFalse(conds, ConditionReady) || meta.FindStatusCondition(conds, ConditionProgressing).Reason != ReasonRollingOut {
-		t.Errorf("conditions mid-rollout: %+v; want Ready False and Progressing %s", conds, ReasonRollingOut)
+	if !meta.IsStatusConditionFalse(conds, condition.Ready) || meta.FindStatusCondition(conds, condition.Progressing).Reason != condition.ReasonRollingOut {
+		t.Errorf("conditions mid-rollout: %+v; want Ready False and Progressing %s", conds, condition.ReasonRollingOut)
 	}
 
 	// Nothing changed since: the next round, once the caches show the writes, writes nothing.
@@ -175,10 +178,10 @@ func TestRoundRevisionNameCollision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			squatter := NewRevision(old, taken, 7)
+			squatter := history.NewRevision(old, taken, 7)
 			squatter.Labels = nil // not one of this SidecarSet's revisions: the cache does not list it
 			if tc.sameSpec {
-				squatter = NewRevision(h.ss, taken, 1)
+				squatter = history.NewRevision(h.ss, taken, 1)
 			}
 			if err := h.store.Create(context.Background(), squatter); err != nil {
 				t.Fatal(err)
@@ -420,16 +423,16 @@ func TestRolloutConditions(t *testing.T) {
 		ready                    metav1.ConditionStatus
 		readyReason, progressing string
 	}{
-		{"done", done, true, metav1.ConditionTrue, ReasonRolloutComplete, ReasonRolloutComplete},
-		{"done, injection not in place", done, false, metav1.ConditionFalse, ReasonInjectionNotReady, ReasonRolloutComplete},
-		{"rolling out", rollout.Progress{Total: 2, Updated: 1, Waiting: 1}, true, metav1.ConditionFalse, ReasonRollingOut, ReasonRollingOut},
-		{"paused", rollout.Progress{Total: 2, Waiting: 2, Paused: true}, true, metav1.ConditionFalse, ReasonRolloutPaused, ReasonRolloutPaused},
-		{"failed", rollout.Progress{Total: 1, Failed: []string{"ns/p: ImagePullBackOff"}}, true, metav1.ConditionFalse, ReasonPodsFailed, ReasonPodsFailed},
+		{"done", done, true, metav1.ConditionTrue, condition.ReasonRolloutComplete, condition.ReasonRolloutComplete},
+		{"done, injection not in place", done, false, metav1.ConditionFalse, condition.ReasonInjectionNotReady, condition.ReasonRolloutComplete},
+		{"rolling out", rollout.Progress{Total: 2, Updated: 1, Waiting: 1}, true, metav1.ConditionFalse, condition.ReasonRollingOut, condition.ReasonRollingOut},
+		{"paused", rollout.Progress{Total: 2, Waiting: 2, Paused: true}, true, metav1.ConditionFalse, condition.ReasonRolloutPaused, condition.ReasonRolloutPaused},
+		{"failed", rollout.Progress{Total: 1, Failed: []string{"ns/p: ImagePullBackOff"}}, true, metav1.ConditionFalse, condition.ReasonPodsFailed, condition.ReasonPodsFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &v1alpha1.SidecarSetStatus{}
-			isReady, _ := setRolloutConditions(st, tc.p, tc.observed, "ss", 3, metav1.Now())
-			r, p := meta.FindStatusCondition(st.Conditions, ConditionReady), meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+			isReady, _ := condition.SetRollout(st, tc.p, tc.observed, "ss", 3, metav1.Now())
+			r, p := meta.FindStatusCondition(st.Conditions, condition.Ready), meta.FindStatusCondition(st.Conditions, condition.Progressing)
 			if r.Status != tc.ready || r.Reason != tc.readyReason || p.Reason != tc.progressing || isReady != (tc.ready == metav1.ConditionTrue) || r.ObservedGeneration != 3 {
 				t.Errorf("Ready %s/%s (returned %v), Progressing %s; want Ready %s/%s, Progressing %s", r.Status, r.Reason, isReady, p.Reason, tc.ready, tc.readyReason, tc.progressing)
 			}
@@ -445,14 +448,14 @@ func TestRoundPauseEvents(t *testing.T) {
 		paused    bool
 		want, not string
 	}{
-		{"paused", ReasonRollingOut, true, "Paused", "Resumed"},
-		{"resumed", ReasonRolloutPaused, false, "Resumed", "Paused"},
-		{"still paused", ReasonRolloutPaused, true, "", "Resumed"},
+		{"paused", condition.ReasonRollingOut, true, "Paused", "Resumed"},
+		{"resumed", condition.ReasonRolloutPaused, false, "Resumed", "Paused"},
+		{"still paused", condition.ReasonRolloutPaused, true, "", "Resumed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old, ss := newImage(t)
 			ss.Spec.UpdateStrategy.Paused = tc.paused
-			ss.Status.Conditions = []metav1.Condition{{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: tc.was, LastTransitionTime: metav1.Now()}}
+			ss.Status.Conditions = []metav1.Condition{{Type: condition.Progressing, Status: metav1.ConditionTrue, Reason: tc.was, LastTransitionTime: metav1.Now()}}
 			h := newHarness(t, old, ss)
 			if _, err := h.round(); err != nil {
 				t.Fatal(err)
@@ -473,7 +476,7 @@ func TestRoundAdoptsImportedRevisions(t *testing.T) {
 	old, ss := newImage(t)
 	h := newHarness(t, old, ss)
 	imported := func(from *v1alpha1.SidecarSet, name string, n int64) {
-		r := NewRevision(from, name, n)
+		r := history.NewRevision(from, name, n)
 		r.OwnerReferences = nil
 		if err := h.store.Create(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -512,7 +515,7 @@ func TestRoundKeepsRevisionsImportedAhead(t *testing.T) {
 	h := newHarness(t, old, ss)
 	later := old.DeepCopy()
 	later.Name, later.UID = "later", "deleted-uid"
-	owned, importedRev := NewRevision(later, "later-1", 1), NewRevision(later, "later-2", 2)
+	owned, importedRev := history.NewRevision(later, "later-1", 1), history.NewRevision(later, "later-2", 2)
 	importedRev.OwnerReferences = nil
 	for _, r := range []*v1alpha1.SidecarSetRevision{owned, importedRev} {
 		if err := h.store.Create(context.Background(), r); err != nil {
@@ -631,7 +634,7 @@ func TestRefusedUpgradeWaitsItsBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sync()
-	h.clock.Step(evictionBackoffInitial + time.Second)
+	h.clock.Step(backoff.Initial + time.Second)
 	if _, err := h.round(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/inplace/inplacetest"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
 	"github.com/sidecarset/apiserver/pkg/generated/clientset/versioned/fake"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 )
@@ -37,6 +38,8 @@ import (
 // podsPeriod is the delay a round asks for while its last writes are not in the cache; a planned
 // round that has pods left to upgrade asks for five times as much.
 const podsPeriod = time.Second
+
+var t0 = inplacetest.T0
 
 type harness struct {
 	t      *testing.T
@@ -70,7 +73,7 @@ func newHarness(t *testing.T, old, ss *v1alpha1.SidecarSet) *harness {
 	h.kube.PrependReactor("patch", "pods", h.patchPod)
 	own := informers.NewSharedInformerFactory(h.own, 0)
 	kube := kubeinformers.NewSharedInformerFactory(h.kube, 0)
-	src, err := NewPodSource(kube.Core().V1().Pods(), kube.Core().V1().Namespaces())
+	src, err := podcache.NewSource(kube.Core().V1().Pods(), kube.Core().V1().Namespaces())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func newHarness(t *testing.T, old, ss *v1alpha1.SidecarSet) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sets, h.revisions, h.pods = own.Apps().V1alpha1().SidecarSets().Informer().GetIndexer(), own.Apps().V1alpha1().SidecarSetRevisions().Informer().GetIndexer(), src.pods.GetIndexer()
+	h.sets, h.revisions, h.pods = own.Apps().V1alpha1().SidecarSets().Informer().GetIndexer(), own.Apps().V1alpha1().SidecarSetRevisions().Informer().GetIndexer(), kube.Core().V1().Pods().Informer().GetIndexer()
 	h.sync()
 	return h
 }
@@ -98,7 +101,7 @@ func (h *harness) sync() {
 	}
 	var cachedPods, cachedSets, revs []interface{}
 	for _, p := range pods.(*corev1.PodList).Items {
-		obj, _ := CachePod(&p)
+		obj, _ := podcache.Transform(&p)
 		cachedPods = append(cachedPods, obj)
 	}
 	for i := range sets.(*v1alpha1.SidecarSetList).Items {
@@ -235,7 +238,7 @@ func (h *harness) drain() []string {
 	}
 }
 
-// revisionStore is the controller's RevisionWriter: SidecarSetRevisions by name.
+// revisionStore is the controller's history.Store: SidecarSetRevisions by name.
 type revisionStore struct {
 	mu    sync.Mutex
 	items map[string]*v1alpha1.SidecarSetRevision

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/condition"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
@@ -84,25 +85,25 @@ func (c *Controller) desiredStatus(current, cached, ss *v1alpha1.SidecarSet, fac
 		st.ObservedGeneration = cached.Generation
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.SidecarSetReconciling) // set by the create
 		if c.injection != nil {
-			setInjectionCondition(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
+			condition.SetInjection(st, c.injection(cached), cached.Generation, metav1.NewTime(c.clock.Now()))
 		}
 		if c.widened != nil {
 			w, widened := c.widened(cached.Name)
-			setWideningCondition(st, w, widened, cached.Generation, metav1.NewTime(c.clock.Now()))
+			condition.SetWidening(st, w, widened, cached.Generation, metav1.NewTime(c.clock.Now()))
 		}
 	}
 	if facts != nil {
 		st.MatchedPods, st.UpdatedPods = facts.counts.Matched, facts.counts.Updated
 		st.ReadyPods, st.UpdatedReadyPods = facts.counts.Ready, facts.counts.UpdatedReady
 		st.NotInjectedPods = int32(len(facts.missed))
-		setMissedCondition(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
+		condition.SetMissed(st, facts.missed, cached.Generation, metav1.NewTime(c.clock.Now()))
 		if facts.plan != nil {
 			st.NamespaceHolds, facts.newlyLapsed = rollout.NextHolds(current.Status.NamespaceHolds, facts.lapsed, facts.plan, c.clock.Now())
 		}
 		st.Backoffs = rollout.BackoffsStatus(facts.backoffs)
 		st.PreDownloadingPods, st.PreDownloadedPods = facts.preDownloading, facts.preDownloaded
 		st.InFlightEvictions = rollout.EvictionsStatus(rollout.MergeEvictions(facts.evictions, recordedSince(cached, current)))
-		facts.ready, facts.progressing = setRolloutConditions(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
+		facts.ready, facts.progressing = condition.SetRollout(st, facts.progress, observed, cached.Name, cached.Generation, metav1.NewTime(c.clock.Now()))
 	}
 	return st
 }

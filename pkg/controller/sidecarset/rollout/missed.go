@@ -154,6 +154,10 @@ func NewEviction(pod *Pod, pods []*Pod, now time.Time) Eviction {
 	return Eviction{Namespace: pod.Namespace, Name: pod.Name, Owner: pod.Owner(), Want: want, At: now}
 }
 
+// EvictionTTL bounds how long an eviction holds a unit of the budget while its owner has not
+// replaced the pod (the ttl of InFlight that the controller and the rollout view pass).
+const EvictionTTL = 10 * time.Minute
+
 // InFlight returns the evictions not settled yet: an eviction settles once its owner has at least
 // Want active pods among pods again, every one of them ready, or once ttl has passed since it (an
 // owner scaled down or deleted replaces nothing). Until then it holds a unit of the budget: the

@@ -1,4 +1,4 @@
-package sidecarset
+package condition
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func TestInjectionCondition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := injectionCondition(&tc.in, 7)
-			if c.Type != ConditionInjected || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 || !strings.Contains(c.Message, tc.messageHas) {
+			if c.Type != Injected || c.Status != tc.status || c.Reason != tc.reason || c.ObservedGeneration != 7 || !strings.Contains(c.Message, tc.messageHas) {
 				t.Errorf("got %+v, want status %s reason %s, message with %q", c, tc.status, tc.reason, tc.messageHas)
 			}
 		})
@@ -40,12 +40,12 @@ func TestInjectionConditionTransition(t *testing.T) {
 	t1 := metav1.NewTime(t0.Add(time.Minute))
 	t2 := metav1.NewTime(t0.Add(2 * time.Minute))
 	var st v1alpha1.SidecarSetStatus
-	setInjectionCondition(&st, &v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled"}, 1, t0)
-	setInjectionCondition(&st, &v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled"}, 2, t1)
+	SetInjection(&st, &v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled"}, 1, t0)
+	SetInjection(&st, &v1alpha1.RolloutInjection{Path: "Policy", Reason: "Compiled"}, 2, t1)
 	if len(st.Conditions) != 1 || !st.Conditions[0].LastTransitionTime.Equal(&t0) || st.Conditions[0].ObservedGeneration != 2 {
 		t.Fatalf("unchanged status: %+v", st.Conditions)
 	}
-	setInjectionCondition(&st, &v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused"}, 3, t2)
+	SetInjection(&st, &v1alpha1.RolloutInjection{Path: "None", Reason: "InjectionPaused"}, 3, t2)
 	if len(st.Conditions) != 1 || !st.Conditions[0].LastTransitionTime.Equal(&t2) || st.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatalf("changed status: %+v", st.Conditions)
 	}
@@ -61,8 +61,8 @@ func TestWideningCondition(t *testing.T) {
 		widened bool
 		want    metav1.ConditionStatus // "" for no condition
 	}{{false, ""}, {true, metav1.ConditionTrue}, {false, metav1.ConditionFalse}} {
-		setWideningCondition(&st, w, step.widened, 1, now)
-		c := meta.FindStatusCondition(st.Conditions, ConditionWebhookReceivesEveryPod)
+		SetWidening(&st, w, step.widened, 1, now)
+		c := meta.FindStatusCondition(st.Conditions, WebhookReceivesEveryPod)
 		switch {
 		case step.want == "" && c != nil, step.want != "" && (c == nil || c.Status != step.want):
 			t.Errorf("widened %v: condition %+v, want status %q", step.widened, c, step.want)
@@ -88,18 +88,18 @@ func TestInjectionFromCondition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-			setInjectionCondition(&ss.Status, &tc.in, 3, metav1.Now())
-			got, ok := InjectionFromCondition(ss)
+			SetInjection(&ss.Status, &tc.in, 3, metav1.Now())
+			got, ok := InjectionFrom(ss)
 			if !ok || *got != tc.in {
 				t.Errorf("read back %+v (%v), the leader decided %+v", got, ok, tc.in)
 			}
 			ss.Generation = 4 // changed since the leader decided
-			if got, ok := InjectionFromCondition(ss); ok {
+			if got, ok := InjectionFrom(ss); ok {
 				t.Errorf("a condition of generation 3 read back for generation 4: %+v", got)
 			}
 		})
 	}
-	if got, ok := InjectionFromCondition(&v1alpha1.SidecarSet{}); ok {
+	if got, ok := InjectionFrom(&v1alpha1.SidecarSet{}); ok {
 		t.Errorf("no condition read back as %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package sidecarset
+package history
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ func foreignNames(t *testing.T, n int) []string {
 
 // numbers returns the revision numbers kept, in order: existing (renumbered by the plan) and
 // created, less the pruned.
-func numbers(existing []*v1alpha1.SidecarSetRevision, plan HistoryPlan) []int64 {
+func numbers(existing []*v1alpha1.SidecarSetRevision, plan Plan) []int64 {
 	pruned := sets.New(plan.Prune...)
 	var out []int64
 	for _, r := range append(existing, plan.Create) {
@@ -83,11 +83,11 @@ func span(from, to int64) []int64 {
 	return out
 }
 
-// TestPlanHistoryCap: pinned revisions and revisions pods name are kept beyond
+// TestCompareCap: pinned revisions and revisions pods name are kept beyond
 // revisionHistoryLimit up to RevisionCap (max(limit, 10)); beyond it the oldest of those pods name
 // go, never the latest nor a pinned one; a name that is not one of the SidecarSet's revisions
 // protects nothing.
-func TestPlanHistoryCap(t *testing.T) {
+func TestCompareCap(t *testing.T) {
 	type setup struct {
 		ss       *v1alpha1.SidecarSet
 		existing []*v1alpha1.SidecarSetRevision
@@ -171,7 +171,7 @@ func TestPlanHistoryCap(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.setup(t)
-			got, err := PlanHistory(s.ss, s.existing, 0, sets.New(s.inUse...))
+			got, err := Compare(s.ss, s.existing, 0, sets.New(s.inUse...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func simulateHistory(t *testing.T, limit *int32, pin bool) {
 			inUse.Insert(name)
 			existing = append(existing, r)
 		}
-		plan, err := PlanHistory(ss, existing, 0, inUse)
+		plan, err := Compare(ss, existing, 0, inUse)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func simulateHistory(t *testing.T, limit *int32, pin bool) {
 }
 
 // applyPlan does to stored what the history writer does to storage.
-func applyPlan(stored map[string]*v1alpha1.SidecarSetRevision, plan HistoryPlan) {
+func applyPlan(stored map[string]*v1alpha1.SidecarSetRevision, plan Plan) {
 	for _, r := range []*v1alpha1.SidecarSetRevision{plan.Create, plan.Renumber, plan.Relabel} {
 		if r != nil {
 			stored[r.Name] = r
@@ -262,10 +262,10 @@ func hasVersion(stored map[string]*v1alpha1.SidecarSetRevision, version string) 
 	return false
 }
 
-// FuzzPlanHistoryCap: whatever the history, limit, pin and revisions pods name, the plan keeps
+// FuzzCompareCap: whatever the history, limit, pin and revisions pods name, the plan keeps
 // at most RevisionCap revisions, never prunes the latest nor a pinned one, and prunes only
 // revisions it was given.
-func FuzzPlanHistoryCap(f *testing.F) {
+func FuzzCompareCap(f *testing.F) {
 	f.Add(uint8(30), int8(1), uint64(1<<30-1), uint8(3), false)
 	f.Add(uint8(12), int8(-1), uint64(0), uint8(0), true)
 	f.Add(uint8(40), int8(15), uint64(0xf0f0f0f0f0), uint8(39), false)
@@ -288,7 +288,7 @@ func FuzzPlanHistoryCap(f *testing.F) {
 				inUse.Insert(r.Name)
 			}
 		}
-		plan, err := PlanHistory(ss, revs, 0, inUse)
+		plan, err := Compare(ss, revs, 0, inUse)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,9 +311,9 @@ func FuzzPlanHistoryCap(f *testing.F) {
 	})
 }
 
-// TestPlanHistoryOverCap: the plan lists, apart, the pruned revisions that pods named or a pin
+// TestCompareOverCap: the plan lists, apart, the pruned revisions that pods named or a pin
 // held, those the cap took, for the writer's warning.
-func TestPlanHistoryOverCap(t *testing.T) {
+func TestCompareOverCap(t *testing.T) {
 	revs := history(t, 30)
 	for _, tc := range []struct {
 		name  string
@@ -327,7 +327,7 @@ func TestPlanHistoryOverCap(t *testing.T) {
 		{"unused ones pruned first, not listed", 3, namesOf(revs, 15, 30), namesOf(revs, 15, 21)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanHistory(sidecarSet("img:31", tc.limit), revs, 0, sets.New(tc.inUse...))
+			got, err := Compare(sidecarSet("img:31", tc.limit), revs, 0, sets.New(tc.inUse...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -360,9 +360,9 @@ func TestHistoryEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, e := range historyEvents(ss, tc.written) {
-				got = append(got, e.reason+": "+e.message)
-				if (e.reason == "RevisionCapReached") != (e.eventType == corev1.EventTypeWarning) {
-					t.Errorf("event %s of type %s", e.reason, e.eventType)
+				got = append(got, e.Reason+": "+e.Message)
+				if (e.Reason == "RevisionCapReached") != (e.Type == corev1.EventTypeWarning) {
+					t.Errorf("event %s of type %s", e.Reason, e.Type)
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -1,4 +1,4 @@
-package sidecarset
+package pull
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/event"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 	"github.com/sidecarset/apiserver/pkg/predownload"
 	"github.com/sidecarset/apiserver/pkg/sidecar"
@@ -51,9 +52,9 @@ type PreDownloads struct {
 	onPull func(sidecarSet string)                            // queues a round (the controller's)
 }
 
-// NewPreDownloads returns the pre-download of a server whose namespace is namespace, on the main
+// New returns the pre-download of a server whose namespace is namespace, on the main
 // cluster's client.
-func NewPreDownloads(kube kubernetes.Interface, namespace string, clk clock.Clock) (*PreDownloads, error) {
+func New(kube kubernetes.Interface, namespace string, clk clock.Clock) (*PreDownloads, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -182,25 +183,24 @@ func (d *PreDownloads) Annotate(ss *v1alpha1.SidecarSet, plan *rollout.Result, s
 	}
 }
 
-// preDownload plans and starts the pulls of a round of ss from its plan (whose Upcoming pods the
-// pulls are for), deletes the pull pods that ended or are not needed, and sets in opts the pods
-// whose upgrades wait for a pull. It returns the events of failed and timed-out pulls, and
-// whether opts holds pods (the round plans again with them).
-func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, opts *rollout.Options) ([]event, bool) {
-	d := c.preDownloads
+// Round plans and starts the pulls of a round of ss from its plan (whose Upcoming pods the pulls
+// are for), deletes the pull pods that ended or are not needed, and sets in opts the pods whose
+// upgrades wait for a pull. It returns the events of failed and timed-out pulls, and whether
+// opts holds pods (the round plans again with them). A nil PreDownloads does nothing.
+func (d *PreDownloads) Round(ctx context.Context, ss *v1alpha1.SidecarSet, plan *rollout.Result, opts *rollout.Options) ([]event.Pending, bool) {
 	if d == nil {
 		return nil, false
 	}
 	cfg, errs := predownload.Parse(ss.Annotations, field.NewPath("metadata", "annotations"))
 	if cfg == nil || len(errs) > 0 || v1alpha1.AsNamespaced(ss) != nil {
-		d.forget(ctx, ss.Name)
+		d.Forget(ctx, ss.Name)
 		return nil, false
 	}
 	d.mu.Lock()
 	ended := maps.Clone(d.prune(ss)) // the plan reads it while other rounds may forget
 	d.mu.Unlock()
 	res := predownload.Plan(predownload.Input{
-		Config: *cfg, Now: c.clock.Now(), Needs: needs(ss, plan.Upcoming), OnNode: d.onNode,
+		Config: *cfg, Now: d.clock.Now(), Needs: needs(ss, plan.Upcoming), OnNode: d.onNode,
 		Pulls: d.pullsOf(ss.Name), Ended: ended, UpdatedReady: plan.Counts.UpdatedReady, Matched: plan.Counts.Matched,
 	})
 	d.mu.Lock()
@@ -210,15 +210,15 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		}
 	}
 	d.mu.Unlock()
-	var events []event
+	var events []event.Pending
 	for _, o := range res.Ended {
 		switch o.Result {
 		case predownload.ResultFailed:
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadFailed, fmt.Sprintf(
-				"pre-download of %s onto node %s failed (the upgrades of its pods go on without): %s", o.Image, o.Node, o.Message)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadFailed, fmt.Sprintf(
+				"pre-download of %s onto node %s failed (the upgrades of its pods go on without): %s", o.Image, o.Node, o.Message)))
 		case predownload.ResultTimedOut:
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadTimedOut, fmt.Sprintf(
-				"pre-download of %s onto node %s did not end within %s (the upgrades of its pods go on without)", o.Image, o.Node, cfg.Timeout)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadTimedOut, fmt.Sprintf(
+				"pre-download of %s onto node %s did not end within %s (the upgrades of its pods go on without)", o.Image, o.Node, cfg.Timeout)))
 		}
 	}
 	for _, p := range res.Delete {
@@ -228,8 +228,8 @@ func (c *Controller) preDownload(ctx context.Context, ss *v1alpha1.SidecarSet, p
 		pod := predownload.NewPod(d.namespace, ss.Name, k, ss.Spec.ImagePullSecrets, *cfg)
 		if _, err := d.kube.CoreV1().Pods(d.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			klog.ErrorS(err, "creating a pull pod", "sidecarset", ss.Name, "node", k.Node, "image", k.Image)
-			events = append(events, event{ss, corev1.EventTypeWarning, ReasonPreDownloadFailed, fmt.Sprintf(
-				"could not create the pull pod of %s onto node %s (retried): %v", k.Image, k.Node, err)})
+			events = append(events, event.Warning(ss, ReasonPreDownloadFailed, fmt.Sprintf(
+				"could not create the pull pod of %s onto node %s (retried): %v", k.Image, k.Node, err)))
 		}
 	}
 	d.mu.Lock()
@@ -265,9 +265,9 @@ func (d *PreDownloads) statesOf(ss *v1alpha1.SidecarSet, plan *rollout.Result) m
 	return byKey
 }
 
-// counts returns how many pods of plan still to upgrade wait for their pull, and how many have
+// Counts returns how many pods of plan still to upgrade wait for their pull, and how many have
 // their images on their node (status.preDownloadingPods, status.preDownloadedPods).
-func (d *PreDownloads) counts(ss *v1alpha1.SidecarSet, plan *rollout.Result) (downloading, downloaded int32) {
+func (d *PreDownloads) Counts(ss *v1alpha1.SidecarSet, plan *rollout.Result) (downloading, downloaded int32) {
 	for _, s := range d.statesOf(ss, plan) {
 		switch s {
 		case predownload.Downloading:
@@ -296,9 +296,9 @@ func (d *PreDownloads) prune(ss *v1alpha1.SidecarSet) map[predownload.Key]predow
 	return ended
 }
 
-// forget deletes the pull pods of the named SidecarSet and what it remembers of it: the
+// Forget deletes the pull pods of the named SidecarSet and what it remembers of it: the
 // SidecarSet is gone, or does not ask for pre-download (any more).
-func (d *PreDownloads) forget(ctx context.Context, name string) {
+func (d *PreDownloads) Forget(ctx context.Context, name string) {
 	if d == nil {
 		return
 	}
@@ -351,9 +351,9 @@ func needs(ss *v1alpha1.SidecarSet, pods []*rollout.Pod) []predownload.Need {
 	return out
 }
 
-// watchPulls has the controller's rounds follow the pull pods: a pull that ends queues a round of
+// WatchPulls has the controller's rounds follow the pull pods: a pull that ends queues a round of
 // its SidecarSet.
-func (d *PreDownloads) watchPulls(add func(name string)) {
+func (d *PreDownloads) WatchPulls(add func(name string)) {
 	d.mu.Lock()
 	d.onPull = add
 	d.mu.Unlock()

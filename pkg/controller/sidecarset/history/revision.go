@@ -1,4 +1,4 @@
-package sidecarset
+package history
 
 import (
 	"sort"
@@ -11,23 +11,16 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// This file is the pure revision history logic: which SidecarSetRevision records the current
-// spec, under which name, and which old revisions may be pruned.
-//
-// The snapshot, name and lookup rules are package revision's (shared with kubectl sidecarset
-// migrate). The newest revision always equals the live spec; an older identical revision is
-// renumbered instead of duplicated. A revision recorded elsewhere (OpenKruise's, imported by
-// kubectl sidecarset migrate) is reused whatever its name; a revision without a controlling
-// SidecarSet is adopted by the SidecarSet it is labelled with. Pruning never deletes the latest
-// revision and never keeps more than RevisionCap revisions, pinned and in-use ones included.
+// This file is the pure revision history logic (see the package comment); history.go writes
+// what it plans.
 
 // NewRevision builds the revision of the SidecarSet's current spec, numbered next (revision.New).
 func NewRevision(ss *v1alpha1.SidecarSet, name string, next int64) *v1alpha1.SidecarSetRevision {
 	return revision.New(ss, name, next)
 }
 
-// HistoryPlan says how to make the revision history match a SidecarSet.
-type HistoryPlan struct {
+// Plan says how to make the revision history match a SidecarSet.
+type Plan struct {
 	// Create is a new revision to record; nil when an existing one matches the spec.
 	Create *v1alpha1.SidecarSetRevision
 	// Renumber is an older identical revision to make the newest (roll back); nil otherwise.
@@ -48,14 +41,14 @@ type HistoryPlan struct {
 	Adopt []*v1alpha1.SidecarSetRevision
 }
 
-// PlanHistory compares the SidecarSet with its existing revisions (any order). Revisions pinned by
+// Compare compares the SidecarSet with its existing revisions (any order). Revisions pinned by
 // injectionStrategy.revision or named in inUse (those pods run, as their annotations claim) are
 // kept beyond revisionHistoryLimit, up to RevisionCap revisions in all.
-func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (HistoryPlan, error) {
+func Compare(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevision, collisionCount int32, inUse sets.Set[string]) (Plan, error) {
 	revs := append([]*v1alpha1.SidecarSetRevision(nil), existing...)
 	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
 	snapshot := revision.Snapshot(ss)
-	var plan HistoryPlan
+	var plan Plan
 	var next int64 = 1
 	if n := len(revs); n > 0 {
 		next = revs[n-1].Revision + 1
@@ -81,7 +74,7 @@ func PlanHistory(ss *v1alpha1.SidecarSet, existing []*v1alpha1.SidecarSetRevisio
 	} else {
 		name, err := revision.Name(ss.Name, snapshot, collisionCount)
 		if err != nil {
-			return HistoryPlan{}, err
+			return Plan{}, err
 		}
 		plan.Create = NewRevision(ss, name, next)
 		plan.Latest = name

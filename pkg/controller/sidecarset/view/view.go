@@ -1,4 +1,4 @@
-package sidecarset
+package view
 
 import (
 	"context"
@@ -10,14 +10,17 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/podcache"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/pull"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/resize"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// Viewer computes the GET sidecarsets/<name>/rollout view from the pod caches with the same
+// Rollout computes the GET sidecarsets/<name>/rollout view from the pod caches with the same
 // planner the controller uses, so the view says exactly what the next round would do. Every
 // replica serves it, leader or not.
-type Viewer struct {
-	Pods *PodSource
+type Rollout struct {
+	Pods *podcache.Source
 	// Injection, when set, says which admission path injects a SidecarSet.
 	Injection func(ss *v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	// ExcludedNamespaces are the namespaces excluded from injection.
@@ -26,27 +29,27 @@ type Viewer struct {
 	// one of them shadows misses the pod for that reason).
 	SidecarSets func(name string) *v1alpha1.SidecarSet
 	// Resizes, when set, is the controller's: the view plans resizes as rounds do.
-	Resizes *Resizes
+	Resizes *resize.Support
 	// Clock, when set, is the controller's (the real clock when nil): the view lets namespaces'
 	// holds lapse and evictions settle as rounds do, from what the SidecarSet's status records.
 	Clock clock.PassiveClock
 	// PreDownloads, when set, is the controller's: the view holds the pods its last round held,
 	// and shows their pre-download states.
-	PreDownloads *PreDownloads
+	PreDownloads *pull.PreDownloads
 }
 
 // View returns the rollout view of ss.
-func (v Viewer) View(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+func (v Rollout) View(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
 	return v.view(internal, rollout.PlanWith)
 }
 
 // Preview returns the view of a whole rollout of ss, a SidecarSet with a proposed spec: each pod
 // also has the batch that would upgrade it (rollout.Preview).
-func (v Viewer) Preview(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
+func (v Rollout) Preview(_ context.Context, internal *apps.SidecarSet) (*apps.SidecarSetRollout, error) {
 	return v.view(internal, rollout.PreviewWith)
 }
 
-func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSet, []*rollout.Pod, rollout.Options) *rollout.Result) (*apps.SidecarSetRollout, error) {
+func (v Rollout) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSet, []*rollout.Pod, rollout.Options) *rollout.Result) (*apps.SidecarSetRollout, error) {
 	ss := &v1alpha1.SidecarSet{}
 	if err := v1alpha1.Convert_apps_SidecarSet_To_v1alpha1_SidecarSet(internal, ss, nil); err != nil {
 		return nil, err
@@ -60,10 +63,10 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	opts.Lapsed = rollout.LapsedHolds(ss.Status.NamespaceHolds, now)
 	opts.Deferred, opts.ResizeRefused = rollout.BackoffOptions(rollout.ActiveBackoffs(ss.Status.Backoffs, ss.Status.LatestRevision, now),
 		ss.Annotations[rollout.RecreateAnnotation] == "true")
-	opts.InFlightEvictions = len(rollout.InFlight(rollout.EvictionsFromStatus(ss.Status.InFlightEvictions), pods, now, evictionTTL))
+	opts.InFlightEvictions = len(rollout.InFlight(rollout.EvictionsFromStatus(ss.Status.InFlightEvictions), pods, now, rollout.EvictionTTL))
 	opts.PreDownloading = v.PreDownloads.Holding(ss)
 	plan := planner(ss, pods, opts)
-	status := RolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
+	status := rolloutStatus(ss, plan, rollout.ExplainMissed(ss, plan.NotInjected, v.excluded, v.SidecarSets))
 	v.PreDownloads.Annotate(ss, plan, &status)
 	if v.Injection != nil {
 		status.Injection = v.Injection(ss)
@@ -73,21 +76,21 @@ func (v Viewer) view(internal *apps.SidecarSet, planner func(*v1alpha1.SidecarSe
 	return out, err
 }
 
-func (v Viewer) now() time.Time {
+func (v Rollout) now() time.Time {
 	if v.Clock == nil {
 		return time.Now()
 	}
 	return v.Clock.Now()
 }
 
-func (v Viewer) excluded(namespace string) bool {
-	return v.Pods.excludedFromInjection(namespace, v.ExcludedNamespaces)
+func (v Rollout) excluded(namespace string) bool {
+	return v.Pods.ExcludedFromInjection(namespace, v.ExcludedNamespaces)
 }
 
-// RolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
+// rolloutStatus turns a plan into the rollout view: per pod state and reason, then the pods that
 // missed the injection (state NotInjected), per revision pod counts (latest first, then by
 // count), the resolved budget and partition.
-func RolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed) v1alpha1.SidecarSetRolloutStatus {
+func rolloutStatus(ss *v1alpha1.SidecarSet, plan *rollout.Result, missed []rollout.Missed) v1alpha1.SidecarSetRolloutStatus {
 	st := v1alpha1.SidecarSetRolloutStatus{
 		ObservedGeneration: ss.Status.ObservedGeneration,
 		LatestRevision:     ss.Status.LatestRevision,

@@ -1,4 +1,4 @@
-package sidecarset
+package metric
 
 import (
 	"sync"
@@ -69,9 +69,9 @@ func registerMetrics() {
 	})
 }
 
-// progress turns rounds into metrics: it remembers when each pod was upgraded, to observe how long
+// Progress turns rounds into metrics: it remembers when each pod was upgraded, to observe how long
 // the pod took to be ready on the new spec, and which waiting reasons it last published.
-type progress struct {
+type Progress struct {
 	clock   clock.PassiveClock
 	mu      sync.Mutex
 	started map[types.UID]time.Time
@@ -80,22 +80,23 @@ type progress struct {
 	missed  map[string]map[types.UID]bool // SidecarSet -> pods reported as not injected
 }
 
-func newProgress(c clock.PassiveClock) *progress {
+// New returns the metrics of the rounds, on clock c; it registers them the first time.
+func New(c clock.PassiveClock) *Progress {
 	registerMetrics()
-	return &progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}, resizes: map[string]map[string]bool{}, missed: map[string]map[types.UID]bool{}}
+	return &Progress{clock: c, started: map[types.UID]time.Time{}, reasons: map[string]map[string]bool{}, resizes: map[string]map[string]bool{}, missed: map[string]map[types.UID]bool{}}
 }
 
-// upgraded records an in-place upgrade of pod by the SidecarSet.
-func (p *progress) upgraded(sidecarSet string, pod *corev1.Pod) {
+// Upgraded records an in-place upgrade of pod by the SidecarSet.
+func (p *Progress) Upgraded(sidecarSet string, pod *corev1.Pod) {
 	podsUpgraded.WithLabelValues(sidecarSet).Inc()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.started[pod.UID] = p.clock.Now()
 }
 
-// observe publishes the waiting pods of a round, whether its rollout is stalled (a pod failing to
+// Observe publishes the waiting pods of a round, whether its rollout is stalled (a pod failing to
 // run the new sidecar, as rollout.Progress reads it) and the durations of finished upgrades.
-func (p *progress) observe(sidecarSet string, plan *rollout.Result) {
+func (p *Progress) Observe(sidecarSet string, plan *rollout.Result) {
 	waiting, resizing := map[string]float64{}, map[string]float64{}
 	stalled := 0.0
 	p.mu.Lock()
@@ -150,9 +151,9 @@ func publish(g *metrics.GaugeVec, sidecarSet string, was map[string]bool, values
 	return now
 }
 
-// notInjected publishes the pods of a round that missed the SidecarSet's injection and returns
+// NotInjected publishes the pods of a round that missed the SidecarSet's injection and returns
 // those not reported before, each to be reported once.
-func (p *progress) notInjected(sidecarSet string, pods []*rollout.Pod) []*rollout.Pod {
+func (p *Progress) NotInjected(sidecarSet string, pods []*rollout.Pod) []*rollout.Pod {
 	podsNotInjected.WithLabelValues(sidecarSet).Set(float64(len(pods)))
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,9 +169,9 @@ func (p *progress) notInjected(sidecarSet string, pods []*rollout.Pod) []*rollou
 	return fresh
 }
 
-// reset drops every SidecarSet's gauges: a replica whose term ends no longer knows them, and the
+// Reset drops every SidecarSet's gauges: a replica whose term ends no longer knows them, and the
 // new leader reports them, so that sums over the replicas stay true.
-func (p *progress) reset() {
+func (p *Progress) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for sidecarSet, reasons := range p.reasons {
@@ -186,8 +187,8 @@ func (p *progress) reset() {
 	p.reasons, p.resizes = map[string]map[string]bool{}, map[string]map[string]bool{}
 }
 
-// forget drops a deleted SidecarSet's gauges.
-func (p *progress) forget(sidecarSet string) {
+// Forget drops a deleted SidecarSet's gauges.
+func (p *Progress) Forget(sidecarSet string) {
 	if sidecarSet == "" {
 		return
 	}
@@ -204,4 +205,9 @@ func (p *progress) forget(sidecarSet string) {
 		podsResizing.DeleteLabelValues(sidecarSet, reason)
 	}
 	delete(p.resizes, sidecarSet)
+}
+
+// WriteFailed counts a pod write of a round of the SidecarSet that failed (action says which).
+func WriteFailed(sidecarSet, action string) {
+	podWriteErrors.WithLabelValues(sidecarSet, action).Inc()
 }

@@ -1,4 +1,4 @@
-package sidecarset
+package condition
 
 import (
 	"os"
@@ -51,7 +51,7 @@ func TestAssessRollout(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if c.progressing.Reason != c.stalled.Reason || c.stalled.ObservedGeneration != 3 || c.stalled.Type != ConditionStalled {
+			if c.progressing.Reason != c.stalled.Reason || c.stalled.ObservedGeneration != 3 || c.stalled.Type != Stalled {
 				t.Errorf("Stalled %+v, Progressing %+v", c.stalled, c.progressing)
 			}
 			if c.stalled.Status == metav1.ConditionTrue && !strings.Contains(c.stalled.Message, "ns/p: ImagePullBackOff") {
@@ -80,8 +80,8 @@ func TestStalledRecorded(t *testing.T) {
 		{rollout.Progress{Total: 1, Updated: 1}, metav1.ConditionFalse, 4},
 	} {
 		now := metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))
-		setRolloutConditions(&st, step.p, true, "ss", 1, now)
-		c := meta.FindStatusCondition(st.Conditions, ConditionStalled)
+		SetRollout(&st, step.p, true, "ss", 1, now)
+		c := meta.FindStatusCondition(st.Conditions, Stalled)
 		switch {
 		case step.want == "" && c != nil:
 			t.Errorf("step %d: %+v, want no Stalled condition", i, c)
@@ -96,7 +96,7 @@ func TestStalledRecorded(t *testing.T) {
 // TestGitOpsReadsConditions: what the controller writes in each state of a rollout is read by
 // kstatus (Flux) and by the shipped Argo CD health script as it should be, for both kinds.
 func TestGitOpsReadsConditions(t *testing.T) {
-	script, err := os.ReadFile(filepath.Join("../../..", gitops.ScriptPath))
+	script, err := os.ReadFile(filepath.Join("../../../..", gitops.ScriptPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +133,9 @@ func TestGitOpsReadsConditions(t *testing.T) {
 				now := metav1.Now()
 				if tc.observed {
 					ss.Status.ObservedGeneration = 2
-					setInjectionCondition(&ss.Status, tc.injection, 2, now)
+					SetInjection(&ss.Status, tc.injection, 2, now)
 				}
-				setRolloutConditions(&ss.Status, tc.p, tc.observed, ss.Name, 2, now)
+				SetRollout(&ss.Status, tc.p, tc.observed, ss.Name, 2, now)
 				got, err := gitops.Evaluate(string(script), asObject(t, ss, kind))
 				if err != nil {
 					t.Fatal(err)

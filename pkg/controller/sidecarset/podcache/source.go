@@ -1,4 +1,4 @@
-package sidecarset
+package podcache
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -13,38 +13,38 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// PodSource lists the pods a SidecarSet selects from the main cluster's pod informer. The
-// informer keeps what planning reads of each pod (*rollout.Pod, see CachePod), not the pods.
-type PodSource struct {
+// Source lists the pods a SidecarSet selects from the main cluster's pod informer. The
+// informer keeps what planning reads of each pod (*rollout.Pod, see Transform), not the pods.
+type Source struct {
 	pods       cache.SharedIndexInformer
 	namespaces coreinformers.NamespaceInformer
 }
 
-// NewPodSource reads pods and namespaces from the given informers. It sets the pod informer's
-// transform to CachePod, so the informer must not have started and its lister must not be used.
-func NewPodSource(pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer) (*PodSource, error) {
+// NewSource reads pods and namespaces from the given informers. It sets Transform as the pod
+// informer's transform, so the informer must not have started and its lister must not be used.
+func NewSource(pods coreinformers.PodInformer, namespaces coreinformers.NamespaceInformer) (*Source, error) {
 	inf := pods.Informer()
-	if err := inf.SetTransform(CachePod); err != nil {
+	if err := inf.SetTransform(Transform); err != nil {
 		return nil, err
 	}
 	namespaces.Informer() // registers it with its factory
-	return &PodSource{pods: inf, namespaces: namespaces}, nil
+	return &Source{pods: inf, namespaces: namespaces}, nil
 }
 
 // HasSynced reports whether both caches are filled.
-func (s *PodSource) HasSynced() bool {
+func (s *Source) HasSynced() bool {
 	return s.pods.HasSynced() && s.namespaces.Informer().HasSynced()
 }
 
-// addEventHandler adds a handler of pod events.
-func (s *PodSource) addEventHandler(h cache.ResourceEventHandler) error {
+// AddEventHandler adds a handler of pod events.
+func (s *Source) AddEventHandler(h cache.ResourceEventHandler) error {
 	_, err := s.pods.AddEventHandler(h)
 	return err
 }
 
 // Select returns the pods selected by spec.selector in the namespaces spec.namespace and
 // spec.namespaceSelector allow (all namespaces when neither is set).
-func (s *PodSource) Select(ss *v1alpha1.SidecarSet) ([]*rollout.Pod, error) {
+func (s *Source) Select(ss *v1alpha1.SidecarSet) ([]*rollout.Pod, error) {
 	sel, err := apps.PodSelector(ss.Spec.Selector)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func matching(objs []interface{}, sel labels.Selector) []*rollout.Pod {
 
 // selectNamespaces returns the namespaces to look in, nil meaning all: those apps.SelectsNamespace
 // selects, without listing namespaces when spec.namespace or no namespaceSelector decides.
-func (s *PodSource) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) {
+func (s *Source) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) {
 	switch {
 	case ss.Spec.Namespace != "":
 		return []string{ss.Spec.Namespace}, nil
@@ -103,8 +103,8 @@ func (s *PodSource) selectNamespaces(ss *v1alpha1.SidecarSet) ([]string, error) 
 	return out, nil
 }
 
-// get returns the cached pod, or nil.
-func (s *PodSource) get(namespace, name string) *rollout.Pod {
+// Get returns the cached pod, or nil.
+func (s *Source) Get(namespace, name string) *rollout.Pod {
 	obj, ok, err := s.pods.GetIndexer().GetByKey(namespace + "/" + name)
 	if err != nil || !ok {
 		return nil
@@ -113,9 +113,9 @@ func (s *PodSource) get(namespace, name string) *rollout.Pod {
 	return p
 }
 
-// CachePod is the pod informer's transform: it keeps what planning reads of a pod (see
+// Transform is the pod informer's transform: it keeps what planning reads of a pod (see
 // rollout.Pod). Other objects pass unchanged, so it may see its own output again.
-func CachePod(obj interface{}) (interface{}, error) {
+func Transform(obj interface{}) (interface{}, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil

@@ -1,4 +1,4 @@
-package sidecarset
+package resize
 
 import (
 	"testing"
@@ -10,11 +10,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 )
 
-// TestResizesOptions: a revision is resizable to the spec when its sidecars differ in images and
+// TestSupportOptions: a revision is resizable to the spec when its sidecars differ in images and
 // resources only (found through the informer's index, whoever indexed it first).
-func TestResizesOptions(t *testing.T) {
+func TestSupportOptions(t *testing.T) {
 	sidecar := func(image, cpu string, env ...corev1.EnvVar) v1alpha1.SidecarContainer {
 		return v1alpha1.SidecarContainer{Container: corev1.Container{Name: "log", Image: image, Env: env,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
@@ -26,10 +27,10 @@ func TestResizesOptions(t *testing.T) {
 		}
 	}
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.SidecarSetRevision{}, 0, cache.Indexers{})
-	if _, err := indexRevisions(inf); err != nil { // the controller indexed it first
+	if _, err := history.IndexRevisions(inf); err != nil { // the controller indexed it first
 		t.Fatal(err)
 	}
-	r, err := NewResizes(nil, inf)
+	r, err := NewSupport(nil, inf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sidecarset
+package metric
 
 import (
 	"testing"
@@ -40,16 +40,16 @@ func series(t *testing.T, family, name string) int {
 func TestGaugesReset(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		drop func(p *progress)
+		drop func(p *Progress)
 	}{
-		{"term ended", func(p *progress) { p.reset() }},
-		{"SidecarSet deleted", func(p *progress) { p.forget("gauged") }},
+		{"term ended", func(p *Progress) { p.Reset() }},
+		{"SidecarSet deleted", func(p *Progress) { p.Forget("gauged") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProgress(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)))
+			p := New(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)))
 			waiting := &rollout.Result{Pods: []rollout.PodPlan{{Pod: &rollout.Pod{Namespace: "ns", Name: "a"}, State: "Waiting", Reason: rollout.ReasonMaxUnavailable}}}
-			p.observe("gauged", waiting)
-			p.notInjected("gauged", []*rollout.Pod{{Namespace: "ns", Name: "b"}})
+			p.Observe("gauged", waiting)
+			p.NotInjected("gauged", []*rollout.Pod{{Namespace: "ns", Name: "b"}})
 			if series(t, "sidecarset_pods_waiting", "gauged") == 0 || series(t, "sidecarset_pods_not_injected", "gauged") == 0 {
 				t.Fatal("no gauge to drop")
 			}
@@ -92,7 +92,7 @@ func gaugeValue(t *testing.T, family, name string) (float64, bool) {
 // Stalled as rollout.Progress reads it (the Stalled condition), 0 otherwise, and it follows the
 // rollout from one round to the next.
 func TestRolloutStalledGauge(t *testing.T) {
-	p := newProgress(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)))
+	p := New(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)))
 	pod := func(name string, state v1alpha1.PodRolloutState, reason string) rollout.PodPlan {
 		return rollout.PodPlan{Pod: &rollout.Pod{Namespace: "ns", Name: name}, State: state, Reason: reason}
 	}
@@ -109,7 +109,7 @@ func TestRolloutStalledGauge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := &rollout.Result{Pods: tc.pods}
-			p.observe("stalling", plan)
+			p.Observe("stalling", plan)
 			got, ok := gaugeValue(t, "sidecarset_rollout_stalled", "stalling")
 			if !ok {
 				t.Fatal("no sidecarset_rollout_stalled series")
@@ -152,7 +152,7 @@ func resizingValues(t *testing.T, name string) map[string]float64 {
 // TestPodsResizingGauge: sidecarset_pods_resizing counts the pods of each resize reason of a
 // round, and drops the reasons a later round no longer has.
 func TestPodsResizingGauge(t *testing.T) {
-	p := newProgress(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)))
+	p := New(clocktesting.NewFakePassiveClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)))
 	pod := func(name string, state v1alpha1.PodRolloutState, reason string) rollout.PodPlan {
 		return rollout.PodPlan{Pod: &rollout.Pod{Namespace: "ns", Name: name}, State: state, Reason: reason}
 	}
@@ -169,7 +169,7 @@ func TestPodsResizingGauge(t *testing.T) {
 		{"done", []rollout.PodPlan{pod("a", v1alpha1.PodRolloutUpdated, "")}, map[string]float64{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p.observe("resizing", &rollout.Result{Pods: tc.pods})
+			p.Observe("resizing", &rollout.Result{Pods: tc.pods})
 			if diff := cmp.Diff(tc.want, resizingValues(t, "resizing")); diff != "" {
 				t.Errorf("sidecarset_pods_resizing (-want +got):\n%s", diff)
 			}

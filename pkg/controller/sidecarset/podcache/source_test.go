@@ -1,4 +1,4 @@
-package sidecarset
+package podcache
 
 import (
 	"testing"
@@ -12,8 +12,6 @@ import (
 	"github.com/sidecarset/apiserver/pkg/sidecar"
 )
 
-var t0 = inplacetest.T0
-
 func TestCachePodKeepsWhatPlanningReads(t *testing.T) {
 	ss := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
 	pod := inplacetest.InjectedPod(t, ss)
@@ -21,15 +19,15 @@ func TestCachePodKeepsWhatPlanningReads(t *testing.T) {
 		corev1.PodCondition{Type: sidecar.UpgradableCondition, Status: corev1.ConditionFalse,
 			Reason: sidecar.NotUpgradableReason, Message: `{"ss":false}`},
 		corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, Message: "dropped"})
-	obj, err := CachePod(pod)
+	obj, err := Transform(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cached := obj.(*rollout.Pod)
-	if again, _ := CachePod(cached); again != obj {
-		t.Error("CachePod must pass its own output unchanged")
+	if again, _ := Transform(cached); again != obj {
+		t.Error("Transform must pass its own output unchanged")
 	}
-	cond, changed := inplace.UpgradableCondition(cached.Upgradable(), "ss", false, t0)
+	cond, changed := inplace.UpgradableCondition(cached.Upgradable(), "ss", false, inplacetest.T0)
 	if changed || cond.Message != `{"ss":false}` {
 		t.Errorf("the SidecarSetUpgradable message must be cached: %v %s", changed, cond.Message)
 	}

@@ -1,4 +1,4 @@
-package sidecarset
+package pull
 
 import (
 	"context"
@@ -19,12 +19,12 @@ import (
 	"github.com/sidecarset/apiserver/pkg/predownload"
 )
 
-// TestPreDownloadStep: a round of a SidecarSet with pre-download at parallelism 1 over three pods
+// TestRound: a round of a SidecarSet with pre-download at parallelism 1 over three pods
 // to upgrade, on nodes n1 (which lists the new image), n2 and n3. The pod on n1 is PreDownloaded;
 // a pull pod starts for n2, the first other pod in order; both the n2 and n3 pods are held.
 // The next round, n2's pull pod has ended: it is deleted, n2's pod is PreDownloaded, n3's pull
 // starts. A third round, n3's pull failed: deleted, a PreDownloadFailed event, nothing held.
-func TestPreDownloadStep(t *testing.T) {
+func TestRound(t *testing.T) {
 	ctx := context.Background()
 	old := inplacetest.SidecarSet(t, inplacetest.Doc, nil)
 	ss := inplacetest.SidecarSet(t, inplacetest.Doc, func(ss *v1alpha1.SidecarSet) {
@@ -40,8 +40,8 @@ func TestPreDownloadStep(t *testing.T) {
 	}
 	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"docker.io/library/log:2"}}}}}
 	kube := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(t0)
-	d, err := NewPreDownloads(kube, "sidecarset-system", clk)
+	clk := clocktesting.NewFakeClock(inplacetest.T0)
+	d, err := New(kube, "sidecarset-system", clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,6 @@ func TestPreDownloadStep(t *testing.T) {
 	if err := d.nodes.GetStore().Add(node); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{kube: kube, clock: clk, preDownloads: d}
 	plan := &rollout.Result{Upcoming: upcoming, Counts: rollout.Counts{Matched: 3}}
 
 	sync := func() { // the informer's store follows the cluster
@@ -76,10 +75,10 @@ func TestPreDownloadStep(t *testing.T) {
 		t.Helper()
 		sync()
 		opts := rollout.Options{}
-		events, _ := c.preDownload(ctx, ss, plan, &opts)
+		events, _ := d.Round(ctx, ss, plan, &opts)
 		var reasons []string
 		for _, e := range events {
-			reasons = append(reasons, e.reason)
+			reasons = append(reasons, e.Reason)
 		}
 		sync()
 		return reasons, opts.PreDownloading

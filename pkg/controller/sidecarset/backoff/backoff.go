@@ -1,4 +1,4 @@
-package sidecarset
+package backoff
 
 import (
 	"maps"
@@ -18,25 +18,25 @@ import (
 // resize (the node cannot fit it, the namespace's ResourceQuota or LimitRange) after 30 s,
 // doubling up to 10 minutes. A new revision of the SidecarSet tries again at once.
 const (
-	evictionBackoffInitial = 5 * time.Second
-	evictionBackoffMax     = 5 * time.Minute
-	resizeRetryInitial     = 30 * time.Second
-	resizeRetryMax         = 10 * time.Minute
+	Initial       = 5 * time.Second
+	Max           = 5 * time.Minute
+	ResizeInitial = 30 * time.Second
+	ResizeMax     = 10 * time.Minute
 )
 
 // backoffDelays are the initial and longest delay of each action.
 var backoffDelays = map[string][2]time.Duration{
-	rollout.BackoffUpgrade: {evictionBackoffInitial, evictionBackoffMax},
-	rollout.BackoffEvict:   {evictionBackoffInitial, evictionBackoffMax},
-	rollout.BackoffResize:  {resizeRetryInitial, resizeRetryMax},
+	rollout.BackoffUpgrade: {Initial, Max},
+	rollout.BackoffEvict:   {Initial, Max},
+	rollout.BackoffResize:  {ResizeInitial, ResizeMax},
 }
 
-// podBackoffs are the pods whose last upgrade, resize or eviction kube-apiserver refused, per
+// Pods are the pods whose last upgrade, resize or eviction kube-apiserver refused, per
 // SidecarSet: what this term saw, and what the SidecarSet's status recorded (status.backoffs,
-// merged by sync), so that a new leader waits as the last one would have. An entry is kept for
+// merged by Sync), so that a new leader waits as the last one would have. An entry is kept for
 // twice its longest delay after its retry, so that a refusal again doubles the delay. A nil
-// podBackoffs keeps nothing.
-type podBackoffs struct {
+// Pods keeps nothing.
+type Pods struct {
 	mu    sync.Mutex
 	clock clock.PassiveClock
 	bySet map[string]map[backoffID]v1alpha1.PodBackoff
@@ -47,13 +47,14 @@ type backoffID struct {
 	action string
 }
 
-func newPodBackoffs(clk clock.PassiveClock) *podBackoffs {
-	return &podBackoffs{clock: clk, bySet: map[string]map[backoffID]v1alpha1.PodBackoff{}}
+// New returns the backoffs of a term, on clk.
+func New(clk clock.PassiveClock) *Pods {
+	return &Pods{clock: clk, bySet: map[string]map[backoffID]v1alpha1.PodBackoff{}}
 }
 
-// sync drops the entries of ss kept for another revision or long past, and takes in those its
+// Sync drops the entries of ss kept for another revision or long past, and takes in those its
 // status records that this term lacks or knows to retry sooner.
-func (b *podBackoffs) sync(ss *v1alpha1.SidecarSet) {
+func (b *Pods) Sync(ss *v1alpha1.SidecarSet) {
 	if b == nil {
 		return
 	}
@@ -85,9 +86,9 @@ func (b *podBackoffs) sync(ss *v1alpha1.SidecarSet) {
 	}
 }
 
-// refuse records that kube-apiserver refused action on pod p for ss's latest revision, and
+// Refuse records that kube-apiserver refused action on pod p for ss's latest revision, and
 // returns how long p is left alone.
-func (b *podBackoffs) refuse(ss *v1alpha1.SidecarSet, p *rollout.Pod, action, message string) time.Duration {
+func (b *Pods) Refuse(ss *v1alpha1.SidecarSet, p *rollout.Pod, action, message string) time.Duration {
 	if b == nil {
 		return 0
 	}
@@ -104,8 +105,8 @@ func (b *podBackoffs) refuse(ss *v1alpha1.SidecarSet, p *rollout.Pod, action, me
 	return next.RetryAfter.Sub(now).Round(time.Second)
 }
 
-// reset forgets the backoff of action on the pod uid: kube-apiserver took it.
-func (b *podBackoffs) reset(ss *v1alpha1.SidecarSet, uid types.UID, action string) {
+// Reset forgets the backoff of action on the pod uid: kube-apiserver took it.
+func (b *Pods) Reset(ss *v1alpha1.SidecarSet, uid types.UID, action string) {
 	if b == nil {
 		return
 	}
@@ -114,8 +115,8 @@ func (b *podBackoffs) reset(ss *v1alpha1.SidecarSet, uid types.UID, action strin
 	delete(b.bySet[ss.Name], backoffID{uid, action})
 }
 
-// active returns the backoffs of ss that hold now.
-func (b *podBackoffs) active(ss *v1alpha1.SidecarSet) []v1alpha1.PodBackoff {
+// Active returns the backoffs of ss that hold now.
+func (b *Pods) Active(ss *v1alpha1.SidecarSet) []v1alpha1.PodBackoff {
 	if b == nil {
 		return nil
 	}
@@ -124,8 +125,8 @@ func (b *podBackoffs) active(ss *v1alpha1.SidecarSet) []v1alpha1.PodBackoff {
 	return rollout.ActiveBackoffs(slices.Collect(maps.Values(b.bySet[ss.Name])), ss.Status.LatestRevision, b.clock.Now())
 }
 
-// deferred reports whether action on the pod uid is in its backoff.
-func (b *podBackoffs) deferred(ss *v1alpha1.SidecarSet, uid types.UID, action string) bool {
+// Deferred reports whether action on the pod uid is in its backoff.
+func (b *Pods) Deferred(ss *v1alpha1.SidecarSet, uid types.UID, action string) bool {
 	if b == nil {
 		return false
 	}
@@ -135,8 +136,8 @@ func (b *podBackoffs) deferred(ss *v1alpha1.SidecarSet, uid types.UID, action st
 	return ok && e.Revision == ss.Status.LatestRevision && b.clock.Now().Before(e.RetryAfter.Time)
 }
 
-// forget drops a deleted SidecarSet's backoffs.
-func (b *podBackoffs) forget(name string) {
+// Forget drops a deleted SidecarSet's backoffs.
+func (b *Pods) Forget(name string) {
 	if b == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package sidecarset
+package history
 
 import (
 	"testing"
@@ -13,11 +13,11 @@ import (
 // by none, and indexing an informer twice (two controllers sharing it) is harmless.
 func TestRevisionIndex(t *testing.T) {
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &v1alpha1.SidecarSetRevision{}, 0, cache.Indexers{})
-	idx, err := indexRevisions(inf)
+	idx, err := IndexRevisions(inf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := indexRevisions(inf); err != nil {
+	if _, err := IndexRevisions(inf); err != nil {
 		t.Fatalf("indexing again: %v", err)
 	}
 	rev := func(name, owner string) *v1alpha1.SidecarSetRevision {
@@ -32,12 +32,12 @@ func TestRevisionIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{revisionIndex: idx}
+	w := &Writer{index: idx}
 	for _, tc := range []struct {
 		sidecarSet string
 		want       int
 	}{{"a", 2}, {"b", 1}, {"c", 0}, {"", 0}} {
-		if got := c.revisionsNamed(tc.sidecarSet); len(got) != tc.want {
+		if got := w.named(tc.sidecarSet); len(got) != tc.want {
 			t.Errorf("revisions of %q: %d, want %d", tc.sidecarSet, len(got), tc.want)
 		}
 	}

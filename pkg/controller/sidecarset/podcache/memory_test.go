@@ -1,4 +1,4 @@
-package sidecarset
+package podcache
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkCachedPodBytes reports the heap a cached pod costs: decoded pods (as the informer
-// receives them) go through CachePod and are kept, with a collection every 1,000 pods as a server
+// receives them) go through Transform and are kept, with a collection every 1,000 pods as a server
 // sees while pods arrive over minutes (shared strings must survive it), and the live heap growth
 // is divided by their number.
 func BenchmarkCachedPodBytes(b *testing.B) {
@@ -49,7 +49,7 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 			pod.Name = fmt.Sprintf("pod-%05d", j)
-			obj, _ := CachePod(pod)
+			obj, _ := Transform(pod)
 			kept = append(kept, obj)
 			if j%1000 == 999 {
 				runtime.GC()

@@ -1,4 +1,4 @@
-package sidecarset
+package resize
 
 import (
 	"fmt"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/hash"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/history"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// Resizes tells the planner what it needs to resize sidecars in place: whether the cluster can
+// Support tells the planner what it needs to resize sidecars in place: whether the cluster can
 // (the pod resize subresource), and which of a SidecarSet's revisions differ from its spec in
 // images and resources only. The controller and the rollout view share one.
-type Resizes struct {
+type Support struct {
 	support   func() (string, error)
 	revisions func(sidecarSet string) []*v1alpha1.SidecarSetRevision
 
@@ -27,23 +28,23 @@ type Resizes struct {
 	hashes      map[types.UID]string // by revision UID: revisions' sidecars never change
 }
 
-// NewResizes returns the Resizes of a cluster that discovery describes, reading each SidecarSet's
+// NewSupport returns the Support of a cluster that discovery describes, reading each SidecarSet's
 // revisions from the revision informer's index (added when missing, as the controller does).
-func NewResizes(d discovery.DiscoveryInterface, revisions cache.SharedIndexInformer) (*Resizes, error) {
-	index, err := indexRevisions(revisions)
+func NewSupport(d discovery.DiscoveryInterface, revisions cache.SharedIndexInformer) (*Support, error) {
+	index, err := history.IndexRevisions(revisions)
 	if err != nil {
 		return nil, err
 	}
-	return &Resizes{
-		support:   func() (string, error) { return ResizeSupport(d) },
-		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return revisionsIndexed(index, name) },
+	return &Support{
+		support:   func() (string, error) { return discover(d) },
+		revisions: func(name string) []*v1alpha1.SidecarSetRevision { return history.RevisionsOf(index, name) },
 		hashes:    map[types.UID]string{},
 	}, nil
 }
 
-// ResizeSupport says why the cluster cannot resize pods in place, "" when it can: kube-apiserver
+// discover says why the cluster cannot resize pods in place, "" when it can: kube-apiserver
 // serves pods/resize from Kubernetes 1.33 (beta, on by default; GA in 1.35).
-func ResizeSupport(d discovery.DiscoveryInterface) (string, error) {
+func discover(d discovery.DiscoveryInterface) (string, error) {
 	list, err := d.ServerResourcesForGroupVersion("v1")
 	if err != nil {
 		return "", err
@@ -57,7 +58,7 @@ func ResizeSupport(d discovery.DiscoveryInterface) (string, error) {
 }
 
 // Options returns what the planner knows of resizes for ss.
-func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
+func (r *Support) Options(ss *v1alpha1.SidecarSet) rollout.Options {
 	if r == nil {
 		return rollout.Options{}
 	}
@@ -79,7 +80,7 @@ func (r *Resizes) Options(ss *v1alpha1.SidecarSet) rollout.Options {
 
 // unsupportedReason discovers once whether the cluster resizes pods (again after a failed
 // discovery, which counts as unsupported meanwhile).
-func (r *Resizes) unsupportedReason() string {
+func (r *Support) unsupportedReason() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.known {
@@ -94,7 +95,7 @@ func (r *Resizes) unsupportedReason() string {
 	return why
 }
 
-func (r *Resizes) hash(rev *v1alpha1.SidecarSetRevision) string {
+func (r *Support) hash(rev *v1alpha1.SidecarSetRevision) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h, ok := r.hashes[rev.UID]; ok {

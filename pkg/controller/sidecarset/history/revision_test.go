@@ -1,4 +1,4 @@
-package sidecarset
+package history
 
 import (
 	"strings"
@@ -34,7 +34,7 @@ func revisionOf(t *testing.T, image string, n int64) *v1alpha1.SidecarSetRevisio
 	return NewRevision(ss, name, n)
 }
 
-func TestPlanHistory(t *testing.T) {
+func TestCompare(t *testing.T) {
 	v1, v2, v3 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2), revisionOf(t, "img:3", 3)
 	dup1 := revisionOf(t, "img:2", 1) // an imported revision recording v2's spec, numbered lower
 	dup1.Name = "imported"
@@ -59,7 +59,7 @@ func TestPlanHistory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanHistory(tc.ss, tc.existing, 0, nil)
+			got, err := Compare(tc.ss, tc.existing, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +83,7 @@ func TestPinnedRevisionIsNotPruned(t *testing.T) {
 	v1, v2 := revisionOf(t, "img:1", 1), revisionOf(t, "img:2", 2)
 	ss := sidecarSet("img:3", 1)
 	ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To(v1.Name)}
-	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
+	got, err := Compare(ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRevisionRunByPodsIsNotPruned(t *testing.T) {
 	if !inUse.Has(v2.Name) || inUse.Len() != 1 {
 		t.Fatalf("in use = %v, want %s", sets.List(inUse), v2.Name)
 	}
-	got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v1, v2, v3}, 0, inUse)
+	got, err := Compare(ss, []*v1alpha1.SidecarSetRevision{v1, v2, v3}, 0, inUse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +148,11 @@ func TestSplitOwned(t *testing.T) {
 	}
 }
 
-// TestPlanHistoryAdoptsImportedRevisions: revisions without a controller (imported from
+// TestCompareAdoptsImportedRevisions: revisions without a controller (imported from
 // OpenKruise, under OpenKruise's names) are the history of the SidecarSet they are labelled with:
 // the one equal to the spec is its latest (no duplicate recorded), an older one is renumbered on
 // rollback, and each gets the SidecarSet as its controller.
-func TestPlanHistoryAdoptsImportedRevisions(t *testing.T) {
+func TestCompareAdoptsImportedRevisions(t *testing.T) {
 	imported := func(image, name string, n int64) *v1alpha1.SidecarSetRevision {
 		r := revisionOf(t, image, n)
 		r.Name, r.OwnerReferences = name, nil
@@ -175,7 +175,7 @@ func TestPlanHistoryAdoptsImportedRevisions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ss := sidecarSet(tc.image, 10)
-			got, err := PlanHistory(ss, []*v1alpha1.SidecarSetRevision{v2, v1}, 0, nil)
+			got, err := Compare(ss, []*v1alpha1.SidecarSetRevision{v2, v1}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestPlanHistoryAdoptsImportedRevisions(t *testing.T) {
 				t.Errorf("adopted (-want +got):\n%s", diff)
 			}
 			if v1.OwnerReferences != nil || v2.OwnerReferences != nil {
-				t.Error("PlanHistory changed its input")
+				t.Error("Compare changed its input")
 			}
 		})
 	}
@@ -229,7 +229,7 @@ func TestCustomVersionRelabel(t *testing.T) {
 		{"a rollback with a custom version", withVersion("img:1", "green"), "", "green"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanHistory(tc.ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
+			got, err := Compare(tc.ss, []*v1alpha1.SidecarSetRevision{v1, v2}, 0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

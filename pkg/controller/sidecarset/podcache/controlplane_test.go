@@ -1,4 +1,4 @@
-package sidecarset
+package podcache
 
 import (
 	"testing"
@@ -9,12 +9,12 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
-// TestExcludedControlPlane: the controller and the rollout view count a namespace as excluded
-// from injection by name (the configured ones) or by the control-plane label (any value), so
-// that its pods are NamespaceExcluded and never evicted for repair.
+// TestExcludedControlPlane: a namespace is excluded from injection by name (the configured ones)
+// or by the control-plane label (any value), so that its pods are NamespaceExcluded and never
+// evicted for repair; the controller and the rollout view both ask ExcludedFromInjection.
 func TestExcludedControlPlane(t *testing.T) {
 	kube := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
-	src, err := NewPodSource(kube.Core().V1().Pods(), kube.Core().V1().Namespaces())
+	src, err := NewSource(kube.Core().V1().Pods(), kube.Core().V1().Namespaces())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +28,6 @@ func TestExcludedControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := &Controller{excluded: []string{"kruise-system"}, pods: src}
-	v := Viewer{Pods: src, ExcludedNamespaces: []string{"kruise-system"}}
 	for _, tc := range []struct {
 		namespace string
 		want      bool
@@ -41,15 +39,12 @@ func TestExcludedControlPlane(t *testing.T) {
 		{"gone", false},
 	} {
 		t.Run(tc.namespace, func(t *testing.T) {
-			if got := c.isExcluded(tc.namespace); got != tc.want {
-				t.Errorf("controller: excluded %v, want %v", got, tc.want)
-			}
-			if got := v.excluded(tc.namespace); got != tc.want {
-				t.Errorf("view: excluded %v, want %v", got, tc.want)
+			if got := src.ExcludedFromInjection(tc.namespace, []string{"kruise-system"}); got != tc.want {
+				t.Errorf("excluded %v, want %v", got, tc.want)
 			}
 		})
 	}
-	if (&Controller{}).isExcluded("kruise") {
-		t.Error("a controller without pods excludes by label")
+	if (*Source)(nil).ExcludedFromInjection("kruise", nil) {
+		t.Error("no source excludes by label")
 	}
 }
