@@ -105,6 +105,11 @@ func continued(opts metav1.ListOptions, token string) metav1.ListOptions {
 // WatchWithContext watches both resources from the same resource version.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.AllowWatchBookmarks = false // a bookmark of one stream says nothing of the other
+	// The reflector lists again whenever either stream ends, so each lasts as long as the server
+	// lets a watch (its --min-request-timeout, 30 to 60 minutes) rather than the reflector's 5 to
+	// 10: a list of 50,000 SidecarSets costs seconds of the server's CPU and, while it lasts, a
+	// second copy of them in memory.
+	opts.TimeoutSeconds = nil
 	sets, err := lw.client.AppsV1alpha1().SidecarSets().Watch(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -319,6 +319,28 @@ func TestRelistNotOlderThan(t *testing.T) {
 	}
 }
 
+// TestWatchOutlastsTheReflectorsTimeout: both streams are opened without the reflector's watch
+// timeout and without bookmarks; the rest of the options are passed on.
+func TestWatchOutlastsTheReflectorsTimeout(t *testing.T) {
+	client := fake.NewClientset()
+	var opts []metav1.ListOptions
+	client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		opts = append(opts, a.(k8stesting.WatchActionImpl).ListOptions)
+		return true, watch.NewFake(), nil
+	})
+	lw := &listWatch{client: client}
+	timeout := int64(347)
+	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "31", TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	want := []metav1.ListOptions{{Watch: true, ResourceVersion: "31"}, {Watch: true, ResourceVersion: "31"}}
+	if diff := cmp.Diff(want, opts); diff != "" {
+		t.Errorf("watch options (-want +got):\n%s", diff)
+	}
+}
+
 // TestInformerOfBothKinds: the informer lists both kinds and follows the writes of both, keyed by
 // the SidecarSet name.
 func TestInformerOfBothKinds(t *testing.T) {
