@@ -167,7 +167,8 @@ func New(o Options) (*Controller, error) {
 }
 
 // Run processes SidecarSets until ctx ends: one term, as leader. A term starts with a round of
-// every SidecarSet; Run may be called again for a later term.
+// every SidecarSet, those with work under way first and the quiet ones as the queue empties
+// (sweep.go); Run may be called again for a later term.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -190,8 +191,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if err != nil {
 		klog.ErrorS(err, "listing sidecarsets")
 	}
-	for _, ss := range sets {
-		q.Add(ss.Name)
+	now, quiet := termStart(sets)
+	for _, name := range now {
+		q.Add(name)
 	}
 	// Revisions of SidecarSets deleted while no term ran are deleted by their name's round.
 	revs, err := c.revisions.List(labels.Everything())
@@ -203,8 +205,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			q.Add(r.SidecarSetName)
 		}
 	}
-	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil)
+	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil, "underWay", len(now), "quiet", len(quiet))
 	var running sync.WaitGroup
+	running.Go(func() { sweep(ctx, q, quiet, workers) })
 	for i := 0; i < workers; i++ {
 		running.Add(1)
 		go func() {
