@@ -207,7 +207,7 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	rec.Rate8, rec.BareRate8 = f.fiveRate, f.bareRate
 	rec.RSSMiB = float64(serverRSS(t)) / (1 << 20)
 	rec.ResumeSeconds = timeResume(t, kind, mode, list[0].Name).Seconds()
-	rec.DeleteSeconds = deleteAllOfKind(t, kind).Seconds()
+	rec.DeleteSeconds = deleteAllOfKind(t, kind, size).Seconds()
 	return rec
 }
 
@@ -265,7 +265,7 @@ func processAge(t *testing.T, pid int) time.Duration {
 // It does not let kubectl wait: kubectl then reads each deleted object back through a client
 // limited to 5 requests a second (its default), which takes 200 s for 1,000 objects whatever the
 // server; the server's part is the deletion.
-func deleteAllOfKind(t *testing.T, kind string) time.Duration {
+func deleteAllOfKind(t *testing.T, kind string, size int) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if kind == "cluster" {
@@ -273,7 +273,9 @@ func deleteAllOfKind(t *testing.T, kind string) time.Duration {
 	} else {
 		kubectlOrFail(t, "delete", "namespacedsidecarsets", "--all", "--all-namespaces", "--wait=false")
 	}
-	eventuallyEvery(t, "every "+kind+" SidecarSet gone", time.Second, 10*time.Minute, func(ctx context.Context) (bool, string) {
+	// kubectl deletes one at a time: 50,000 take longer than 10 minutes.
+	timeout := max(10*time.Minute, time.Duration(size/20)*time.Second)
+	eventuallyEvery(t, "every "+kind+" SidecarSet gone", time.Second, timeout, func(ctx context.Context) (bool, string) {
 		opts := metav1.ListOptions{Limit: 1}
 		var left int
 		if kind == "cluster" {
