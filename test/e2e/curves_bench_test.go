@@ -17,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -392,35 +394,35 @@ func settleKind(t *testing.T, kind string) {
 // the policy path.
 func policyShare(t *testing.T, kind string) float64 {
 	t.Helper()
-	var conds [][]metav1.Condition
-	ctx := context.Background()
-	if kind == "cluster" {
-		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		if kind == "cluster" {
+			return sidecars.AppsV1alpha1().SidecarSets().List(ctx, opts)
 		}
-		for i := range list.Items {
-			conds = append(conds, list.Items[i].Status.Conditions)
-		}
-	} else {
-		list, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range list.Items {
-			conds = append(conds, list.Items[i].Status.Conditions)
-		}
+		return sidecars.AppsV1alpha1().NamespacedSidecarSets(metav1.NamespaceAll).List(ctx, opts)
 	}
-	policy := 0
-	for _, c := range conds {
-		if cond := meta.FindStatusCondition(c, v1alpha1.SidecarSetInjected); cond != nil && cond.Reason == string(apps.PathPolicy) {
+	total, policy := 0, 0
+	// In pages, as kubectl reads: one response of 50,000 would weigh on the server measured next.
+	err := pager.New(list).EachListItem(context.Background(), metav1.ListOptions{}, func(obj runtime.Object) error {
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *v1alpha1.SidecarSet:
+			conds = o.Status.Conditions
+		case *v1alpha1.NamespacedSidecarSet:
+			conds = o.Status.Conditions
+		}
+		total++
+		if cond := meta.FindStatusCondition(conds, v1alpha1.SidecarSetInjected); cond != nil && cond.Reason == string(apps.PathPolicy) {
 			policy++
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(conds) == 0 {
+	if total == 0 {
 		return 0
 	}
-	return float64(policy) / float64(len(conds))
+	return float64(policy) / float64(total)
 }
 
 // timeNamespacedCreates creates n more NamespacedSidecarSets in namespace bench one by one (each

@@ -15,8 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/policytest"
@@ -116,21 +118,26 @@ func lastLines(s string, n int) string {
 // settleAll waits until the controller observed the generation of every stored SidecarSet.
 func settleAll(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	eventually(t, "every SidecarSet settled", timeout, func(ctx context.Context) (bool, string) {
-		list, err := sidecars.AppsV1alpha1().SidecarSets().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		unsettled, example := 0, ""
-		for i := range list.Items {
-			if ss := &list.Items[i]; ss.Status.ObservedGeneration != ss.Generation {
+	// Read in pages, every second: a list of 50,000 SidecarSets in one response costs the server
+	// hundreds of megabytes and seconds of CPU, which would be measured as its own.
+	eventuallyEvery(t, "every SidecarSet settled", time.Second, timeout, func(ctx context.Context) (bool, string) {
+		unsettled, total, example := 0, 0, ""
+		err := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return sidecars.AppsV1alpha1().SidecarSets().List(ctx, opts)
+		}).EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+			total++
+			if ss := obj.(*v1alpha1.SidecarSet); ss.Status.ObservedGeneration != ss.Generation {
 				if unsettled == 0 {
 					example = fmt.Sprintf(", %s at generation %d observed %d", ss.Name, ss.Generation, ss.Status.ObservedGeneration)
 				}
 				unsettled++
 			}
+			return nil
+		})
+		if err != nil {
+			return false, err.Error()
 		}
-		return unsettled == 0, fmt.Sprintf("%d of %d not settled%s", unsettled, len(list.Items), example)
+		return unsettled == 0, fmt.Sprintf("%d of %d not settled%s", unsettled, total, example)
 	})
 }
 
