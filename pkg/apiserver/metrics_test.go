@@ -2,7 +2,8 @@ package apiserver
 
 import (
 	"context"
-	"strings"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,39 +11,61 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics/legacyregistry"
-	"k8s.io/component-base/metrics/testutil"
 )
 
 // TestClientGoMetricsServed: a named workqueue and a leader elector created after the server's
 // package is loaded report on the registry /metrics serves, labelled with their names.
 func TestClientGoMetricsServed(t *testing.T) {
+	// Names of this run's own: the registry keeps the series of a run before (go test -count).
+	run := metricsRuns.Add(1)
+	queue, lease := fmt.Sprintf("metrics-test-%d", run), fmt.Sprintf("metrics-test-lease-%d", run)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "metrics-test"})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: queue})
 	defer q.ShutDown()
 	q.Add("a")
 
 	lock := &fakeLock{identity: "me"}
 	if _, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Name: "metrics-test-lease", Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		Name: lease, Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
 		RetryPeriod: 2 * time.Second,
 		Callbacks:   leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
 	}); err != nil {
 		t.Fatal(err)
 	}
 
-	want := `
-# HELP leader_election_master_status [ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.
-# TYPE leader_election_master_status gauge
-leader_election_master_status{name="metrics-test-lease"} 0
-# HELP workqueue_depth [BETA] Current depth of workqueue
-# TYPE workqueue_depth gauge
-workqueue_depth{name="metrics-test"} 1
-`
-	if err := testutil.GatherAndCompare(legacyregistry.DefaultGatherer, strings.NewReader(want),
-		"leader_election_master_status", "workqueue_depth"); err != nil {
-		t.Error(err)
+	for _, want := range []struct {
+		family, name string
+		value        float64
+	}{{"leader_election_master_status", lease, 0}, {"workqueue_depth", queue, 1}} {
+		if got, ok := gaugeOf(t, want.family, want.name); !ok || got != want.value {
+			t.Errorf("%s{name=%q}: %v (served: %v), want %v", want.family, want.name, got, ok, want.value)
+		}
 	}
 }
+
+// gaugeOf returns the value of family's gauge labelled name=name on the registry /metrics serves.
+func gaugeOf(t *testing.T, family, name string) (float64, bool) {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != family {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == name {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+var metricsRuns atomic.Int32
 
 // fakeLock is a resourcelock.Interface that is never called: creating an elector reads nothing.
 type fakeLock struct{ identity string }
