@@ -21,6 +21,7 @@ import (
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
 	informers "github.com/sidecarset/apiserver/pkg/generated/informers/externalversions"
 	"github.com/sidecarset/apiserver/pkg/informers/allsidecarsets"
+	"github.com/sidecarset/apiserver/pkg/informers/sharedspec"
 	"github.com/sidecarset/apiserver/pkg/injection"
 )
 
@@ -55,9 +56,15 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.informers = &informerSet{own: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripManagedFields))}
+		sharer := &sharedspec.Sharer{}
+		own := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(func(obj any) (any, error) {
+			obj, err := stripManagedFields(obj)
+			return sharer.Share(obj), err
+		}))
+		c.informers = &informerSet{own: own}
 		// Registered first: the factory's SidecarSet informer is then the one of both kinds.
-		c.informers.own.InformerFor(&v1alpha1.SidecarSet{}, allsidecarsets.NewInformer)
+		sets := own.InformerFor(&v1alpha1.SidecarSet{}, allsidecarsets.NewInformer)
+		sharer.Watch(sets.GetStore(), own.Apps().V1alpha1().SidecarSetRevisions().Informer().GetStore())
 	}
 	return c.informers, nil
 }

@@ -13,13 +13,14 @@ import (
 // for starts no sooner than dutyFactor times the last one's length after that one ended, so that
 // planning takes at most 1/(1+dutyFactor) of a core; after a quiet spell it starts at once. The
 // wait is at most maxPace, the most a new SidecarSet waits for its path during a burst (the
-// webhook serves it meanwhile). A plan after a create beside 10,000 takes about 100 ms
-// (BenchmarkPlanAfterCreate), a wait under half a second; the cap keeps the bound on planning's
-// share up to plans of 2.5 s (with a cap of a second, planning took 40% of the server's CPU in a
-// bulk apply past 20,000).
+// webhook serves it meanwhile, and the intake webhooks hold its pods until it does). A plan after
+// a create beside 10,000 takes about 100 ms (BenchmarkPlanAfterCreate), a wait under a second; a
+// full plan of 50,000 about 2.5 s, the bound holding up to plans of 3 s. With 4 and 10 s,
+// planning took a fifth of a core through a bulk apply of 50,000, a tenth of the machine's CPU
+// that the apply itself was short of.
 const (
-	dutyFactor = 4
-	maxPace    = 10 * time.Second
+	dutyFactor = 9
+	maxPace    = 30 * time.Second
 )
 
 // paceDelay returns how long a reconcile asked for at now waits, the last one having run from

@@ -15,11 +15,11 @@ func TestPaceDelay(t *testing.T) {
 		want       time.Duration
 	}{
 		{"none ran yet", 0, -1, 0, 0},
-		{"a 100 ms reconcile just ended: 4 times its length", 0, ms(100), ms(100), ms(400)},
-		{"asked for during the wait", 0, ms(100), ms(300), ms(200)},
-		{"after the wait: at once", 0, ms(100), ms(600), 0},
-		{"a 2 s reconcile (tens of thousands stored): 4 times its length", 0, ms(2000), ms(2000), ms(8000)},
-		{"a long reconcile waits at most 10 s", 0, ms(5000), ms(5000), 10 * time.Second},
+		{"a 100 ms reconcile just ended: 9 times its length", 0, ms(100), ms(100), ms(900)},
+		{"asked for during the wait", 0, ms(100), ms(300), ms(700)},
+		{"after the wait: at once", 0, ms(100), ms(1100), 0},
+		{"a 2 s reconcile (tens of thousands stored): 9 times its length", 0, ms(2000), ms(2000), ms(18000)},
+		{"a long reconcile waits at most 30 s", 0, ms(5000), ms(5000), 30 * time.Second},
 		{"an instant reconcile: at once", ms(50), ms(50), ms(50), 0},
 		{"a clock that went back", ms(100), ms(50), ms(60), 0},
 	} {

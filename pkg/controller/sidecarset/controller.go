@@ -100,6 +100,8 @@ type Controller struct {
 	stateWrites    flowcontrol.RateLimiter // of upgrade states alone (syncStates)
 	verdictWrites  flowcontrol.RateLimiter // of the first SidecarSetUpgradable verdicts (syncUpgradable)
 	upgrading      *pacer                  // when each SidecarSet last upgraded pods (see stateQuiet)
+	// injectionPolls spaces the looks at a SidecarSet whose injection is not ready (see sync).
+	injectionPolls workqueue.TypedRateLimiter[string]
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
@@ -128,6 +130,7 @@ func New(o Options) (*Controller, error) {
 		metrics:        metric.New(o.Clock),
 		pace:           newPacer(podSyncInterval, o.Clock),
 		upgrading:      newPacer(stateQuiet, o.Clock),
+		injectionPolls: workqueue.NewTypedItemExponentialFailureRateLimiter[string](injectionPoll, maxInjectionPoll),
 		evictions:      &evictions{bySet: map[string][]rollout.Eviction{}, clock: o.Clock},
 		synced:         []cache.InformerSynced{o.SidecarSets.Informer().HasSynced, o.Revisions.Informer().HasSynced},
 		podsPeriod:     time.Second,

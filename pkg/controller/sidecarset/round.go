@@ -18,11 +18,16 @@ import (
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
 )
 
-// injectionPoll is how often a SidecarSet whose injection is not ready yet is looked at again.
-// The policy controller tells when it becomes ready (Resync from its OnChange): this is a safety
-// net, which during a bulk apply would otherwise run rounds of every SidecarSet still waiting for
-// its policy.
-const injectionPoll = time.Second
+// injectionPoll is how soon a SidecarSet whose injection is not ready yet is looked at again, the
+// first time; each further look while it stays so waits twice as long, up to maxInjectionPoll.
+// The policy controller tells when injection becomes ready (Resync from its OnChange): this is a
+// safety net, for injection that became ready during a round, after its status was decided. At
+// a second each, the SidecarSets of a bulk apply waiting for their plan (up to the planner's
+// pace, tens of seconds beside 50,000) took a round a second each.
+const (
+	injectionPoll    = time.Second
+	maxInjectionPoll = 8 * time.Second
+)
 
 // sync runs a round and looks again soon while the SidecarSet's injection is not ready, or was
 // not when the round began: injection may become ready during the round, after its status was
@@ -30,10 +35,17 @@ const injectionPoll = time.Second
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	readyBefore := c.ready(name)
 	after, err := c.round(ctx, name)
-	if err == nil && (after == 0 || after > injectionPoll) && (!readyBefore || !c.ready(name)) {
-		after = injectionPoll
+	if err != nil {
+		return after, err
 	}
-	return after, err
+	if readyBefore && c.ready(name) {
+		c.injectionPolls.Forget(name)
+		return after, nil
+	}
+	if poll := c.injectionPolls.When(name); after == 0 || after > poll {
+		after = poll
+	}
+	return after, nil
 }
 
 // ready reports whether the SidecarSet's injection is ready (or it is gone, or nothing gates it).
@@ -57,6 +69,7 @@ func (c *Controller) round(ctx context.Context, name string) (time.Duration, err
 		c.upgrading.forget(name)
 		c.backoffs.Forget(name)
 		c.preDownloads.Forget(ctx, name)
+		c.injectionPolls.Forget(name)
 		return 0, c.history.Collect(ctx, name)
 	}
 	if err != nil {

@@ -348,6 +348,37 @@ func TestSyncPollsUntilInjectionReady(t *testing.T) {
 	}
 }
 
+// TestSyncInjectionPollsGrow: while the SidecarSet's injection stays not ready, each look waits
+// twice as long as the one before, up to maxInjectionPoll (the policy controller's OnChange is
+// what brings it back in time); once ready, a later wait starts from a second again.
+func TestSyncInjectionPollsGrow(t *testing.T) {
+	old, ss := newImage(t)
+	h := newHarness(t, old, ss)
+	for _, name := range []string{"a", "b"} { // no pod: nothing else to come back for
+		if err := h.kube.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := false
+	h.c.injectionReady = func(*v1alpha1.SidecarSet) bool { return ready }
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		h.sync()
+		if after, err := h.round(); err != nil || after != want {
+			t.Fatalf("look %d while not ready: after %v, %v; want %v", i+1, after, err, want)
+		}
+	}
+	ready = true
+	h.sync()
+	if after, err := h.round(); err != nil || after == 8*time.Second {
+		t.Fatalf("ready: after %v, %v", after, err)
+	}
+	ready = false
+	h.sync()
+	if after, err := h.round(); err != nil || after != time.Second {
+		t.Fatalf("not ready again: after %v, %v; want 1s", after, err)
+	}
+}
+
 // TestSyncInjectionReadyDuringRound: injection that becomes ready during a round, after the round
 // decided the status without the generation, brings the SidecarSet back: nothing else would.
 func TestSyncInjectionReadyDuringRound(t *testing.T) {
