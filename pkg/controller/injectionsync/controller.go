@@ -158,7 +158,8 @@ func New(opts Options) (*Controller, error) {
 // caller. Each term has its own queue, so Run may be called again for a later term.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	retries := workqueue.DefaultTypedControllerRateLimiter[string]()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(retries,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "sidecarset-policies"})
 	c.queueMu.Lock()
 	c.queue = q
@@ -183,7 +184,7 @@ func (c *Controller) Run(ctx context.Context) {
 		go wait.UntilWithContext(ctx, func(context.Context) { q.Add(key) }, c.opts.Resync)
 	}
 	go func() { <-ctx.Done(); q.ShutDown() }()
-	for c.processNext(ctx, q) {
+	for c.processNext(ctx, q, retries) {
 	}
 }
 
@@ -198,7 +199,9 @@ func (c *Controller) addAfter(d time.Duration) {
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+// processNext reconciles once; a failed reconcile is tried again after the retries' backoff, and
+// no sooner than the pace allows (retryDelay).
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], retries workqueue.TypedRateLimiter[string]) bool {
 	k, quit := q.Get()
 	if quit {
 		return false
@@ -206,11 +209,17 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 	defer q.Done(k)
 	if err := c.pace.run(func() error { return contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }) }); err != nil {
 		klog.ErrorS(err, "reconciling injection policies")
-		q.AddRateLimited(k)
+		q.AddAfter(k, c.retryDelay(retries.When(k)))
 		return true
 	}
 	q.Forget(k)
 	return true
+}
+
+// retryDelay is how long a failed reconcile waits to be tried again: backoff, or longer while the
+// pace asks for it.
+func (c *Controller) retryDelay(backoff time.Duration) time.Duration {
+	return max(backoff, c.pace.delay())
 }
 
 // Reconcile gathers what policy injection needs from the listers, plans it (package plan), writes

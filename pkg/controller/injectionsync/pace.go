@@ -11,48 +11,68 @@ import (
 // apply of a thousand SidecarSets, the policies it writes coming back) reconciling once per event
 // would take the server's CPU from the very requests that cause them. A reconcile an event asks
 // for starts no sooner than dutyFactor times the last one's length after that one ended, so that
-// planning takes at most 1/(1+dutyFactor) of a core; after a quiet spell it starts at once. The
-// wait is at most maxPace, the most a new SidecarSet waits for its path during a burst (the
-// webhook serves it meanwhile, and the intake webhooks hold its pods until it does). A plan after
-// a create beside 10,000 takes about 100 ms (BenchmarkPlanAfterCreate), a wait under a second; a
-// full plan of 50,000 about 2.5 s, the bound holding up to plans of 3 s. With 4 and 10 s,
-// planning took a fifth of a core through a bulk apply of 50,000, a tenth of the machine's CPU
-// that the apply itself was short of.
+// planning takes at most 1/(1+dutyFactor) of a core; a failed reconcile is tried again no sooner
+// either (a write that met another writer's fails the reconcile: through a bulk apply of 50,000,
+// retried at once, those made planning take a core). The wait is at most maxPace, the most a new
+// SidecarSet waits for its path during a burst (the webhook serves it meanwhile, and the intake
+// webhooks hold its pods until it does). After a quiet spell (no reconcile for twice that wait)
+// a reconcile starts at once, and the next one waits only the length of the first: an edit made
+// just after a restart is planned right after the term's first plan. A plan after a create
+// beside 10,000 takes about 100 ms (BenchmarkPlanAfterCreate); a full plan of 50,000 about 3 s.
 const (
 	dutyFactor = 9
 	maxPace    = 30 * time.Second
 )
 
-// paceDelay returns how long a reconcile asked for at now waits, the last one having run from
-// start to end (zero times when none has).
-func paceDelay(now, start, end time.Time) time.Duration {
+// paceWait is how long after a reconcile that ran from start to end the next one waits: its
+// length times factor, at most maxPace (zero when none ran).
+func paceWait(start, end time.Time, factor time.Duration) time.Duration {
 	if end.IsZero() || end.Before(start) {
 		return 0
 	}
-	next := end.Add(min(dutyFactor*end.Sub(start), maxPace))
-	return max(0, next.Sub(now))
+	return min(factor*end.Sub(start), maxPace)
 }
 
-// pacer records when the last reconcile ran.
+// paceDelay returns how long a reconcile asked for at now waits, the last one having run from
+// start to end (zero times when none has), after a quiet spell or not.
+func paceDelay(now, start, end time.Time, afterQuiet bool) time.Duration {
+	factor := time.Duration(dutyFactor)
+	if afterQuiet {
+		factor = 1
+	}
+	return max(0, end.Add(paceWait(start, end, factor)).Sub(now))
+}
+
+// quietBefore reports whether a reconcile starting at now follows a quiet spell: none ran yet, or
+// the last one, from start to end, ended more than twice the burst wait ago.
+func quietBefore(now, start, end time.Time) bool {
+	return end.IsZero() || now.Sub(end) > 2*paceWait(start, end, dutyFactor)
+}
+
+// pacer records when the last reconcile ran, and whether it followed a quiet spell.
 type pacer struct {
 	mu         sync.Mutex
 	clock      clock.PassiveClock
 	start, end time.Time
+	afterQuiet bool
 }
 
 // delay is paceDelay now.
 func (p *pacer) delay() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return paceDelay(p.clock.Now(), p.start, p.end)
+	return paceDelay(p.clock.Now(), p.start, p.end, p.afterQuiet)
 }
 
 // run records fn's run as the last reconcile.
 func (p *pacer) run(fn func() error) error {
 	start := p.clock.Now()
+	p.mu.Lock()
+	quiet := quietBefore(start, p.start, p.end)
+	p.mu.Unlock()
 	err := fn()
 	p.mu.Lock()
-	p.start, p.end = start, p.clock.Now()
+	p.start, p.end, p.afterQuiet = start, p.clock.Now(), quiet
 	p.mu.Unlock()
 	return err
 }
