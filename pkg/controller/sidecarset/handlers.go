@@ -52,11 +52,37 @@ func (c *Controller) enqueueForNewPod(pod *rollout.Pod) {
 }
 
 // Resync queues a round of each named SidecarSet now (its injection path changed: its
-// conditions are written again), unless no term runs.
+// conditions are written again), unless no term runs. Those whose status shows work under way
+// (a generation not observed yet above all) are queued first: a term's first plan names every
+// SidecarSet, and an edit made just after a restart would otherwise wait behind them all.
 func (c *Controller) Resync(names ...string) {
-	for _, name := range names {
+	for _, name := range underWayFirst(names, c.cached) {
 		c.add(name, 0)
 	}
+}
+
+// cached returns the named SidecarSet from the cache, nil when it is not there.
+func (c *Controller) cached(name string) *v1alpha1.SidecarSet {
+	ss, err := c.sets.Get(name)
+	if err != nil {
+		return nil
+	}
+	return ss
+}
+
+// underWayFirst returns names with those whose cached SidecarSet (get, nil when not cached) is
+// not quiet as recorded first, each part in the order given.
+func underWayFirst(names []string, get func(string) *v1alpha1.SidecarSet) []string {
+	out := make([]string, 0, len(names))
+	var quiet []string
+	for _, name := range names {
+		if ss := get(name); ss != nil && quietAsRecorded(ss) {
+			quiet = append(quiet, name)
+		} else {
+			out = append(out, name)
+		}
+	}
+	return append(out, quiet...)
 }
 
 // add queues a round of name after delay, unless no term runs (the next term syncs everything).

@@ -108,3 +108,44 @@ func TestSweepStopsWithTheQueue(t *testing.T) {
 		t.Fatal("the sweep outlived its queue")
 	}
 }
+
+// TestUnderWayFirst: a Resync names SidecarSets in any order; those with work under way (an edit
+// not observed yet, pods to upgrade) or not cached go first, the quiet ones after, each part in
+// the order given.
+func TestUnderWayFirst(t *testing.T) {
+	quiet := func(name string) *v1alpha1.SidecarSet {
+		return &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+			Status: v1alpha1.SidecarSetStatus{ObservedGeneration: 1}}
+	}
+	edited := func(name string) *v1alpha1.SidecarSet {
+		ss := quiet(name)
+		ss.Generation = 2
+		return ss
+	}
+	upgrading := func(name string) *v1alpha1.SidecarSet {
+		ss := quiet(name)
+		ss.Status.MatchedPods = 3
+		return ss
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		sets  map[string]*v1alpha1.SidecarSet
+		want  []string
+	}{
+		{"all quiet: as given", []string{"c", "a", "b"},
+			map[string]*v1alpha1.SidecarSet{"a": quiet("a"), "b": quiet("b"), "c": quiet("c")}, []string{"c", "a", "b"}},
+		{"an edit after a restart goes first", []string{"a", "b", "c", "d"},
+			map[string]*v1alpha1.SidecarSet{"a": quiet("a"), "b": quiet("b"), "c": edited("c"), "d": quiet("d")}, []string{"c", "a", "b", "d"}},
+		{"a rollout and a gone one before the quiet", []string{"a", "b", "gone", "c"},
+			map[string]*v1alpha1.SidecarSet{"a": quiet("a"), "b": upgrading("b"), "c": edited("c")}, []string{"b", "gone", "c", "a"}},
+		{"none", nil, nil, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := underWayFirst(tc.names, func(name string) *v1alpha1.SidecarSet { return tc.sets[name] })
+			if !cmp.Equal(got, tc.want) {
+				t.Errorf("underWayFirst = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
