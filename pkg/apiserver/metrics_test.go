@@ -10,7 +10,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/sidecarset/apiserver/pkg/metricstest"
 )
 
 // TestClientGoMetricsServed: a named workqueue and a leader elector created after the server's
@@ -37,32 +38,10 @@ func TestClientGoMetricsServed(t *testing.T) {
 		family, name string
 		value        float64
 	}{{"leader_election_master_status", lease, 0}, {"workqueue_depth", queue, 1}} {
-		if got, ok := gaugeOf(t, want.family, want.name); !ok || got != want.value {
+		if got, ok := metricstest.Gauge(t, want.family, "name", want.name); !ok || got != want.value {
 			t.Errorf("%s{name=%q}: %v (served: %v), want %v", want.family, want.name, got, ok, want.value)
 		}
 	}
-}
-
-// gaugeOf returns the value of family's gauge labelled name=name on the registry /metrics serves.
-func gaugeOf(t *testing.T, family, name string) (float64, bool) {
-	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != family {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "name" && l.GetValue() == name {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
 }
 
 var metricsRuns atomic.Int32

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	"github.com/sidecarset/apiserver/pkg/controller/sidecarset/rollout"
+	"github.com/sidecarset/apiserver/pkg/metricstest"
 )
 
 // series counts the series of a metric family labelled sidecarset=name.
@@ -65,29 +66,6 @@ func TestGaugesReset(t *testing.T) {
 	}
 }
 
-// gaugeValue returns the value of the series of a metric family labelled sidecarset=name, and
-// whether there is one.
-func gaugeValue(t *testing.T, family, name string) (float64, bool) {
-	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != family {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "sidecarset" && l.GetValue() == name {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
 // TestRolloutStalledGauge: sidecarset_rollout_stalled is 1 exactly when the round's rollout is
 // Stalled as rollout.Progress reads it (the Stalled condition), 0 otherwise, and it follows the
 // rollout from one round to the next.
@@ -110,7 +88,7 @@ func TestRolloutStalledGauge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := &rollout.Result{Pods: tc.pods}
 			p.Observe("stalling", plan)
-			got, ok := gaugeValue(t, "sidecarset_rollout_stalled", "stalling")
+			got, ok := metricstest.Gauge(t, "sidecarset_rollout_stalled", "sidecarset", "stalling")
 			if !ok {
 				t.Fatal("no sidecarset_rollout_stalled series")
 			}
