@@ -199,15 +199,21 @@ func (c *Controller) addAfter(d time.Duration) {
 	}
 }
 
-// processNext reconciles once; a failed reconcile is tried again after the retries' backoff, and
-// no sooner than the pace allows (retryDelay).
+// processNext reconciles once, unless the pace asks to wait (a plan's own recheck, a write's
+// budget, a settling SidecarSet or a term's resync come at their own times): then it queues the
+// reconcile for when the pace allows. A failed reconcile is tried again after the retries'
+// backoff, and no sooner than the pace allows (retryDelay).
 func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], retries workqueue.TypedRateLimiter[string]) bool {
 	k, quit := q.Get()
 	if quit {
 		return false
 	}
 	defer q.Done(k)
-	if err := c.pace.run(func() error { return contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }) }); err != nil {
+	if d := c.pace.delay(); d > 0 {
+		q.AddAfter(k, d)
+		return true
+	}
+	if err := contain.Run("policy-reconcile", func() error { return c.Reconcile(ctx) }); err != nil {
 		klog.ErrorS(err, "reconciling injection policies")
 		q.AddAfter(k, c.retryDelay(retries.When(k)))
 		return true
@@ -229,8 +235,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := plan.Sync(in)
-	if err != nil {
+	var res plan.Result
+	if err := c.pace.run(func() (err error) { res, err = plan.Sync(in); return err }); err != nil {
 		return err
 	}
 	if res.RecheckAfter > 0 {

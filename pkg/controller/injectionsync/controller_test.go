@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy"
@@ -605,5 +606,28 @@ func TestPolicyWritesThatOnlyAddWait(t *testing.T) {
 	f.reconcile(t)
 	if after := f.policies(t)["sidecarsets-app-v0"].Annotations[apps.SidecarSetsAnnotation]; after == before || !contains(after, "h-busybox:2") {
 		t.Errorf("a's new revision waited for the budget: records %s", after)
+	}
+}
+
+// TestPaceTimesThePlan: a reconcile whose policy write kube-apiserver takes a second to admit
+// does not make the next reconcile wait: the pace counts the plan (the server's CPU), not the
+// writes that wait on kube-apiserver.
+func TestPaceTimesThePlan(t *testing.T) {
+	f := newFixture(t, false, []*v1alpha1.SidecarSet{sidecarSet("a", "busybox:1")}, webhookConfig())
+	f.kube.PrependReactor("create", "mutatingadmissionpolicies", func(clienttesting.Action) (bool, runtime.Object, error) {
+		f.clock.Step(time.Second) // kube-apiserver compiles the policy
+		return false, nil, nil
+	})
+	time.Sleep(100 * time.Millisecond) // the informers catch up
+	retries := workqueue.DefaultTypedControllerRateLimiter[string]()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(retries, workqueue.TypedRateLimitingQueueConfig[string]{Clock: f.clock})
+	defer q.ShutDown()
+	q.Add(key)
+	f.ctrl.processNext(context.Background(), q, retries)
+	if len(f.policies(t)) == 0 {
+		t.Fatal("no policy written")
+	}
+	if d := f.ctrl.pace.delay(); d != 0 {
+		t.Errorf("after a plan of no time and a write of 1 s, the next reconcile waits %v, want 0", d)
 	}
 }

@@ -9,11 +9,15 @@ import (
 
 // Pacing: each reconcile plans every stored SidecarSet, so during a burst of events (a kubectl
 // apply of a thousand SidecarSets, the policies it writes coming back) reconciling once per event
-// would take the server's CPU from the very requests that cause them. A reconcile an event asks
-// for starts no sooner than dutyFactor times the last one's length after that one ended, so that
-// planning takes at most 1/(1+dutyFactor) of a core; a failed reconcile is tried again no sooner
-// either (a write that met another writer's fails the reconcile: through a bulk apply of 50,000,
-// retried at once, those made planning take a core). The wait is at most maxPace, the most a new
+// would take the server's CPU from the very requests that cause them. A reconcile starts no
+// sooner than dutyFactor times the last plan's length after that plan ended, whatever queued it
+// (an event, a plan's own recheck, a write's budget, a failed write), so that planning takes at
+// most 1/(1+dutyFactor) of a core: through a bulk apply of 50,000, rechecks and retries that came
+// at their own times made planning take a core. Only the plan is timed, not the writes that
+// follow it: they wait on kube-apiserver (whose CPU the write budget below spares), and a
+// reconcile that writes a policy of a few SidecarSets then takes milliseconds of the server's CPU
+// but a second of kube-apiserver's, which would delay the webhooks' settled form by seconds
+// after every such write. The wait is at most maxPace, the most a new
 // SidecarSet waits for its path during a burst (the webhook serves it meanwhile, and the intake
 // webhooks hold its pods until it does). After a quiet spell (no reconcile for twice that wait)
 // a reconcile starts at once, and the next one waits only the length of the first: an edit made
@@ -49,7 +53,7 @@ func quietBefore(now, start, end time.Time) bool {
 	return end.IsZero() || now.Sub(end) > 2*paceWait(start, end, dutyFactor)
 }
 
-// pacer records when the last reconcile ran, and whether it followed a quiet spell.
+// pacer records when the last plan ran, and whether it followed a quiet spell.
 type pacer struct {
 	mu         sync.Mutex
 	clock      clock.PassiveClock
@@ -64,7 +68,7 @@ func (p *pacer) delay() time.Duration {
 	return paceDelay(p.clock.Now(), p.start, p.end, p.afterQuiet)
 }
 
-// run records fn's run as the last reconcile.
+// run records fn's run as the last plan.
 func (p *pacer) run(fn func() error) error {
 	start := p.clock.Now()
 	p.mu.Lock()

@@ -1,10 +1,13 @@
 package injectionsync
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -98,5 +101,38 @@ func TestPacerBurst(t *testing.T) {
 	_ = c.pace.run(plan)
 	if d := c.pace.delay(); d != time.Second {
 		t.Fatalf("after a quiet minute: waits %v, want 1s", d)
+	}
+}
+
+// TestProcessNextKeepsThePace: a reconcile queued sooner than the pace allows (a plan's recheck
+// after a second, in a burst of 3 s plans) does not run: it is queued again for when the pace
+// allows.
+func TestProcessNextKeepsThePace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	c := &Controller{pace: pacer{clock: clk}}
+	plan := func() error { clk.Step(3 * time.Second); return nil }
+	_ = c.pace.run(plan) // a term's first: the next waits 3 s
+	clk.Step(3 * time.Second)
+	_ = c.pace.run(plan) // in the burst: the next waits 27 s
+	last := c.pace.end
+	retries := workqueue.DefaultTypedControllerRateLimiter[string]()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(retries, workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk})
+	defer q.ShutDown()
+	clk.Step(time.Second)
+	q.Add(key)
+	if !c.processNext(context.Background(), q, retries) {
+		t.Fatal("processNext stopped")
+	}
+	if c.pace.end != last {
+		t.Fatal("a reconcile ran 1 s after a 3 s plan of a burst")
+	}
+	if q.Len() != 0 {
+		t.Fatalf("queue holds %d at once, want the reconcile to wait", q.Len())
+	}
+	clk.Step(26 * time.Second)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return q.Len() == 1, nil
+	}); err != nil {
+		t.Fatal("the reconcile was not queued again once the pace allowed it")
 	}
 }
