@@ -97,6 +97,7 @@ func (c completedConfig) addControllerHook(s *Server, set *informerSet, paths *i
 	if policies != nil {
 		paths.planned = policies.Injection
 		opts.InjectionReady = policies.Ready
+		opts.InjectionPlanned = policies.Planned
 		opts.Injection = paths.describe
 		opts.Widened = policies.Widened
 		opts.Candidates = set.index.Candidates

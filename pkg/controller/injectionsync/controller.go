@@ -101,6 +101,7 @@ type Controller struct {
 	notReady  map[string]bool          // the SidecarSets not ready after the last pass
 	widened   map[string]apps.Widening // SidecarSet name -> why it leaves the webhooks without a label selector
 	results   map[string]policy.Result // SidecarSet name -> the path the last plan gave it; nil between terms
+	planned   bool                     // a plan of this term was recorded
 	sets      appslisters.SidecarSetLister
 	policies  admissionlisters.MutatingAdmissionPolicyLister
 	bindings  admissionlisters.MutatingAdmissionPolicyBindingLister
@@ -172,7 +173,7 @@ func (c *Controller) Run(ctx context.Context) {
 		c.queueMu.Unlock()
 		q.ShutDown()
 		c.appliedMu.Lock()
-		c.results, c.widened = nil, nil // another replica plans now
+		c.results, c.widened, c.planned = nil, nil, false // another replica plans now
 		c.appliedMu.Unlock()
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -336,7 +337,7 @@ func (c *Controller) apply(res plan.Result, failed map[string]bool) []string {
 	defer c.appliedMu.Unlock()
 	now := c.opts.Clock.Now()
 	changed := changedResults(c.results, res.Results, c.widened, res.Widened)
-	c.widened, c.results = res.Widened, res.Results
+	c.widened, c.results, c.planned = res.Widened, res.Results, true
 	c.state = res.Next(c.state, failed, now)
 	notReady := res.NotReady(c.state, now)
 	told := sets.New(changed...)
@@ -389,6 +390,14 @@ func (c *Controller) Ready(ss *v1alpha1.SidecarSet) bool {
 	c.appliedMu.Lock()
 	defer c.appliedMu.Unlock()
 	return c.state.Ready(ss.Name, ss.Generation, c.opts.Clock.Now())
+}
+
+// Planned reports whether a plan of this term was recorded: it named every SidecarSet to
+// OnChange's function.
+func (c *Controller) Planned() bool {
+	c.appliedMu.Lock()
+	defer c.appliedMu.Unlock()
+	return c.planned
 }
 
 // Injection returns the path the last plan of this term gave the named SidecarSet (false before

@@ -299,13 +299,17 @@ func TestReadyAfterReplacedPolicySettles(t *testing.T) {
 }
 
 // TestRunAgainForANewTerm: a replica that loses the controller Lease and wins it again runs the
-// controller for a second term, which must react to changes as the first did.
+// controller for a second term, which must react to changes as the first did; each term reports
+// its own first plan (Planned).
 func TestRunAgainForANewTerm(t *testing.T) {
 	first := sidecarSet("a", "busybox:1")
 	first.Generation = 1
 	f := newFixture(t, false, []*v1alpha1.SidecarSet{first}, webhookConfig())
 	for term, ss := range []*v1alpha1.SidecarSet{first, sidecarSet("b", "busybox:1")} {
 		ss.Generation = 1
+		if f.ctrl.Planned() {
+			t.Fatalf("term %d: planned before it started", term+1)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); f.ctrl.Run(ctx) }()
@@ -317,6 +321,9 @@ func TestRunAgainForANewTerm(t *testing.T) {
 		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 			return f.ctrl.Ready(ss), nil
 		})
+		if !f.ctrl.Planned() {
+			t.Errorf("term %d: not planned once %s is ready", term+1, ss.Name)
+		}
 		cancel()
 		<-done
 		if err != nil {

@@ -49,6 +49,10 @@ type Options struct {
 	// status does not report the generation as observed: clients that wait for
 	// observedGeneration before creating pods get them injected.
 	InjectionReady func(*v1alpha1.SidecarSet) bool
+	// InjectionPlanned, when set, reports whether the term's first injection plan has been made:
+	// it names every SidecarSet (Resync), so until then the quiet ones are not swept and no round
+	// looks again for an injection not ready.
+	InjectionPlanned func() bool
 	// Candidates, when set, returns the SidecarSets whose selectors may select a pod with these
 	// labels in namespace (the injection index): a new pod that misses one of them is reported
 	// at once rather than at that SidecarSet's next round.
@@ -91,6 +95,7 @@ type Controller struct {
 	podsPeriod time.Duration
 
 	injectionReady func(*v1alpha1.SidecarSet) bool
+	planned        func() bool
 	injection      func(*v1alpha1.SidecarSet) *v1alpha1.RolloutInjection
 	widened        func(string) (apps.Widening, bool)
 	excluded       []string
@@ -105,6 +110,7 @@ type Controller struct {
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[string] // of the running term, nil between terms
+	sweep *sweeper                                     // of the running term, nil between terms
 }
 
 // New returns a controller on the given informers.
@@ -115,6 +121,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{
 		client:         o.Client,
 		injectionReady: o.InjectionReady,
+		planned:        o.InjectionPlanned,
 		injection:      o.Injection,
 		widened:        o.Widened,
 		candidates:     o.Candidates,
@@ -182,7 +189,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	defer func() {
 		c.mu.Lock()
 		if c.queue == q {
-			c.queue = nil
+			c.queue, c.sweep = nil, nil
 		}
 		c.mu.Unlock()
 		q.ShutDown()
@@ -195,6 +202,12 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 		klog.ErrorS(err, "listing sidecarsets")
 	}
 	now, quiet := termStart(sets)
+	sw := newSweeper(quiet)
+	c.mu.Lock()
+	if c.queue == q {
+		c.sweep = sw
+	}
+	c.mu.Unlock()
 	for _, name := range now {
 		q.Add(name)
 	}
@@ -210,7 +223,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	klog.InfoS("starting sidecarset controller", "workers", workers, "pods", c.pods != nil, "underWay", len(now), "quiet", len(quiet))
 	var running sync.WaitGroup
-	running.Go(func() { sweep(ctx, q, quiet, workers) })
+	started := c.clock.Now()
+	running.Go(func() {
+		sw.run(ctx, q, workers, func() bool { return !c.injectionPlanned() && c.clock.Since(started) < maxSweepHold })
+	})
 	for i := 0; i < workers; i++ {
 		running.Add(1)
 		go func() {

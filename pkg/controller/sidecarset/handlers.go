@@ -51,15 +51,31 @@ func (c *Controller) enqueueForNewPod(pod *rollout.Pod) {
 	}
 }
 
-// Resync queues a round of each named SidecarSet now (its injection path changed: its
-// conditions are written again), unless no term runs. Those whose status shows work under way
-// (a generation not observed yet above all) are queued first: a term's first plan names every
-// SidecarSet, and an edit made just after a restart would otherwise wait behind them all.
+// Resync has a round of each named SidecarSet (its injection path changed, or it became ready:
+// its conditions and observed generation are written again), unless no term runs. Those whose
+// status shows work under way (a generation not observed yet above all) are queued at once; the
+// quiet ones are swept (sweep.go): a term's first plan names every SidecarSet, and an edit made
+// meanwhile would otherwise wait behind them all.
 func (c *Controller) Resync(names ...string) {
-	for _, name := range underWayFirst(names, c.cached) {
+	now, quiet := underWay(names, c.cached)
+	for _, name := range now {
+		c.add(name, 0)
+	}
+	c.mu.Lock()
+	sw := c.sweep
+	c.mu.Unlock()
+	if sw != nil {
+		sw.add(quiet...)
+		return
+	}
+	for _, name := range quiet {
 		c.add(name, 0)
 	}
 }
+
+// injectionPlanned reports whether the term's first injection plan has been made (true when no
+// plan gates injection).
+func (c *Controller) injectionPlanned() bool { return c.planned == nil || c.planned() }
 
 // cached returns the named SidecarSet from the cache, nil when it is not there.
 func (c *Controller) cached(name string) *v1alpha1.SidecarSet {
@@ -70,19 +86,17 @@ func (c *Controller) cached(name string) *v1alpha1.SidecarSet {
 	return ss
 }
 
-// underWayFirst returns names with those whose cached SidecarSet (get, nil when not cached) is
-// not quiet as recorded first, each part in the order given.
-func underWayFirst(names []string, get func(string) *v1alpha1.SidecarSet) []string {
-	out := make([]string, 0, len(names))
-	var quiet []string
+// underWay splits names into those whose cached SidecarSet (get, nil when not cached) is not
+// quiet as recorded, and the quiet ones, each part in the order given.
+func underWay(names []string, get func(string) *v1alpha1.SidecarSet) (now, quiet []string) {
 	for _, name := range names {
 		if ss := get(name); ss != nil && quietAsRecorded(ss) {
 			quiet = append(quiet, name)
 		} else {
-			out = append(out, name)
+			now = append(now, name)
 		}
 	}
-	return append(out, quiet...)
+	return now, quiet
 }
 
 // add queues a round of name after delay, unless no term runs (the next term syncs everything).

@@ -42,6 +42,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		c.injectionPolls.Forget(name)
 		return after, nil
 	}
+	if !c.injectionPlanned() { // the term's first plan names it (Resync)
+		return after, nil
+	}
 	if poll := c.injectionPolls.When(name); after == 0 || after > poll {
 		after = poll
 	}

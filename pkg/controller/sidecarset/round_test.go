@@ -377,6 +377,11 @@ func TestSyncInjectionPollsGrow(t *testing.T) {
 	if after, err := h.round(); err != nil || after != time.Second {
 		t.Fatalf("not ready again: after %v, %v; want 1s", after, err)
 	}
+	h.c.planned = func() bool { return false } // a new term, before its first plan
+	h.sync()
+	if after, err := h.round(); err != nil || after != 0 {
+		t.Fatalf("not ready before the term's first plan (which names it): after %v, %v; want no look again", after, err)
+	}
 }
 
 // TestSyncInjectionReadyDuringRound: injection that becomes ready during a round, after the round
