@@ -20,8 +20,10 @@ import (
 // after every such write. The wait is at most maxPace, the most a new
 // SidecarSet waits for its path during a burst (the webhook serves it meanwhile, and the intake
 // webhooks hold its pods until it does). After a quiet spell (no reconcile for twice that wait)
-// a reconcile starts at once, and the next one waits only the length of the first: an edit made
-// just after a restart is planned right after the term's first plan. A plan after a create
+// a reconcile starts at once, and the next one waits only the length of the first. The first plan
+// of a process starts from an empty memo (at 50,000 stored, 3 times a later plan's length), so
+// its length says nothing of the next one's, which may start at once: an edit made while a new
+// leader starts is planned right after that first plan. A plan after a create
 // beside 10,000 takes about 100 ms (BenchmarkPlanAfterCreate); a full plan of 50,000 about 3 s.
 const (
 	dutyFactor = 9
@@ -53,18 +55,23 @@ func quietBefore(now, start, end time.Time) bool {
 	return end.IsZero() || now.Sub(end) > 2*paceWait(start, end, dutyFactor)
 }
 
-// pacer records when the last plan ran, and whether it followed a quiet spell.
+// pacer records when the last plan ran, whether it followed a quiet spell, and whether it was
+// the pacer's first.
 type pacer struct {
 	mu         sync.Mutex
 	clock      clock.PassiveClock
 	start, end time.Time
 	afterQuiet bool
+	first      bool
 }
 
-// delay is paceDelay now.
+// delay is paceDelay now; none after the first plan.
 func (p *pacer) delay() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.first {
+		return 0
+	}
 	return paceDelay(p.clock.Now(), p.start, p.end, p.afterQuiet)
 }
 
@@ -72,11 +79,11 @@ func (p *pacer) delay() time.Duration {
 func (p *pacer) run(fn func() error) error {
 	start := p.clock.Now()
 	p.mu.Lock()
-	quiet := quietBefore(start, p.start, p.end)
+	quiet, first := quietBefore(start, p.start, p.end), p.end.IsZero()
 	p.mu.Unlock()
 	err := fn()
 	p.mu.Lock()
-	p.start, p.end, p.afterQuiet = start, p.clock.Now(), quiet
+	p.start, p.end, p.afterQuiet, p.first = start, p.clock.Now(), quiet, first
 	p.mu.Unlock()
 	return err
 }
