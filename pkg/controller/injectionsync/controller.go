@@ -237,9 +237,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	var res plan.Result
+	start := c.opts.Clock.Now()
 	if err := c.pace.run(func() (err error) { res, err = plan.Sync(in); return err }); err != nil {
 		return err
 	}
+	klog.V(3).InfoS("planned injection", "sidecarsets", len(in.SidecarSets), "writes", len(res.Writes), "took", c.opts.Clock.Since(start))
 	if res.RecheckAfter > 0 {
 		c.addAfter(res.RecheckAfter)
 	}

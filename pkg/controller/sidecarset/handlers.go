@@ -23,10 +23,22 @@ func objectName(obj interface{}) string {
 	return ""
 }
 
+// enqueue queues a round of the SidecarSet of an event. While a term starts (its queue is there,
+// its sweep not yet: the informer's first list replays every SidecarSet as added), a quiet one
+// is left to the term's start, which lists them all and sweeps the quiet ones: at 50,000 those
+// replayed adds put every SidecarSet ahead of an edit made during the restart.
 func (c *Controller) enqueue(obj interface{}) {
-	if ss, ok := obj.(*v1alpha1.SidecarSet); ok {
-		c.add(ss.Name, 0)
+	ss, ok := obj.(*v1alpha1.SidecarSet)
+	if !ok {
+		return
 	}
+	c.mu.Lock()
+	starting := c.queue != nil && c.sweep == nil
+	c.mu.Unlock()
+	if starting && quietAsRecorded(ss) {
+		return
+	}
+	c.add(ss.Name, 0)
 }
 
 // enqueueForPod queues a round of SidecarSet name after a pod event, paced (see pacer).

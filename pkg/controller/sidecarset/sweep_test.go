@@ -215,3 +215,25 @@ func TestResyncSweepsTheQuiet(t *testing.T) {
 		t.Errorf("swept %v, want quiet", got)
 	}
 }
+
+// TestEnqueueWhileATermStarts: while a term starts (its queue there, its sweep not yet), the
+// informer's replayed adds of quiet SidecarSets are left to the term's start, those with work
+// under way are queued; once the term runs, every event is queued.
+func TestEnqueueWhileATermStarts(t *testing.T) {
+	quiet := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Generation: 1}, Status: v1alpha1.SidecarSetStatus{ObservedGeneration: 1}}
+	edited := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "edited", Generation: 2}, Status: v1alpha1.SidecarSetStatus{ObservedGeneration: 1}}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	c := &Controller{queue: q}
+	c.enqueue(quiet)
+	c.enqueue(edited)
+	if name, _ := q.Get(); name != "edited" || q.Len() != 0 {
+		t.Fatalf("while the term starts: queued %q and %d more, want edited alone", name, q.Len())
+	}
+	q.Done("edited")
+	c.sweep = newSweeper(nil)
+	c.enqueue(quiet)
+	if name, _ := q.Get(); name != "quiet" {
+		t.Errorf("once the term runs: queued %q, want quiet", name)
+	}
+}
