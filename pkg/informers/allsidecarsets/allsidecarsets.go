@@ -1,23 +1,19 @@
 // Package allsidecarsets merges the SidecarSets and the NamespacedSidecarSets (each as the
 // SidecarSet it takes part as) into one informer, so that every reader sees both kinds keyed by
 // SidecarSet name. Its list reads both resources at one resource version; its watch merges both
-// streams (their initial events too, for the reflector's watch-list) and ends with 410 Gone as
-// soon as either ends.
+// streams and ends with 410 Gone as soon as either ends.
 package allsidecarsets
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/watchlist"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 	clientset "github.com/sidecarset/apiserver/pkg/generated/clientset/versioned"
@@ -44,13 +40,8 @@ type listWatch struct {
 
 var _ cache.ListerWatcherWithContext = &listWatch{}
 
-// IsWatchListSemanticsUnSupported is false unless the client's is true (a fake clientset's): the
-// merged stream sends one end of initial events once both streams have sent theirs, so the
-// reflector streams both resources rather than list them in pages (at 50,000 SidecarSets the
-// paged list took 18 s of a new leader's start).
-func (lw *listWatch) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(lw.client)
-}
+// IsWatchListSemanticsUnSupported is true: the merged stream has no single end of initial events.
+func (*listWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (lw *listWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return lw.ListWithContext(context.Background(), opts)
@@ -111,13 +102,9 @@ func continued(opts metav1.ListOptions, token string) metav1.ListOptions {
 	return opts
 }
 
-// WatchWithContext watches both resources from the same resource version, or, asked for their
-// initial events (the reflector's watch-list), each from its own consistent state.
+// WatchWithContext watches both resources from the same resource version.
 func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	// A bookmark of one stream says nothing of the other: only the ends of their initial events
-	// (which the server sends only with bookmarks allowed) make the merged stream's.
-	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	opts.AllowWatchBookmarks = initial
+	opts.AllowWatchBookmarks = false // a bookmark of one stream says nothing of the other
 	// The reflector lists again whenever either stream ends, so each lasts as long as the server
 	// lets a watch (its --min-request-timeout, 30 to 60 minutes) rather than the reflector's 5 to
 	// 10: a list of 50,000 SidecarSets costs seconds of the server's CPU and, while it lasts, a
@@ -136,16 +123,10 @@ func (lw *listWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 }
 
 // mergedWatch forwards the events of both watches, NamespacedSidecarSets as the SidecarSets they
-// take part as, and ends with 410 Gone as soon as either ends. Bookmarks are dropped, but for the
-// ends of the initial events: once every source has sent its own, one is sent, at the latest of
-// their resource versions (all initial events of both come before it).
+// take part as, and ends with 410 Gone as soon as either ends.
 type mergedWatch struct {
 	sources []watch.Interface
 	out     chan watch.Event
-	// initialMu guards the ends of initial events seen and the latest of their versions.
-	initialMu   sync.Mutex
-	initialEnds int
-	initialRV   uint64
 	// done is closed once the sources are stopped: by Stop, or because one of them ended.
 	done     chan struct{}
 	doneOnce sync.Once
@@ -197,12 +178,6 @@ func (m *mergedWatch) forward(src watch.Interface, ended chan<- struct{}) {
 			if !ok || ev.Type == watch.Error {
 				return
 			}
-			if ev.Type == watch.Bookmark {
-				var send bool
-				if ev, send = m.bookmark(ev); !send {
-					continue
-				}
-			}
 			if n, isNamespaced := ev.Object.(*v1alpha1.NamespacedSidecarSet); isNamespaced {
 				ev.Object = n.AsSidecarSet()
 			}
@@ -215,27 +190,6 @@ func (m *mergedWatch) forward(src watch.Interface, ended chan<- struct{}) {
 			return
 		}
 	}
-}
-
-// bookmark returns the event to send for a source's bookmark, if any: the merged end of the
-// initial events once every source has ended its own.
-func (m *mergedWatch) bookmark(ev watch.Event) (watch.Event, bool) {
-	obj, err := meta.Accessor(ev.Object)
-	if err != nil || obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
-		return ev, false
-	}
-	m.initialMu.Lock()
-	defer m.initialMu.Unlock()
-	m.initialEnds++
-	if rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err == nil && rv > m.initialRV {
-		m.initialRV = rv
-	}
-	if m.initialEnds != len(m.sources) {
-		return ev, false
-	}
-	end := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatUint(m.initialRV, 10),
-		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
-	return watch.Event{Type: watch.Bookmark, Object: end}, true
 }
 
 // end stops both watches.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -385,117 +384,5 @@ func TestInformerOfBothKinds(t *testing.T) {
 	}
 	if ss := obj.(*v1alpha1.SidecarSet); ss.Spec.Namespace != "team-b" {
 		t.Errorf("team-b.proxy selects pods of namespace %q, want team-b", ss.Spec.Namespace)
-	}
-}
-
-// initialEnd is a source's bookmark ending its initial events at rv.
-func initialEnd(obj runtime.Object, rv string) runtime.Object {
-	m := obj.(metav1.Object)
-	m.SetResourceVersion(rv)
-	m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-	return obj
-}
-
-// TestMergedWatchInitialEvents: the initial events of both sources come before one end of initial
-// events, sent once both sources have ended theirs, at the later of their versions; every other
-// bookmark is dropped.
-func TestMergedWatchInitialEvents(t *testing.T) {
-	sets := watch.NewFakeWithOptions(watch.FakeOptions{ChannelSize: 10})
-	namespaced := watch.NewFakeWithOptions(watch.FakeOptions{ChannelSize: 10})
-	m := mergeWatches(sets, namespaced)
-	defer m.Stop()
-	sets.Add(clusterSet("logs"))
-	sets.Action(watch.Bookmark, &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
-	sets.Action(watch.Bookmark, initialEnd(&v1alpha1.SidecarSet{}, "10"))
-	// Read until the cluster stream's end is consumed: nothing of it may end the merged stream.
-	if ev, _ := next(t, m); ev.Type != watch.Added {
-		t.Fatalf("first event %s, want the SidecarSet added", ev.Type)
-	}
-	namespaced.Add(namespacedSet("team-a", "logs"))
-	namespaced.Action(watch.Bookmark, initialEnd(&v1alpha1.NamespacedSidecarSet{}, "12"))
-	namespaced.Action(watch.Bookmark, &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "13"}})
-	namespaced.Modify(namespacedSet("team-a", "logs"))
-
-	want := []watch.Event{
-		{Type: watch.Added, Object: namespacedSet("team-a", "logs").AsSidecarSet()},
-		{Type: watch.Bookmark, Object: initialEnd(&v1alpha1.SidecarSet{}, "12")},
-		{Type: watch.Modified, Object: namespacedSet("team-a", "logs").AsSidecarSet()},
-	}
-	for i, w := range want {
-		got, ok := next(t, m)
-		if !ok {
-			t.Fatalf("event %d: the merged watch closed", i)
-		}
-		if diff := cmp.Diff(w, got); diff != "" {
-			t.Errorf("event %d (-want +got):\n%s", i, diff)
-		}
-	}
-}
-
-// watchListClient is a fake clientset whose watches send their initial events, as the server's
-// do: the reflector then streams rather than lists.
-type watchListClient struct{ *fake.Clientset }
-
-func (watchListClient) IsWatchListSemanticsUnSupported() bool { return false }
-
-// TestInformerStreamsBothKinds: with a client that serves watch-lists, the informer syncs from
-// the initial events of both kinds, without a list, and follows the writes after them.
-func TestInformerStreamsBothKinds(t *testing.T) {
-	client := fake.NewSimpleClientset()
-	client.PrependReactor("list", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, fmt.Errorf("listed: the informer should stream")
-	})
-	var mu sync.Mutex
-	var opts []metav1.ListOptions
-	sources := map[string]*watch.FakeWatcher{}
-	client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		o := a.(k8stesting.WatchActionImpl).ListOptions
-		opts = append(opts, o)
-		w := watch.NewFakeWithOptions(watch.FakeOptions{ChannelSize: 10})
-		if o.SendInitialEvents == nil || !*o.SendInitialEvents {
-			return true, w, nil
-		}
-		resource := a.GetResource().Resource
-		if resource == "sidecarsets" {
-			w.Add(clusterSet("logs"))
-			w.Action(watch.Bookmark, initialEnd(&v1alpha1.SidecarSet{}, "7"))
-		} else {
-			w.Add(namespacedSet("team-a", "logs"))
-			w.Action(watch.Bookmark, initialEnd(&v1alpha1.NamespacedSidecarSet{}, "8"))
-		}
-		sources[resource] = w
-		return true, w, nil
-	})
-	inf := NewInformer(watchListClient{client}, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTime)
-	defer cancel()
-	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer not synced")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	keys := inf.GetStore().ListKeys()
-	sort.Strings(keys)
-	if !cmp.Equal(keys, []string{"logs", "team-a.logs"}) {
-		t.Errorf("keys %v, want logs and team-a.logs", keys)
-	}
-	if rv := inf.LastSyncResourceVersion(); rv != "8" {
-		t.Errorf("synced at version %q, want 8", rv)
-	}
-	for _, o := range opts {
-		if !o.AllowWatchBookmarks || o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
-			t.Errorf("watch options %+v: want bookmarks and resourceVersionMatch NotOlderThan", o)
-		}
-	}
-	sources["namespacedsidecarsets"].Add(namespacedSet("team-b", "proxy"))
-	deadline := time.Now().Add(waitTime)
-	for _, exists, _ := inf.GetStore().GetByKey("team-b.proxy"); !exists; _, exists, _ = inf.GetStore().GetByKey("team-b.proxy") {
-		if time.Now().After(deadline) {
-			t.Fatal("a NamespacedSidecarSet added after the initial events is not in the informer")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
