@@ -42,7 +42,7 @@ SHARDS=(
   "catalogue-v1beta1 ^(TestInjectionConformanceAtV1beta1|TestValidationConformanceAtV1beta1)$"
   "serial-1 ^(TestBackupRestore|TestPolicyDifferential|TestNotLoadedFailsSafe|TestNamespaceCapUnderConcurrentCreates|TestPodsCreatedWithTheirSidecarSetInWebhookMode|TestIntakeScopedToNamespace|TestIntakeScopedToLabelKey|TestHelmTakesOverAutomanagedAPIServices)$"
   "serial-2 ^(TestChaosRollout|TestPolicyServedThroughOutage|TestEtcdOutage|TestKubeSystemInjection|TestKubeSystemFailsOpen|TestLeaderElection|TestDocs)$"
-  "serial-3 ^(TestLeaderStalledPastRenewal|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestNamespaceDeletionStallReported|TestPolicyDifferentialWhileWriting|TestValidationConformance)$"
+  "serial-3 ^(TestLeaderStalledPastRenewal|TestIntakeFoldsAcrossNamespaces|TestNamespacedSidecarSet|TestNoGapWhenPathsChange|TestDeployWhileServerCannotStart|TestRestartKeepsSidecarSets|TestUninstallGarbageCollects|TestPolicyInjectionWithoutServer|TestNamespaceDeletionStallReported|TestPolicyDifferentialWhileWriting|TestValidationConformance)$"
 )
 
 if [[ -n "${E2E_RUN:-}" ]]; then

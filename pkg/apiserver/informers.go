@@ -57,7 +57,7 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 			return nil, err
 		}
 		sharer := &sharedspec.Sharer{}
-		own := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(func(obj any) (any, error) {
+		own := informers.NewSharedInformerFactoryWithOptions(listing{client}, 0, informers.WithTransform(func(obj any) (any, error) {
 			obj, err := stripManagedFields(obj)
 			return sharer.Share(obj), err
 		}))
@@ -126,3 +126,14 @@ func stripManagedFields(obj interface{}) (interface{}, error) {
 	}
 	return obj, nil
 }
+
+// listing is the loopback client of the server's own informers, which read their objects with
+// paged lists, not watch-lists: this server stores its objects without a watch cache, and it serves
+// a watch-list's initial events by decoding every object in one goroutine, where the pages of a
+// list are decoded by each request's.
+type listing struct {
+	clientset.Interface
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflectors to list.
+func (listing) IsWatchListSemanticsUnSupported() bool { return true }

@@ -52,18 +52,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 	// sent reports whether the intake webhooks of cfg send kube-apiserver's pod of ns that nothing
 	// selects (labelled app=e2e-intake-nothing) to the server.
 	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, ns string) bool {
-		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
-		for _, w := range intake {
-			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
-			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
-			if err1 != nil || err2 != nil {
-				t.Fatalf("intake webhook %s: selectors %v, %v", w.Name, err1, err2)
-			}
-			if nsSel.Matches(labels.Set(namespaces[ns].Labels)) && podSel.Matches(labels.Set{"app": "e2e-intake-nothing"}) {
-				return true
-			}
-		}
-		return false
+		return intakeSends(t, cfg, namespaces[ns].Labels, labels.Set{"app": "e2e-intake-nothing"})
 	}
 	image := "busybox:1.36"
 	lastWrites := "none yet"
@@ -124,6 +113,78 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 	})
 }
 
+// intakeSends reports whether the intake webhooks of cfg send a pod with podLabels, in a namespace
+// with nsLabels, to the server.
+func intakeSends(t *testing.T, cfg *admissionregistrationv1.MutatingWebhookConfiguration, nsLabels, podLabels labels.Set) bool {
+	t.Helper()
+	_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
+	for _, w := range intake {
+		nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+		podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("intake webhook %s: selectors %v, %v", w.Name, err1, err2)
+		}
+		if nsSel.Matches(nsLabels) && podSel.Matches(podLabels) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestIntakeFoldsAcrossNamespaces: NamespacedSidecarSet writes in namespaces one after another (a
+// GitOps sync of every tenant's) hold the intake for their namespaces alone up to two namespaces;
+// the third turns the holds into one for every namespace (a namespace nothing was written in is
+// then sent too), and a fourth namespace's write then neither adds a hold nor waits for one. Then
+// the leader drops the hold. Serial: another test's write of a cluster SidecarSet requiring no
+// label holds every pod, and this one sends every namespace's pods for a while.
+func TestIntakeFoldsAcrossNamespaces(t *testing.T) {
+	serialOnly(t, "holding the intake for every namespace")
+	written := []string{tempNamespace(t, "e2e-fold-a-"), tempNamespace(t, "e2e-fold-b-"), tempNamespace(t, "e2e-fold-c-"), tempNamespace(t, "e2e-fold-d-")}
+	quiet := tempNamespace(t, "e2e-fold-quiet-")
+	for _, ns := range written {
+		t.Cleanup(func() { deleteNamespacedSidecarSets(t, ns) })
+	}
+	nothing := labels.Set{"app": "e2e-intake-nothing"}
+	sends := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, ns string) bool {
+		return intakeSends(t, cfg, labels.Set{corev1.LabelMetadataName: ns}, nothing)
+	}
+	eventually(t, "a moment with no intake hold", 2*time.Minute, func(context.Context) (bool, string) {
+		cfg := activeConfiguration(t)
+		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
+		return len(intake) == 0, describeIntake(cfg)
+	})
+	create := func(ns string) *admissionregistrationv1.MutatingWebhookConfiguration {
+		nss := tenantSidecarSet("fold", map[string]string{"e2e-fold": ns}, "fold-sidecar")
+		if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(ns).Create(context.Background(), nss, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return activeConfiguration(t)
+	}
+	for i, ns := range written[:2] {
+		cfg := create(ns)
+		if cfg.Annotations[apps.IntakeUntilAnnotation] != "" || sends(cfg, quiet) {
+			t.Fatalf("after writes in %d namespaces, the pods of every namespace are sent: %s", i+1, describeIntake(cfg))
+		}
+		if !sends(cfg, ns) {
+			t.Fatalf("after a write in %s, its pods are not sent: %s", ns, describeIntake(cfg))
+		}
+	}
+	cfg := create(written[2])
+	if cfg.Annotations[apps.IntakeUntilAnnotation] == "" || !sends(cfg, quiet) {
+		t.Fatalf("after writes in three namespaces, the pods of %s, where nothing was written, are not sent: %s", quiet, describeIntake(cfg))
+	}
+	if cfg.Annotations[apps.IntakeNamespacesAnnotation] != "" {
+		t.Errorf("the namespaces' holds are kept beside the hold of every namespace: %s", describeIntake(cfg))
+	}
+	if cfg = create(written[3]); cfg.Annotations[apps.IntakeNamespacesAnnotation] != "" || !sends(cfg, written[3]) {
+		t.Errorf("a fourth namespace's write under the hold of every namespace held its own: %s", describeIntake(cfg))
+	}
+	eventually(t, "the leader to drop the hold of every namespace", time.Minute, func(context.Context) (bool, string) {
+		cfg := activeConfiguration(t)
+		return !sends(cfg, quiet), describeIntake(cfg)
+	})
+}
+
 // activeConfiguration returns the active injection webhook configuration.
 func activeConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
@@ -173,18 +234,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 	ns := tempNamespace(t, "e2e-intake-key-")
 	nsLabels := map[string]string{corev1.LabelMetadataName: ns}
 	sent := func(cfg *admissionregistrationv1.MutatingWebhookConfiguration, podLabels labels.Set) bool {
-		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
-		for _, w := range intake {
-			nsSel, err1 := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
-			podSel, err2 := metav1.LabelSelectorAsSelector(w.ObjectSelector)
-			if err1 != nil || err2 != nil {
-				t.Fatalf("intake webhook %s: selectors %v, %v", w.Name, err1, err2)
-			}
-			if nsSel.Matches(labels.Set(nsLabels)) && podSel.Matches(podLabels) {
-				return true
-			}
-		}
-		return false
+		return intakeSends(t, cfg, nsLabels, podLabels)
 	}
 	keyed, other := labels.Set{"e2e-intake-key": "elsewhere"}, labels.Set{"app": "e2e-intake-nothing"}
 	ss := simpleSidecarSet("e2e-intake-key", "busybox:1.36", nil)

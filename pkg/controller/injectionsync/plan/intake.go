@@ -36,9 +36,12 @@ import (
 // more.
 
 // MaxIntakeNamespaces bounds the namespaces held at once: a write that would hold one more opens
-// the intake for every namespace instead, until the last of their holds (the configuration and
-// its annotation stay small).
-const MaxIntakeNamespaces = 256
+// the intake for every namespace instead, until the last of their holds. Writes across many
+// namespaces (a GitOps sync of every tenant's NamespacedSidecarSets) then wait the load delay once,
+// not once per namespace (250 namespaces of a bulk apply waited 250 s), and the configuration and
+// its annotation stay small. One namespace's editor cannot cause it: it takes writes in three
+// namespaces within a hold.
+const MaxIntakeNamespaces = 2
 
 // MaxIntakeLabels bounds the label keys held at once (a set of intake webhooks each): one more
 // opens the intake for every namespace instead, until the last of their holds.
@@ -204,7 +207,7 @@ func (s IntakeState) Open(namespace string, now time.Time, hold time.Duration) (
 		next.Namespaces = map[string]IntakeHold{}
 	}
 	next.Namespaces[namespace] = h
-	if len(next.Namespaces) > MaxIntakeNamespaces || next.labelScopes() > MaxIntakeLabels {
+	if labels := next.labelScopes(); len(next.Namespaces)-labels > MaxIntakeNamespaces || labels > MaxIntakeLabels {
 		next = next.folded(now)
 	}
 	return next, true

@@ -123,7 +123,7 @@ func TestIntakeWebhooks(t *testing.T) {
 // the load delay; a stale state is written again; one namespace too many turns the holds into a
 // cluster hold.
 func TestIntakeOpen(t *testing.T) {
-	many := map[string]IntakeHold{}
+	many := map[string]IntakeHold{apps.IntakeLabelScope + "app": hold(0, 12*time.Second)} // a key is no namespace
 	for i := range MaxIntakeNamespaces {
 		many[fmt.Sprintf("ns-%03d", i)] = hold(0, 12*time.Second)
 	}
@@ -176,6 +176,21 @@ func TestIntakeOpen(t *testing.T) {
 		{name: "one namespace too many: every namespace until the last hold", state: IntakeState{Namespaces: many},
 			namespace: "team-a", now: time.Second,
 			wantWrite: true, want: IntakeState{Cluster: clusterHold(time.Second, 12*time.Second)}, wantWait: intakeLoad},
+		{name: "a burst across namespaces: a third namespace held at once folds the holds",
+			state:     IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second), "team-b": hold(0, 14*time.Second)}},
+			namespace: "team-c", now: 5 * time.Second,
+			wantWrite: true, want: IntakeState{Cluster: clusterHold(5*time.Second, 15*time.Second)}, wantWait: intakeLoad},
+		{name: "after the fold, the burst's next namespace neither writes nor waits",
+			state:     IntakeState{Cluster: clusterHold(5*time.Second, 15*time.Second)},
+			namespace: "team-d", now: 7 * time.Second,
+			want: IntakeState{Cluster: clusterHold(5*time.Second, 15*time.Second)}},
+		{name: "label keys do not count as namespaces",
+			state: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second), "team-b": hold(0, 10*time.Second),
+				apps.IntakeLabelScope + "app": hold(0, 10*time.Second)}},
+			namespace: apps.IntakeLabelScope + "tier", now: time.Second,
+			wantWrite: true, want: IntakeState{Namespaces: map[string]IntakeHold{"team-a": hold(0, 10*time.Second), "team-b": hold(0, 10*time.Second),
+				apps.IntakeLabelScope + "app": hold(0, 10*time.Second), apps.IntakeLabelScope + "tier": hold(time.Second, 11*time.Second)}},
+			wantWait: intakeLoad},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(tc.now)
