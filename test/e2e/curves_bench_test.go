@@ -207,6 +207,9 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	serverProfiled()
 	five, none, nokey := benchPod(map[string]string{"bench": "five"}), benchPod(map[string]string{"bench": "none"}), benchPod(map[string]string{"bench-nokey": "x"})
 	injected := asBare(waitInjected(t, five.withNamespace("bench"), "five-4"))
+	// The steady state, as make bench-e2e measures it: the creates above hold the intake, which
+	// sends the measured pods to the server too, for 10 s and until the leader's next plan.
+	waitIntakeClosed(t)
 	f := measurePods(t, mode, unthrottled(), five, none, nokey, injected, envInt("E2E_CURVE_CREATES", 500))
 	rec.AddedP50Ms, rec.AddedP99Ms = ms(f.fiveP50-f.bareP50), ms(f.fiveP99-f.bareP99)
 	rec.Rate8, rec.BareRate8 = f.fiveRate, f.bareRate

@@ -228,7 +228,7 @@ func runInterleaved(t *testing.T, mode string, g *policytest.Corpus, steps []pol
 // it while SidecarSet writes are recent (docs/policy-injection.md).
 func waitIntakeClosed(t *testing.T) {
 	t.Helper()
-	eventually(t, "the intake webhooks removed", time.Minute, func(ctx context.Context) (bool, string) {
+	eventually(t, "the intake webhooks removed", 3*time.Minute, func(ctx context.Context) (bool, string) {
 		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
