@@ -1,6 +1,7 @@
 package webhookconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -202,16 +203,85 @@ func clusterMatches(webhookSets, policySets []*v1alpha1.SidecarSet, members map[
 		return widened(webhookSets, policySets, append(append([]*v1alpha1.SidecarSet(nil), webhookSets...), policySets...), apps.WideningTooManyLabelKeys, members)
 	}
 	keys := slices.Sorted(maps.Keys(needs))
+	out := keyWebhooks(keys, needs, members)
+	for matchesSize(out) > MaxMatchesSize {
+		k := heaviestKey(keys, needs)
+		if k == "" {
+			break
+		}
+		needs[k].all.exists = true
+		out = keyWebhooks(keys, needs, members)
+	}
+	if len(out) == 0 {
+		return []WebhookMatch{noPods()}, nil
+	}
+	return withinSize(out), nil
+}
+
+// MaxMatchesSize bounds the webhooks of one class of namespace, as JSON: the configuration holds
+// them once per class (two in the shipped template) and must stay below etcd's request limit
+// (1.5 MiB by default), or kube-apiserver refuses its writes and no SidecarSet written since is
+// served. 50,000 SidecarSets selecting values of a few label keys listed 6 MB of values.
+const MaxMatchesSize = 700_000
+
+// keyWebhooks are the webhooks of keys, in order (keyWebhook).
+func keyWebhooks(keys []string, needs map[string]*keyNeeds, members map[string]*celpatch.Member) []WebhookMatch {
 	var out []WebhookMatch
 	for i := range keys {
 		if m, ok := keyWebhook(keys[:i], keys[i:], needs, members); ok {
 			out = append(out, m)
 		}
 	}
-	if len(out) == 0 {
-		return []WebhookMatch{noPods()}, nil
+	return out
+}
+
+// heaviestKey is the key whose values weigh most in the webhooks' objectSelectors (its own
+// webhook lists them, and every later one again), "" when every key is matched by Exists: widened
+// to Exists, its webhook receives every pod with the key, more pods than its SidecarSets select,
+// never fewer.
+func heaviestKey(keys []string, needs map[string]*keyNeeds) string {
+	heaviest, most := "", 0
+	for i, k := range keys {
+		r := &needs[k].all
+		if r.exists {
+			continue
+		}
+		w := 0
+		for v := range r.values {
+			w += len(v) + 3
+		}
+		if w *= len(keys) - i; w > most {
+			heaviest, most = k, w
+		}
 	}
-	return out, nil
+	return heaviest
+}
+
+// withinSize drops the largest match conditions (the webhook then receives every pod its
+// selectors select) until the matches fit MaxMatchesSize.
+func withinSize(matches []WebhookMatch) []WebhookMatch {
+	for matchesSize(matches) > MaxMatchesSize {
+		largest := -1
+		for i, m := range matches {
+			if m.Condition != "" && (largest < 0 || len(m.Condition) > len(matches[largest].Condition)) {
+				largest = i
+			}
+		}
+		if largest < 0 {
+			break
+		}
+		matches[largest].Condition = ""
+	}
+	return matches
+}
+
+// matchesSize is the size of matches as JSON.
+func matchesSize(matches []WebhookMatch) int {
+	b, err := json.Marshal(matches)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // widened is the single webhook of a class when the SidecarSets need more than label keys can say
