@@ -139,34 +139,43 @@ func BenchmarkPlanAfterCreate(b *testing.B) {
 	}
 }
 
-// BenchmarkPlanFromNothing plans 10,000 stored SidecarSets of each benchmark shape with an empty
-// memo, as a new leader does first: cluster SidecarSets, and as many NamespacedSidecarSets 200 to
-// a namespace.
+// BenchmarkPlanFromNothing plans 10,000 and 50,000 stored SidecarSets of each benchmark shape
+// with an empty memo, as a new leader does first: cluster SidecarSets, and as many
+// NamespacedSidecarSets 200 to a namespace.
 func BenchmarkPlanFromNothing(b *testing.B) {
-	for _, shape := range policytest.Shapes {
-		for _, kind := range []string{"cluster", "namespaced"} {
-			b.Run(shape+"/"+kind, func(b *testing.B) {
-				sets := policytest.BenchSidecarSets(shape, 10000)
-				for i, ss := range sets {
-					if kind == "namespaced" {
-						n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: ss.ObjectMeta, Spec: ss.Spec}
-						n.Namespace, n.Spec.Namespace, n.Spec.NamespaceSelector = fmt.Sprintf("ns-%02d", i/200), "", nil
-						ss = n.AsSidecarSet()
-						sets[i] = ss
+	for _, n := range []int{10000, 50000} {
+		for _, shape := range policytest.Shapes {
+			for _, kind := range []string{"cluster", "namespaced"} {
+				b.Run(fmt.Sprintf("%s/%s/%d", shape, kind, n), func(b *testing.B) {
+					sets := fromNothingSets(b, shape, kind, n)
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now(), Memo: &Memo{}}); err != nil {
+							b.Fatal(err)
+						}
 					}
-					ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
-					prepare(b, ss)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if _, err := PlanPolicies(PlanInput{SidecarSets: sets, Now: time.Now(), Memo: &Memo{}}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+				})
+			}
 		}
 	}
+}
+
+// fromNothingSets returns n stored SidecarSets of shape, of kind cluster or namespaced (200 to a
+// namespace).
+func fromNothingSets(b *testing.B, shape, kind string, n int) []*v1alpha1.SidecarSet {
+	sets := policytest.BenchSidecarSets(shape, n)
+	for i, ss := range sets {
+		if kind == "namespaced" {
+			ns := &v1alpha1.NamespacedSidecarSet{ObjectMeta: ss.ObjectMeta, Spec: ss.Spec}
+			ns.Namespace, ns.Spec.Namespace, ns.Spec.NamespaceSelector = fmt.Sprintf("ns-%03d", i/200), "", nil
+			ss = ns.AsSidecarSet()
+			sets[i] = ss
+		}
+		ss.UID, ss.ResourceVersion, ss.Generation = types.UID(ss.Name), fmt.Sprint(i+1), 1
+		prepare(b, ss)
+	}
+	return sets
 }
 
 // BenchmarkPlanWithTenants plans 1,000 cluster SidecarSets (the manual's one-key shape and the

@@ -150,7 +150,9 @@ func (mm *Memo) neighbours(sets []*v1alpha1.SidecarSet) [][]*v1alpha1.SidecarSet
 		}
 		entries := make([]*nearEntry, len(sets)) // by index in sets: nil until entered
 		for i, ss := range sets {
-			entries[i] = mm.near[ss.Name]
+			if entries[i] = mm.near[ss.Name]; entries[i] != nil {
+				x.SetOpen(i, !entries[i].crowded)
+			}
 		}
 		for _, name := range recount {
 			mm.enter(x, sets, entries, at[name])
@@ -199,21 +201,26 @@ func (mm *Memo) sweep(removed map[string]bool, refreshed map[string]*v1alpha1.Si
 	return recount
 }
 
-// enter tests sets[i] (the sets x indexes) against the SidecarSets already entered and adds each pair found to both
-// lists, but a crowded one's. A pair of crowded SidecarSets is not tested: neither reads the other.
+// enter tests sets[i] (the sets x indexes) against the SidecarSets already entered and adds each
+// pair found to both lists, but a crowded one's. A pair of crowded SidecarSets is not tested:
+// neither reads the other; once sets[i] is crowded, the index offers only the entered SidecarSets
+// that are not (x.SetOpen).
 func (mm *Memo) enter(x *neighbour.Index, sets []*v1alpha1.SidecarSet, entries []*nearEntry, i int) {
 	ss := sets[i]
 	v := mm.versionOf(ss)
 	e := &nearEntry{shape: v.shape, version: v.version, ss: ss, list: []*v1alpha1.SidecarSet{}}
-	for _, j := range x.Candidates(ss) {
+	x.Candidates(i, func(j int) bool {
 		oe := entries[j]
 		if j == i || oe == nil || (e.crowded && oe.crowded) || !x.MayShare(i, j) {
-			continue
+			return !e.crowded
 		}
 		oe.add(ss)
 		e.add(oe.ss)
-	}
+		x.SetOpen(j, !oe.crowded)
+		return !e.crowded
+	})
 	mm.near[ss.Name], entries[i] = e, e
+	x.SetOpen(i, !e.crowded)
 }
 
 // add puts o in e's list (sorted by name), unless e is crowded; e becomes crowded when o makes it.

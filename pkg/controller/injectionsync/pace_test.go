@@ -71,8 +71,9 @@ func TestQuietBefore(t *testing.T) {
 }
 
 // TestPacerBurst: the plans of a burst: the process's first starts at once and so does the
-// second, the others wait nine times the last one's length; a failed one is retried no sooner;
-// after a quiet spell the first starts at once and the next waits its length.
+// second; the third waits the second's length (a process's start counts as a quiet spell), the
+// others nine times the last one's length; a failed one is retried no sooner; after a quiet
+// spell the first starts at once and the next waits its length.
 func TestPacerBurst(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
 	c := &Controller{pace: pacer{clock: clk}}
@@ -84,18 +85,22 @@ func TestPacerBurst(t *testing.T) {
 	if d := c.pace.delay(); d != 0 {
 		t.Fatalf("after the process's first: waits %v, want 0", d)
 	}
-	clk.Step(time.Second)
-	_ = c.pace.run(func() error { clk.Step(time.Second); return errors.New("conflict") })
-	if d := c.retryDelay(5 * time.Millisecond); d != 9*time.Second {
-		t.Fatalf("a failed second: retried after %v, want 9s", d)
+	_ = c.pace.run(func() error { clk.Step(2 * time.Second); return errors.New("conflict") })
+	if d := c.retryDelay(5 * time.Millisecond); d != 2*time.Second {
+		t.Fatalf("a failed second of 2 s: retried after %v, want 2s", d)
 	}
 	if d := c.retryDelay(time.Minute); d != time.Minute {
 		t.Fatalf("a backoff longer than the pace: retried after %v, want 1m", d)
 	}
-	clk.Step(9 * time.Second)
+	clk.Step(2 * time.Second)
 	_ = c.pace.run(plan)
 	if d := c.pace.delay(); d != 9*time.Second {
 		t.Fatalf("third: waits %v, want 9s", d)
+	}
+	clk.Step(9 * time.Second)
+	_ = c.pace.run(plan)
+	if d := c.pace.delay(); d != 9*time.Second {
+		t.Fatalf("fourth: waits %v, want 9s", d)
 	}
 	clk.Step(time.Minute)
 	_ = c.pace.run(plan)
@@ -112,6 +117,7 @@ func TestProcessNextKeepsThePace(t *testing.T) {
 	c := &Controller{pace: pacer{clock: clk}}
 	plan := func() error { clk.Step(3 * time.Second); return nil }
 	_ = c.pace.run(plan) // the process's first: the next may start at once
+	_ = c.pace.run(plan) // the second: the next waits its length
 	clk.Step(3 * time.Second)
 	_ = c.pace.run(plan) // in the burst: the next waits 27 s
 	last := c.pace.end

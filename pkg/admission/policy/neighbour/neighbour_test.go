@@ -1,9 +1,11 @@
 package neighbour
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -56,9 +58,13 @@ func TestNeighbours(t *testing.T) {
 			t.Errorf("Neighbours(%s) (-want +got):\n%s", ss.Name, diff)
 		}
 		candidates := map[int]bool{}
-		for _, j := range x.Candidates(ss) {
+		x.Candidates(i, func(j int) bool {
+			if candidates[j] {
+				t.Errorf("the index offers %s twice to %s", sets[j].Name, ss.Name)
+			}
 			candidates[j] = true
-		}
+			return true
+		})
 		for j, o := range sets {
 			if j != i && x.MayShare(i, j) != (mayShare(ss, o)) {
 				t.Errorf("Index.MayShare(%s, %s) differs from mayShare", ss.Name, o.Name)
@@ -94,6 +100,65 @@ func TestScopeOf(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ScopeOf(tc.ss, tc.near)); diff != "" {
 				t.Errorf("ScopeOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCandidatesOpenOnly: once the caller asks for open SidecarSets only, the index offers, each
+// once, the open candidates it has not offered yet, and leaves out those no longer open.
+func TestCandidatesOpenOnly(t *testing.T) {
+	sets := []*v1alpha1.SidecarSet{
+		selecting("any", exists("app")),
+		selecting("a", labels("app", "a")),
+		selecting("b", labels("app", "b")),
+		selecting("c", labels("app", "c")),
+		selecting("tier", labels("tier", "front")),
+		selecting("zone", labels("zone", "x")),
+	}
+	for _, tc := range []struct {
+		name   string
+		open   []int
+		closed []int // set open, then not
+	}{
+		{"none open", nil, nil},
+		{"all open", []int{0, 1, 2, 3, 4, 5}, nil},
+		{"some open", []int{2, 5}, nil},
+		{"closed again", []int{2, 3, 5}, []int{3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewIndex(sets)
+			for _, j := range tc.open {
+				x.SetOpen(j, true)
+			}
+			for _, j := range tc.closed {
+				x.SetOpen(j, false)
+			}
+			offered := map[int]int{}
+			var order []int
+			x.Candidates(0, func(j int) bool {
+				offered[j]++
+				order = append(order, j)
+				return false
+			})
+			if len(order) == 0 {
+				t.Fatal("nothing offered")
+			}
+			for j, n := range offered {
+				if n > 1 {
+					t.Errorf("%s offered %d times", sets[j].Name, n)
+				}
+			}
+			// Every SidecarSet is a candidate of "any": after the first, the open ones but it.
+			var want []int
+			for _, j := range tc.open {
+				if j != order[0] && !slices.Contains(tc.closed, j) {
+					want = append(want, j)
+				}
+			}
+			rest := slices.Sorted(slices.Values(order[1:]))
+			if diff := cmp.Diff(want, rest, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("offered after the caller asked for open ones only (-want +got):\n%s", diff)
 			}
 		})
 	}
