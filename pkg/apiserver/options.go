@@ -16,7 +16,7 @@ import (
 // (a request refused by an earlier plugin is never charged to a quota). The watch cache is off
 // for this server's resources (WatchCacheSizes).
 func NewRecommendedOptions(etcdPathPrefix string) *genericoptions.RecommendedOptions {
-	o := genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion))
+	o := genericoptions.NewRecommendedOptions(etcdPathPrefix, storageCodec())
 	o.Etcd.WatchCacheSizes = WatchCacheSizes
 	o.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
