@@ -1,7 +1,7 @@
 package apiserver
 
 import (
-	"bytes"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,7 +75,7 @@ func topLevelKind(data []byte) (apiVersion, kind string, ok bool) {
 			if haveKind && haveVersion {
 				return apiVersion, kind, true
 			}
-		case bytes.EqualFold([]byte(key), []byte("apiVersion")) || bytes.EqualFold([]byte(key), []byte("kind")):
+		case strings.EqualFold(key, "apiVersion") || strings.EqualFold(key, "kind"):
 			return "", "", false // encoding/json matches keys in any case
 		default:
 			if !s.skipValue() {

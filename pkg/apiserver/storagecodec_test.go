@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
@@ -104,5 +103,3 @@ func BenchmarkInterpret(b *testing.B) {
 		})
 	}
 }
-
-var _ runtime.Codec = storageCodec()

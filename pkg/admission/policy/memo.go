@@ -216,7 +216,9 @@ func (mm *Memo) enter(x *neighbour.Index, sets []*v1alpha1.SidecarSet, entries [
 		}
 		oe.add(ss)
 		e.add(oe.ss)
-		x.SetOpen(j, !oe.crowded)
+		if oe.crowded {
+			x.SetOpen(j, false)
+		}
 		return !e.crowded
 	})
 	mm.near[ss.Name], entries[i] = e, e
