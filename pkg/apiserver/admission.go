@@ -131,7 +131,7 @@ func foreignPolicies(f kubeinformers.SharedInformerFactory) {
 func newReviewer(shared kubeinformers.SharedInformerFactory, set *informerSet, sortByName bool, retiredFor time.Duration) *webhook.Reviewer {
 	index := injection.NewIndex()
 	retired := &injection.Retired{Keep: retiredFor}
-	set.index, set.seen = index, webhook.NewWatermark()
+	set.index, set.seen = index, webhook.NewMarks()
 	sets := set.own.Apps().V1alpha1().SidecarSets().Informer()
 	indexed, err := sets.AddEventHandler(webhook.Indexer{Index: index, Seen: set.seen, Retired: retired, Clock: clock.RealClock{}}.Handler())
 	if err != nil {

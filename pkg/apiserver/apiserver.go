@@ -303,8 +303,8 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	if err != nil {
 		return nil, fmt.Errorf("namespacedsidecarsets storage: %w", err)
 	}
-	settle.hook(sets.SidecarSet.Store)
-	settle.hook(namespaced.SidecarSet.Store)
+	settle.hook(sets.SidecarSet.Store, false)
+	settle.hook(namespaced.SidecarSet.Store, true)
 
 	appsGroup := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	appsGroup.NegotiatedSerializer = withoutProtobuf{Codecs}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,25 +44,37 @@ const (
 	storageRetry       = 5 * time.Second
 )
 
+// kinds are the kinds of SidecarSet, each with its keys in etcd and its stream in the informer
+// (webhook.Marks): the SidecarSets, then the NamespacedSidecarSets.
+var kinds = [2]struct {
+	resource string
+	example  runtime.Object
+}{{"sidecarsets", &apps.SidecarSet{}}, {"namespacedsidecarsets", &apps.NamespacedSidecarSet{}}}
+
+// namespacedKind is the index of the NamespacedSidecarSets in kinds.
+const namespacedKind = 1
+
+// newestWrites are the newest revisions that wrote a key of each kind (in the order of kinds).
+type newestWrites [len(kinds)]uint64
+
 // keyWrites follows the writes of the SidecarSet keys (both kinds) in the server's etcd.
 type keyWrites struct {
 	client   *clientv3.Client
-	watched  string   // the prefix watched: the longest common folder of prefixes
-	prefixes []string // the keys of SidecarSets and NamespacedSidecarSets
-
-	mu      sync.Mutex
-	watch   context.Context // the watch's context, which names its gRPC stream; nil while none runs
-	synced  uint64          // the watch has delivered every write up to this revision
-	latest  uint64          // the newest revision that wrote a SidecarSet key
-	changed chan struct{}   // closed and replaced when synced or latest grows
-	reads   coalescer
+	watched  string             // the prefix watched: the longest common folder of prefixes
+	prefixes [len(kinds)]string // the keys of each kind
+	mu       sync.Mutex
+	watch    context.Context // the watch's context, which names its gRPC stream; nil while none runs
+	synced   uint64          // the watch has delivered every write up to this revision
+	latest   newestWrites
+	changed  chan struct{} // closed and replaced when synced or latest grows
+	reads    coalescer[newestWrites]
 	// failedAt is when a read last failed: for storageRetry after it, Latest fails at once (an
 	// etcd outage must not slow every pod's admission by storageReadTimeout).
 	failedAt time.Time
 }
 
 // newKeyWrites connects to the etcd of storage, for the keys under prefixes.
-func newKeyWrites(storage storagebackend.Config, prefixes []string) (*keyWrites, error) {
+func newKeyWrites(storage storagebackend.Config, prefixes [len(kinds)]string) (*keyWrites, error) {
 	tlsInfo := transport.TLSInfo{CertFile: storage.Transport.CertFile, KeyFile: storage.Transport.KeyFile, TrustedCAFile: storage.Transport.TrustedCAFile}
 	tlsConfig, err := tlsInfo.ClientConfig()
 	if err != nil {
@@ -77,24 +88,23 @@ func newKeyWrites(storage storagebackend.Config, prefixes []string) (*keyWrites,
 	if err != nil {
 		return nil, err
 	}
-	w := &keyWrites{client: client, watched: commonFolder(prefixes), prefixes: prefixes, changed: make(chan struct{})}
+	w := &keyWrites{client: client, watched: commonFolder(prefixes[:]), prefixes: prefixes, changed: make(chan struct{})}
 	w.reads.fetch = w.fetchLatest
 	return w, nil
 }
 
-// sidecarSetKeys returns the etcd key prefixes of both kinds, from the storage's options.
-func sidecarSetKeys(getter generic.RESTOptionsGetter) (storagebackend.Config, []string, error) {
+// sidecarSetKeys returns the etcd key prefixes of each kind, from the storage's options.
+func sidecarSetKeys(getter generic.RESTOptionsGetter) (storagebackend.Config, [len(kinds)]string, error) {
 	var cfg storagebackend.Config
-	var out []string
-	for r, example := range map[string]runtime.Object{"sidecarsets": &apps.SidecarSet{}, "namespacedsidecarsets": &apps.NamespacedSidecarSet{}} {
-		opts, err := getter.GetRESTOptions(apps.Resource(r), example)
+	var out [len(kinds)]string
+	for i, k := range kinds {
+		opts, err := getter.GetRESTOptions(apps.Resource(k.resource), k.example)
 		if err != nil {
-			return cfg, nil, err
+			return cfg, out, err
 		}
 		cfg = opts.StorageConfig.Config
-		out = append(out, path.Join("/", opts.StorageConfig.Prefix, opts.ResourcePrefix)+"/")
+		out[i] = path.Join("/", opts.StorageConfig.Prefix, opts.ResourcePrefix) + "/"
 	}
-	slices.Sort(out)
 	return cfg, out, nil
 }
 
@@ -109,14 +119,14 @@ func commonFolder(prefixes []string) string {
 	return common[:strings.LastIndex(common, "/")+1]
 }
 
-// isSidecarSetKey reports whether key is one of a SidecarSet's.
-func (w *keyWrites) isSidecarSetKey(key string) bool {
-	for _, p := range w.prefixes {
+// kindOf returns the kind whose key key is (its index in kinds), or false for another key.
+func (w *keyWrites) kindOf(key string) (int, bool) {
+	for i, p := range w.prefixes {
 		if strings.HasPrefix(key, p) {
-			return true
+			return i, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // Run watches until ctx ends, starting again after a failure.
@@ -147,15 +157,15 @@ func (w *keyWrites) follow(ctx context.Context) error {
 		if err := resp.Err(); err != nil {
 			return err
 		}
-		synced, latest := uint64(0), uint64(0)
+		synced, latest := uint64(0), newestWrites{}
 		if resp.IsProgressNotify() {
 			synced = uint64(resp.Header.Revision)
 		}
 		for _, ev := range resp.Events {
 			rev := uint64(ev.Kv.ModRevision)
 			synced = max(synced, rev)
-			if w.isSidecarSetKey(string(ev.Kv.Key)) {
-				latest = max(latest, rev)
+			if kind, ok := w.kindOf(string(ev.Kv.Key)); ok {
+				latest[kind] = max(latest[kind], rev)
 			}
 		}
 		w.advance(wctx, synced, latest)
@@ -163,33 +173,36 @@ func (w *keyWrites) follow(ctx context.Context) error {
 	return errors.New("the watch closed")
 }
 
-// newest returns etcd's revision and the newest revision that wrote a SidecarSet key still stored.
-func (w *keyWrites) newest(ctx context.Context) (rev, latest uint64, err error) {
+// newest returns etcd's revision and the newest revision that wrote a key of each kind still
+// stored.
+func (w *keyWrites) newest(ctx context.Context) (rev uint64, latest newestWrites, err error) {
 	now, err := w.client.Get(ctx, w.watched, clientv3.WithCountOnly())
 	if err != nil {
-		return 0, 0, err
+		return 0, latest, err
 	}
 	rev = uint64(now.Header.Revision)
-	for _, p := range w.prefixes {
+	for i, p := range w.prefixes {
 		resp, err := w.client.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1), clientv3.WithRev(now.Header.Revision),
 			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend))
 		if err != nil {
-			return 0, 0, err
+			return 0, latest, err
 		}
 		for _, kv := range resp.Kvs {
-			latest = max(latest, uint64(kv.ModRevision))
+			latest[i] = max(latest[i], uint64(kv.ModRevision))
 		}
 	}
 	return rev, latest, nil
 }
 
 // advance records what the watch delivered.
-func (w *keyWrites) advance(watch context.Context, synced, latest uint64) {
+func (w *keyWrites) advance(watch context.Context, synced uint64, latest newestWrites) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.watch = watch
 	w.synced = max(w.synced, synced)
-	w.latest = max(w.latest, latest)
+	for i := range latest {
+		w.latest[i] = max(w.latest[i], latest[i])
+	}
 	w.wake()
 }
 
@@ -207,21 +220,21 @@ func (w *keyWrites) wake() {
 	w.changed = make(chan struct{})
 }
 
-// Latest returns the newest revision that wrote a SidecarSet key, as of a read of etcd made after
-// the call began. Concurrent calls share reads.
-func (w *keyWrites) Latest(ctx context.Context) (uint64, error) {
+// Latest returns the newest revision that wrote a key of each kind, as of a read of etcd made
+// after the call began. Concurrent calls share reads.
+func (w *keyWrites) Latest(ctx context.Context) (newestWrites, error) {
 	w.mu.Lock()
 	failed := w.failedAt
 	w.mu.Unlock()
 	if since := time.Since(failed); since < storageRetry {
-		return 0, fmt.Errorf("reading etcd failed %v ago", since.Round(time.Millisecond))
+		return newestWrites{}, fmt.Errorf("reading etcd failed %v ago", since.Round(time.Millisecond))
 	}
 	return w.reads.do(ctx)
 }
 
 // fetchLatest reads etcd's revision and waits until the watch has delivered every write up to it;
 // a failure is recorded (failedAt).
-func (w *keyWrites) fetchLatest(ctx context.Context) (uint64, error) {
+func (w *keyWrites) fetchLatest(ctx context.Context) (newestWrites, error) {
 	latest, err := w.readLatest(ctx)
 	if err != nil {
 		w.mu.Lock()
@@ -231,12 +244,12 @@ func (w *keyWrites) fetchLatest(ctx context.Context) (uint64, error) {
 	return latest, err
 }
 
-func (w *keyWrites) readLatest(ctx context.Context) (uint64, error) {
+func (w *keyWrites) readLatest(ctx context.Context) (newestWrites, error) {
 	ctx, cancel := context.WithTimeout(ctx, storageReadTimeout)
 	defer cancel()
 	resp, err := w.client.Get(ctx, w.watched, clientv3.WithCountOnly()) // one key: O(1), linearizable
 	if err != nil {
-		return 0, err
+		return newestWrites{}, err
 	}
 	rev := uint64(resp.Header.Revision)
 	// etcd answers a progress request only once the watch has caught up: ask again until then.
@@ -247,18 +260,18 @@ func (w *keyWrites) readLatest(ctx context.Context) (uint64, error) {
 		w.mu.Unlock()
 		switch {
 		case watch == nil:
-			return 0, errors.New("the SidecarSet writes are not followed (the watch of etcd is starting)")
+			return newestWrites{}, errors.New("the SidecarSet writes are not followed (the watch of etcd is starting)")
 		case synced >= rev:
 			return latest, nil
 		case again == nil:
 			if err := w.client.RequestProgress(watch); err != nil {
-				return 0, err
+				return newestWrites{}, err
 			}
 			again = time.After(progressRetry)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("etcd did not report the SidecarSet writes up to revision %d: %w", rev, ctx.Err())
+			return newestWrites{}, fmt.Errorf("etcd did not report the SidecarSet writes up to revision %d: %w", rev, ctx.Err())
 		case <-changed:
 		case <-again:
 			again = nil
@@ -268,23 +281,23 @@ func (w *keyWrites) readLatest(ctx context.Context) (uint64, error) {
 
 // coalescer has concurrent callers share one fetch, always one that began after they called: a
 // caller joins the fetch waiting to start, never one under way.
-type coalescer struct {
-	fetch   func(context.Context) (uint64, error)
+type coalescer[T any] struct {
+	fetch   func(context.Context) (T, error)
 	mu      sync.Mutex
-	pending *fetchCall
+	pending *fetchCall[T]
 	running bool
 }
 
-type fetchCall struct {
+type fetchCall[T any] struct {
 	done chan struct{}
-	rev  uint64
+	rev  T
 	err  error
 }
 
-func (c *coalescer) do(ctx context.Context) (uint64, error) {
+func (c *coalescer[T]) do(ctx context.Context) (T, error) {
 	c.mu.Lock()
 	if c.pending == nil {
-		c.pending = &fetchCall{done: make(chan struct{})}
+		c.pending = &fetchCall[T]{done: make(chan struct{})}
 	}
 	call := c.pending
 	if !c.running {
@@ -296,12 +309,13 @@ func (c *coalescer) do(ctx context.Context) (uint64, error) {
 	case <-call.done:
 		return call.rev, call.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
 // loop runs the pending fetches one after another, until none is pending.
-func (c *coalescer) loop() {
+func (c *coalescer[T]) loop() {
 	for {
 		c.mu.Lock()
 		call := c.pending
@@ -318,13 +332,14 @@ func (c *coalescer) loop() {
 }
 
 // freshness is the webhook's barrier (webhook.Reviewer.Fresh): it returns once this replica's
-// index has taken in the newest SidecarSet write, or when it cannot tell (the pod is then
+// index has taken in the newest write of each kind, each in the watermark of its stream
+// (webhook.Marks), or when it cannot tell (the pod is then
 // answered from the cache as it is). It waits only while writes may be that recent: while the
 // intake webhooks are in place (intakeOpen; every write adds them, and waits for kube-apiserver
 // to load them, before it is stored, and the leader removes them only seconds after the last),
 // so that a pod created while no SidecarSet is written pays no read of etcd. Without a main
 // cluster (intakeOpen nil) it always waits.
-func freshness(writes *keyWrites, seen *webhook.Watermark, intakeOpen func() bool) func(context.Context) {
+func freshness(writes *keyWrites, seen *webhook.Marks, intakeOpen func() bool) func(context.Context) {
 	return func(ctx context.Context) {
 		if intakeOpen != nil && !intakeOpen() {
 			return
@@ -336,8 +351,10 @@ func freshness(writes *keyWrites, seen *webhook.Watermark, intakeOpen func() boo
 		}
 		ctx, cancel := context.WithTimeout(ctx, indexCatchUpWait)
 		defer cancel()
-		if err := seen.Wait(ctx, strconv.FormatUint(latest, 10)); err != nil {
-			klog.InfoS("answering a pod from a cache behind the newest SidecarSet write", "revision", latest, "err", err)
+		for i, rev := range latest {
+			if err := seen.Lane(i == namespacedKind).Wait(ctx, strconv.FormatUint(rev, 10)); err != nil {
+				klog.InfoS("answering a pod from a cache behind the newest SidecarSet write", "resource", kinds[i].resource, "revision", rev, "err", err)
+			}
 		}
 	}
 }

@@ -35,7 +35,7 @@ func TestCommonFolder(t *testing.T) {
 func TestCoalescerReadsAfterEachCall(t *testing.T) {
 	var fetches atomic.Uint64
 	release := make(chan struct{})
-	c := &coalescer{fetch: func(context.Context) (uint64, error) {
+	c := &coalescer[uint64]{fetch: func(context.Context) (uint64, error) {
 		n := fetches.Add(1)
 		<-release
 		return n, nil

@@ -35,8 +35,8 @@ type informerSet struct {
 	pods         *podcache.Source
 	// index is the injection index of the SidecarSets, shared by the webhook and the controller.
 	index *injection.Index
-	// seen is how far the index has taken SidecarSet events in (see settleWrites).
-	seen *webhook.Watermark
+	// seen is how far the index has taken the events of each kind in (see settleWrites).
+	seen *webhook.Marks
 	// intakeOpen reports whether the intake webhooks are in place (intakeInPlace); nil without a
 	// main cluster. Set while the server is built, read once it serves.
 	intakeOpen func() bool

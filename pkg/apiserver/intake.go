@@ -42,42 +42,47 @@ const settleTimeout = 5 * time.Second
 // what the informer held a few milliseconds earlier. Status writes are left alone (the status
 // store is a copy made before hook). A write the index has not taken in within settleTimeout
 // (the informer stopped or relisting) returns anyway.
+//
+// Each kind waits on the watermark of its own stream (webhook.Marks): the informer merges two
+// watches, and an event of one kind says nothing of how far the other has come.
 type writeSettler struct {
-	seen   *webhook.Watermark
+	seen   *webhook.Marks
 	synced func() bool
 }
 
-func settleWrites(seen *webhook.Watermark, synced func() bool) writeSettler {
+func settleWrites(seen *webhook.Marks, synced func() bool) writeSettler {
 	return writeSettler{seen: seen, synced: synced}
 }
 
-// hook installs the waits on store's creates and updates.
-func (s writeSettler) hook(store *genericregistry.Store) {
+// hook installs the waits on store's creates and updates; namespaced tells the store of
+// NamespacedSidecarSets.
+func (s writeSettler) hook(store *genericregistry.Store, namespaced bool) {
 	if s.seen == nil {
 		return
 	}
+	mark := s.seen.Lane(namespaced)
 	store.AfterCreate = func(obj runtime.Object, opts *metav1.CreateOptions) {
 		if len(opts.DryRun) == 0 {
-			s.settle(obj)
+			s.settle(mark, obj)
 		}
 	}
 	store.AfterUpdate = func(obj runtime.Object, opts *metav1.UpdateOptions) {
 		if len(opts.DryRun) == 0 {
-			s.settle(obj)
+			s.settle(mark, obj)
 		}
 	}
 }
 
-// settle waits until the index has taken in obj's resourceVersion (not while the informer has
-// not synced: the webhook refuses pods then anyway).
-func (s writeSettler) settle(obj runtime.Object) {
+// settle waits until the index has taken in obj's resourceVersion in mark, the watermark of its
+// stream (not while the informer has not synced: the webhook refuses pods then anyway).
+func (s writeSettler) settle(mark *webhook.Watermark, obj runtime.Object) {
 	m, err := meta.Accessor(obj)
 	if err != nil || !s.synced() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	if err := s.seen.Wait(ctx, m.GetResourceVersion()); err != nil {
+	if err := mark.Wait(ctx, m.GetResourceVersion()); err != nil {
 		klog.InfoS("a SidecarSet write returns before this replica's injector has taken it in", "name", m.GetName(), "resourceVersion", m.GetResourceVersion(), "err", err)
 	}
 }

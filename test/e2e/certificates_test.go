@@ -74,8 +74,8 @@ func errString(err error) string {
 }
 
 // applySelfManagedRBAC applies what the chart renders for self-managed certificates beside the
-// local cluster's objects (the Role and its binding, the guards), and the server's APIService rule
-// as a ClusterRole of its own, until the test ends.
+// local cluster's objects (the Role and its binding, the guards), each under a name of its own,
+// and the server's APIService rule as a ClusterRole of its own, until the test ends.
 func applySelfManagedRBAC(t *testing.T) {
 	t.Helper()
 	helm, err := chart.Helm(root)
@@ -102,7 +102,7 @@ func applySelfManagedRBAC(t *testing.T) {
 		switch {
 		case k.Name == "sidecarset-certificates" && (k.Kind == "Role" || k.Kind == "RoleBinding"),
 			strings.HasPrefix(k.Kind, "ValidatingAdmissionPolicy") && (k.Name == "sidecarset-apiserver-certificate-guard" || k.Name == "sidecarset-apiserver-apiservice-guard"):
-			add(o.Object)
+			add(ownName(t, o))
 		case k.Kind == "ClusterRole" && k.Name == "sidecarset-apiserver":
 			add(apiserviceRole(t, o))
 		}
@@ -123,6 +123,22 @@ func applySelfManagedRBAC(t *testing.T) {
 			t.Errorf("kubectl delete: %v\n%s", err, out)
 		}
 	})
+}
+
+// ownName is an object of the chart under a name of this test's, and a binding bound to the
+// renamed object: TestChartDryRun applies the chart, under its own names, while this test runs.
+func ownName(t *testing.T, o *unstructured.Unstructured) map[string]interface{} {
+	t.Helper()
+	out := o.DeepCopy()
+	out.SetName("e2e-" + o.GetName())
+	for _, ref := range [][]string{{"spec", "policyName"}, {"roleRef", "name"}} {
+		if name, ok, _ := unstructured.NestedString(out.Object, ref...); ok {
+			if err := unstructured.SetNestedField(out.Object, "e2e-"+name, ref...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out.Object
 }
 
 // apiserviceRole is the rule of the server's ClusterRole on its APIServices' caBundle, as a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"sync"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
 
 // Watermark is the newest resourceVersion of the SidecarSet events the injection index has taken
@@ -65,3 +67,28 @@ func (w *Watermark) state(rv string) (bool, <-chan struct{}) {
 	defer w.mu.Unlock()
 	return err != nil || n <= w.rv, w.changed
 }
+
+// Marks are the watermarks of the two streams the SidecarSet informer merges (package
+// allsidecarsets): the SidecarSets, and the NamespacedSidecarSets as the SidecarSets they take
+// part as. Each stream delivers its events in resourceVersion order, but the merged one
+// interleaves them as they come: a SidecarSet event may be taken in before a NamespacedSidecarSet
+// event at an older resourceVersion. One watermark for both would then say a NamespacedSidecarSet
+// write was taken in before it was, so each stream has its own.
+type Marks struct {
+	Cluster, Namespaced *Watermark
+}
+
+// NewMarks returns both watermarks at zero.
+func NewMarks() *Marks { return &Marks{Cluster: NewWatermark(), Namespaced: NewWatermark()} }
+
+// Lane returns the watermark of the NamespacedSidecarSets when namespaced, else of the
+// SidecarSets.
+func (m *Marks) Lane(namespaced bool) *Watermark {
+	if namespaced {
+		return m.Namespaced
+	}
+	return m.Cluster
+}
+
+// Of returns the watermark of the stream ss comes in.
+func (m *Marks) Of(ss *v1alpha1.SidecarSet) *Watermark { return m.Lane(v1alpha1.IsNamespaced(ss)) }

@@ -4,6 +4,11 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/injection"
 )
 
 func TestWatermark(t *testing.T) {
@@ -66,4 +71,46 @@ func TestWatermarkWakesWaiters(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait did not return once its event was taken in")
 	}
+}
+
+// TestMarksKeepStreamsApart: the informer merges the SidecarSet and NamespacedSidecarSet
+// watches, so a SidecarSet event at a newer version can be taken in before a NamespacedSidecarSet
+// event at an older one. A NamespacedSidecarSet write then waits for its own event, not for any
+// newer one; and the reverse.
+func TestMarksKeepStreamsApart(t *testing.T) {
+	namespaced := (&v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "log", ResourceVersion: "10"}}).AsSidecarSet()
+	cluster := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "mesh", ResourceVersion: "12"}}
+	for _, tc := range []struct {
+		name                        string
+		taken                       []*v1alpha1.SidecarSet
+		clusterAt, namespacedAt     string
+		wantCluster, wantNamespaced bool
+	}{
+		{name: "a newer SidecarSet event first", taken: []*v1alpha1.SidecarSet{cluster},
+			clusterAt: "12", namespacedAt: "10", wantCluster: true},
+		{name: "a newer NamespacedSidecarSet event first", taken: []*v1alpha1.SidecarSet{namespacedAt("14")},
+			clusterAt: "12", namespacedAt: "10", wantNamespaced: true},
+		{name: "both taken in", taken: []*v1alpha1.SidecarSet{cluster, namespaced},
+			clusterAt: "12", namespacedAt: "10", wantCluster: true, wantNamespaced: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marks := NewMarks()
+			h := Indexer{Index: injection.NewIndex(), Seen: marks}.Handler()
+			for _, ss := range tc.taken {
+				h.OnAdd(ss, false)
+			}
+			if got := marks.Cluster.Reached(tc.clusterAt); got != tc.wantCluster {
+				t.Errorf("SidecarSet write at %s taken in: %v, want %v", tc.clusterAt, got, tc.wantCluster)
+			}
+			if got := marks.Namespaced.Reached(tc.namespacedAt); got != tc.wantNamespaced {
+				t.Errorf("NamespacedSidecarSet write at %s taken in: %v, want %v", tc.namespacedAt, got, tc.wantNamespaced)
+			}
+		})
+	}
+}
+
+// namespacedAt is a NamespacedSidecarSet, as the informer hands it, at resourceVersion rv.
+func namespacedAt(rv string) *v1alpha1.SidecarSet {
+	n := &v1alpha1.NamespacedSidecarSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "other", ResourceVersion: rv}}
+	return n.AsSidecarSet()
 }

@@ -202,8 +202,8 @@ func deny(code int32, err error) *admissionv1.AdmissionResponse {
 type Indexer struct {
 	// Index holds the SidecarSets.
 	Index *injection.Index
-	// Seen, when not nil, advances past each event taken in.
-	Seen *Watermark
+	// Seen, when not nil, advances past each event taken in, in the watermark of its stream.
+	Seen *Marks
 	// Retired, when not nil, records the versions updates replace (injection.Retires) and
 	// deletes remove, at the time of Clock.
 	Retired *injection.Retired
@@ -214,7 +214,7 @@ type Indexer struct {
 func (x Indexer) Handler() cache.ResourceEventHandler {
 	advance := func(ss *v1alpha1.SidecarSet) {
 		if x.Seen != nil {
-			x.Seen.Advance(ss.ResourceVersion)
+			x.Seen.Of(ss).Advance(ss.ResourceVersion)
 		}
 	}
 	retire := func(ss *v1alpha1.SidecarSet) {
