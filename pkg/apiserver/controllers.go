@@ -167,7 +167,8 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	if err != nil {
 		return nil, nil, err
 	}
-	// The template and the active configuration (injectionsync.ActiveWebhooks); a cluster has few.
+	// The template, the active and the intake configurations (injectionsync.ActiveWebhooks,
+	// IntakeWebhooks); a cluster has few.
 	webhooks := kubeinformers.NewSharedInformerFactory(kube, 0)
 	opts := injectionsync.Options{
 		Kube:                 kube,
@@ -204,11 +205,12 @@ func (c completedConfig) policyController(set *informerSet, paths *injectionPath
 	}
 	if opts.WebhookConfiguration != "" {
 		inf := opts.Webhooks
-		set.intakeOpen = intakeInPlace(inf.Lister(), inf.Informer().HasSynced, injectionsync.ActiveWebhooks(opts.WebhookConfiguration))
+		set.intakeOpen = intakeInPlace(inf.Lister(), inf.Informer().HasSynced,
+			injectionsync.IntakeWebhooks(opts.WebhookConfiguration), injectionsync.ActiveWebhooks(opts.WebhookConfiguration))
 	}
 	if c.ExtraConfig.intake != nil {
 		c.ExtraConfig.intake.Set(&injectionsync.Intake{Kube: kube, Template: opts.WebhookConfiguration,
-			ExcludedNamespaces: opts.ExcludedNamespaces, Hold: intakeHold, LoadDelay: opts.LoadDelay})
+			ExcludedNamespaces: opts.ExcludedNamespaces, Hold: intakeHold, LoadDelay: opts.LoadDelay, Owner: opts.Owner})
 	}
 	return ctrl, func(stop <-chan struct{}) { owned.Start(stop); webhooks.Start(stop) }, nil
 }

@@ -359,21 +359,26 @@ func freshness(writes *keyWrites, seen *webhook.Marks, intakeOpen func() bool) f
 	}
 }
 
-// intakeInPlace reports whether the active webhook configuration, as the lister has it, holds
-// intake webhooks; true while the lister has not synced or cannot tell (the barrier then waits).
-func intakeInPlace(lister admissionlisters.MutatingWebhookConfigurationLister, synced func() bool, active string) func() bool {
+// intakeInPlace reports whether one of the webhook configurations named (the intake one, and the
+// active one, which held them before this version), as the lister has it, holds intake webhooks;
+// true while the lister has not synced or cannot tell (the barrier then waits).
+func intakeInPlace(lister admissionlisters.MutatingWebhookConfigurationLister, synced func() bool, names ...string) func() bool {
 	return func() bool {
 		if !synced() {
 			return true
 		}
-		cfg, err := lister.Get(active)
-		if apierrors.IsNotFound(err) {
-			return false // no injection webhooks: nothing sends pods the server
+		for _, name := range names {
+			cfg, err := lister.Get(name)
+			if apierrors.IsNotFound(err) {
+				continue // no webhooks there to send pods the server
+			}
+			if err != nil {
+				return true
+			}
+			if _, intake := webhookconfig.SplitIntake(cfg.Webhooks); len(intake) > 0 {
+				return true
+			}
 		}
-		if err != nil {
-			return true
-		}
-		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
-		return len(intake) > 0
+		return false
 	}
 }

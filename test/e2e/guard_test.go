@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,7 +65,7 @@ func TestServerGuard(t *testing.T) {
 		t.Errorf("an administrator's policy is refused: the guard must hold the server only: %v", err)
 	}
 
-	// Webhook configurations: its own two, and in them the selectors only.
+	// Webhook configurations: its own three, and in them the selectors only.
 	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +98,12 @@ func TestServerGuard(t *testing.T) {
 	intake.Webhooks = append(selective, webhookconfig.IntakeWebhooks(selective[:1], nil, nil)...)
 	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, intake, update); err != nil {
 		t.Errorf("with the server's token, add an intake webhook that fails open: %v", err)
+	}
+	// Its intake configuration: created (here, or already, by a write) with intake webhooks.
+	intakeCfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: injectionsync.IntakeWebhooks("sidecarset-injector"),
+		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}, Webhooks: webhookconfig.IntakeWebhooks(selective[:1], nil, nil)}
+	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, intakeCfg, dryRun); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Errorf("with the server's token, create its intake webhook configuration: %v", err)
 	}
 	other := active.DeepCopy()
 	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}

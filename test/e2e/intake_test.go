@@ -19,11 +19,12 @@ import (
 	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
 
 // TestIntakeScopedToNamespace: a namespace editor's NamespacedSidecarSet write in namespace A has
 // kube-apiserver send the server the pods of A, and not those of another namespace B; a write
-// refused as invalid (in namespace C) sends none. Observed on the active webhook configuration:
+// refused as invalid (in namespace C) sends none. Observed on the intake webhook configuration:
 // whether its intake webhooks (namespaceSelector and objectSelector) select a pod of each
 // namespace with labels nothing selects. A cluster SidecarSet's write rightly sends every
 // namespace's pods for about ten seconds: the test runs in a serial shard (hack/e2e.sh), where no
@@ -57,7 +58,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 	image := "busybox:1.36"
 	lastWrites := "none yet"
 	eventuallyEvery(t, "writes in "+nsA+" and "+nsC+" with no cluster SidecarSet's intake around them", time.Second, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		if sent(activeConfiguration(t), nsB) {
+		if sent(intakeConfiguration(t), nsB) {
 			return false, "before the writes, every namespace's pods are sent (a cluster SidecarSet's write, or this test's last writes): waiting for a moment without; the last writes: " + lastWrites
 		}
 		before := lastWrites
@@ -72,7 +73,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 			lastWrites = fmt.Sprintf("a NamespacedSidecarSet without containers: want Invalid, got %v", err)
 			return false, lastWrites
 		}
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		if sent(cfg, nsB) {
 			lastWrites = fmt.Sprintf("after a write in %s refused as invalid, the pods of %s (every namespace) are sent to the server: the refused write opened the intake, unless another test wrote a cluster SidecarSet meanwhile; %s",
 				nsC, nsB, describeIntake(cfg))
@@ -86,7 +87,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 			lastWrites = fmt.Sprintf("updating %s/%s: %v", nsA, name, err)
 			return false, lastWrites
 		}
-		cfg = activeConfiguration(t)
+		cfg = intakeConfiguration(t)
 		if sent(cfg, nsB) {
 			lastWrites = fmt.Sprintf("after a NamespacedSidecarSet write in %s, a pod of %s that nothing selects is sent to the server (every namespace's are): the namespaced write opened the intake for every namespace, unless another test wrote a cluster SidecarSet meanwhile; %s",
 				nsA, nsB, describeIntake(cfg))
@@ -100,7 +101,7 @@ func TestIntakeScopedToNamespace(t *testing.T) {
 	})
 
 	eventually(t, "the leader to drop the hold of "+nsA, time.Minute, func(context.Context) (bool, string) {
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		held := map[string]json.RawMessage{}
 		if raw, ok := cfg.Annotations[apps.IntakeNamespacesAnnotation]; ok {
 			if err := json.Unmarshal([]byte(raw), &held); err != nil {
@@ -149,7 +150,7 @@ func TestIntakeFoldsAcrossNamespaces(t *testing.T) {
 		return intakeSends(t, cfg, labels.Set{corev1.LabelMetadataName: ns}, nothing)
 	}
 	eventually(t, "a moment with no intake hold", 2*time.Minute, func(context.Context) (bool, string) {
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		_, intake := webhookconfig.SplitIntake(cfg.Webhooks)
 		return len(intake) == 0, describeIntake(cfg)
 	})
@@ -158,7 +159,7 @@ func TestIntakeFoldsAcrossNamespaces(t *testing.T) {
 		if _, err := sidecars.AppsV1alpha1().NamespacedSidecarSets(ns).Create(context.Background(), nss, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		return activeConfiguration(t)
+		return intakeConfiguration(t)
 	}
 	for i, ns := range written[:2] {
 		cfg := create(ns)
@@ -180,15 +181,27 @@ func TestIntakeFoldsAcrossNamespaces(t *testing.T) {
 		t.Errorf("a fourth namespace's write under the hold of every namespace held its own: %s", describeIntake(cfg))
 	}
 	eventually(t, "the leader to drop the hold of every namespace", time.Minute, func(context.Context) (bool, string) {
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		return !sends(cfg, quiet), describeIntake(cfg)
 	})
 }
 
-// activeConfiguration returns the active injection webhook configuration.
-func activeConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
+// intakeConfiguration returns the configuration of the intake webhooks, one without webhooks
+// when there is none. The intake webhooks are never in the active configuration.
+func intakeConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
-	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sidecarset-injector-active", metav1.GetOptions{})
+	ctx := context.Background()
+	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, intake := webhookconfig.SplitIntake(active.Webhooks); len(intake) > 0 {
+		t.Fatalf("the active configuration holds intake webhooks: %s", describeIntake(active))
+	}
+	cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.IntakeWebhooks("sidecarset-injector"), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +256,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 	t.Cleanup(func() { deleteSidecarSets(t, ss.Name) })
 	image := "busybox:1.36"
 	eventuallyEvery(t, "a write of "+ss.Name+" with no other intake hold around it", time.Second, 3*time.Minute, func(ctx context.Context) (bool, string) {
-		if cfg := activeConfiguration(t); sent(cfg, keyed) || sent(cfg, other) {
+		if cfg := intakeConfiguration(t); sent(cfg, keyed) || sent(cfg, other) {
 			return false, "before the write, the pods are sent already (another write, or this test's last one): " + describeIntake(cfg)
 		}
 		image = map[string]string{"busybox:1.36": "busybox:1.37", "busybox:1.37": "busybox:1.36"}[image]
@@ -251,7 +264,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 		if err := applySidecarSet(t, ss); err != nil {
 			return false, err.Error()
 		}
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		if !sent(cfg, keyed) {
 			t.Errorf("the write of %s returned, and a pod with its label key is not sent to the server: %s", ss.Name, describeIntake(cfg))
 		}
@@ -261,7 +274,7 @@ func TestIntakeScopedToLabelKey(t *testing.T) {
 		return true, describeIntake(cfg)
 	})
 	eventually(t, "the leader to drop the hold of the label key", time.Minute, func(context.Context) (bool, string) {
-		cfg := activeConfiguration(t)
+		cfg := intakeConfiguration(t)
 		return !sent(cfg, keyed), describeIntake(cfg)
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -229,7 +230,10 @@ func runInterleaved(t *testing.T, mode string, g *policytest.Corpus, steps []pol
 func waitIntakeClosed(t *testing.T) {
 	t.Helper()
 	eventually(t, "the intake webhooks removed", 3*time.Minute, func(ctx context.Context) (bool, string) {
-		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+		cfg, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.IntakeWebhooks("sidecarset-injector"), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
 		if err != nil {
 			return false, err.Error()
 		}

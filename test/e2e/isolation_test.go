@@ -15,6 +15,7 @@ import (
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
+	"github.com/sidecarset/apiserver/pkg/controller/injectionsync"
 )
 
 // TestRefusedPolicyWriteIsIsolated makes kube-apiserver refuse the writes of one group policy (an
@@ -76,7 +77,7 @@ func TestRefusedPolicyWriteIsIsolated(t *testing.T) {
 }
 
 // TestUninstallGarbageCollects: every policy and binding the server writes, and its webhook
-// configuration, is owned by its
+// configurations (active and intake), are owned by its
 // v1alpha1 APIService, so that deleting the deployment's objects (the server stopped, the
 // APIService deleted) has the garbage collector delete them: no injection is left behind.
 func TestUninstallGarbageCollects(t *testing.T) {
@@ -107,6 +108,14 @@ func TestUninstallGarbageCollects(t *testing.T) {
 		len(w.OwnerReferences) != 1 || w.OwnerReferences[0].UID != apiService.UID {
 		t.Errorf("the active webhook configuration (%v) is not owned by the APIService %s", err, apiService.UID)
 	}
+	// The intake configuration, which the manual's SidecarSet's write created.
+	eventually(t, "the intake webhook configuration owned by the APIService", time.Minute, func(ctx context.Context) (bool, string) {
+		w, err := ar.MutatingWebhookConfigurations().Get(ctx, injectionsync.IntakeWebhooks("sidecarset-injector"), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(w.OwnerReferences) == 1 && w.OwnerReferences[0].UID == apiService.UID, fmt.Sprintf("owners %v", w.OwnerReferences)
+	})
 	if _, err := localUp("stop-server"); err != nil {
 		t.Fatal(err)
 	}

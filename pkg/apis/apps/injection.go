@@ -28,7 +28,7 @@ const (
 	// ServerVersionAnnotation on the active injection webhook configuration is the version of the
 	// server (its leader) that last wrote it; kubectl sidecarset version reads it.
 	ServerVersionAnnotation = "apps.kruise.io/server-version"
-	// IntakeOpenedAnnotation and IntakeUntilAnnotation on the active injection webhook
+	// IntakeOpenedAnnotation and IntakeUntilAnnotation on the intake webhook
 	// configuration, while it holds the intake webhooks for every namespace (every pod to the
 	// server: a cluster SidecarSet's write is under way), record since when every namespace has
 	// been sent and until when the last write holds them (RFC 3339 times); the leader drops the

@@ -276,7 +276,7 @@ func (c *Controller) gather(ctx context.Context) (plan.Input, error) {
 	if in.Bindings, err = c.bindings.List(ownedSelector); err != nil {
 		return in, err
 	}
-	if in.Template, in.Active, err = c.webhookConfigurations(); err != nil {
+	if in.Template, in.Active, in.Intake, err = c.webhookConfigurations(); err != nil {
 		return in, err
 	}
 	if in.Owner, err = c.owner(ctx); err != nil {
@@ -286,22 +286,34 @@ func (c *Controller) gather(ctx context.Context) (plan.Input, error) {
 	return in, nil
 }
 
-// webhookConfigurations returns the template of the injection webhooks and the active
-// configuration rendered from it, each nil when missing (none without a template name).
-func (c *Controller) webhookConfigurations() (tmpl, active *admissionregistrationv1.MutatingWebhookConfiguration, err error) {
+// webhookConfigurations returns the template of the injection webhooks and the active and intake
+// configurations rendered from it, each nil when missing (none without a template name).
+func (c *Controller) webhookConfigurations() (tmpl, active, intake *admissionregistrationv1.MutatingWebhookConfiguration, err error) {
 	if c.opts.WebhookConfiguration == "" {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if tmpl, err = c.webhooks.Get(c.opts.WebhookConfiguration); apierrors.IsNotFound(err) {
 		tmpl, err = nil, nil // nothing to render; a template created later is an event
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if active, err = c.webhooks.Get(ActiveWebhooks(c.opts.WebhookConfiguration)); apierrors.IsNotFound(err) {
-		return tmpl, nil, nil
+	if active, err = c.optional(ActiveWebhooks(c.opts.WebhookConfiguration)); err != nil {
+		return nil, nil, nil, err
 	}
-	return tmpl, active, err
+	if intake, err = c.optional(IntakeWebhooks(c.opts.WebhookConfiguration)); err != nil {
+		return nil, nil, nil, err
+	}
+	return tmpl, active, intake, nil
+}
+
+// optional returns the webhook configuration name from the cache, nil when missing.
+func (c *Controller) optional(name string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	cfg, err := c.webhooks.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cfg, err
 }
 
 // owner returns the owner reference of the objects written: an error when the owner is gone
@@ -447,6 +459,10 @@ var ownedSelector = labels.SelectorFromSet(labels.Set{apps.ManagedByLabel: apps.
 // ActiveWebhooks names the configuration of the injection webhooks this server writes, from the
 // shipped one, template (see plan.ActiveWebhooks).
 func ActiveWebhooks(template string) string { return plan.ActiveWebhooks(template) }
+
+// IntakeWebhooks names the configuration of the intake webhooks, from the shipped one, template
+// (see plan.IntakeWebhooks).
+func IntakeWebhooks(template string) string { return plan.IntakeWebhooks(template) }
 
 // writers is how many writes run at once (a plan may create a thousand bindings), policyWriters
 // how many policy writes: kube-apiserver compiles each policy it admits, a fraction of a second of

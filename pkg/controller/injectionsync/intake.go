@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 	"github.com/sidecarset/apiserver/pkg/controller/injectionsync/plan"
 )
@@ -24,7 +23,8 @@ import (
 // SidecarSets select) and the policies are written by the leader after the write, and
 // kube-apiserver loads them later still; until then the pods of a new SidecarSet, or of a new
 // version, would be created without it. So, once a write has passed validation and admission and
-// before it is stored, Open adds the intake webhooks to the active configuration (the pods of a
+// before it is stored, Open adds the intake webhooks to their own configuration
+// (IntakeWebhooks: a few webhooks, not the active configuration's selective ones; the pods of a
 // scope to the server, whose injector answers from its own cache and so knows the SidecarSet as
 // soon as it is stored): for a cluster SidecarSet, the pods with the label key its versions
 // written require (every pod when one requires none), for a NamespacedSidecarSet the pods of its
@@ -49,6 +49,9 @@ type Intake struct {
 	Hold, LoadDelay time.Duration
 	// Clock is the time (nil: the real one).
 	Clock clock.Clock
+	// Owner, when set, returns the owner reference the intake configuration is created with (as
+	// Options.Owner; the leader sets it on a later pass when it cannot be read).
+	Owner func(context.Context) (*metav1.OwnerReference, error)
 
 	mu    sync.Mutex           // one read or write of the configuration at a time in this replica
 	known map[string]knownHold // by scope ("": every pod), the holds this replica wrote or read last
@@ -135,7 +138,7 @@ func (i *Intake) clock() clock.Clock {
 	return i.Clock
 }
 
-// open reads the active configuration (created when missing) and, unless a hold there covers
+// open reads the intake configuration (created when missing) and, unless a hold there covers
 // scope for Hold/2 more, adds or extends its hold with one write; it records the hold and
 // returns when kube-apiserver has loaded intake webhooks that cover scope.
 func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.Time, error) {
@@ -147,27 +150,32 @@ func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the injection webhooks %s: %w", i.Template, err)
 	}
-	active, err := cl.Get(ctx, ActiveWebhooks(i.Template), metav1.GetOptions{})
+	name := IntakeWebhooks(i.Template)
+	intake, err := cl.Get(ctx, name, metav1.GetOptions{})
 	missing := apierrors.IsNotFound(err)
 	if err != nil && !missing {
-		return time.Time{}, fmt.Errorf("reading the injection webhooks %s: %w", ActiveWebhooks(i.Template), err)
+		return time.Time{}, fmt.Errorf("reading the intake webhooks %s: %w", name, err)
 	}
 	if missing {
-		active = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
-			Name: ActiveWebhooks(i.Template), Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
+		intake = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
+		if i.Owner != nil {
+			if owner, err := i.Owner(ctx); err == nil && owner != nil {
+				intake.OwnerReferences = []metav1.OwnerReference{*owner}
+			}
+		}
 	}
 	now := clk.Now()
-	state := plan.ReadIntake(active, tmpl.Webhooks, i.ExcludedNamespaces)
+	state := plan.ReadIntake(intake, tmpl.Webhooks, i.ExcludedNamespaces)
 	next, write := state.Open(scope, now, i.Hold)
 	if write {
-		selective, _ := webhookconfig.SplitIntake(active.Webhooks)
 		open := next.Webhooks(tmpl.Webhooks, i.ExcludedNamespaces)
 		if len(open) == 0 {
 			return time.Time{}, errors.New("the injection webhooks' template holds no webhook")
 		}
-		active.Webhooks = append(selective, open...)
-		next.Annotate(&active.ObjectMeta)
-		if err := i.write(ctx, active, missing); err != nil {
+		intake.Webhooks = open
+		next.Annotate(&intake.ObjectMeta)
+		if err := i.write(ctx, intake, missing); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -177,7 +185,7 @@ func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.
 		// Covered from this write on: loaded once kube-apiserver had the time to load it.
 		loadedAt = clk.Now().Add(i.LoadDelay)
 		klog.V(2).InfoS("sending the pods of a scope to the server until the injection webhooks serve the SidecarSets written",
-			"configuration", active.Name, "scope", scope, "until", next.Until(scope))
+			"configuration", intake.Name, "scope", scope, "until", next.Until(scope))
 	}
 	if i.known == nil {
 		i.known = map[string]knownHold{}
@@ -186,21 +194,21 @@ func (i *Intake) open(ctx context.Context, scope string, clk clock.Clock) (time.
 	return loadedAt, nil
 }
 
-// write creates or updates the active configuration; a conflict is returned as such (the open is
+// write creates or updates the intake configuration; a conflict is returned as such (the open is
 // tried again), any other failure counted.
-func (i *Intake) write(ctx context.Context, active *admissionregistrationv1.MutatingWebhookConfiguration, missing bool) error {
+func (i *Intake) write(ctx context.Context, intake *admissionregistrationv1.MutatingWebhookConfiguration, missing bool) error {
 	cl := i.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	var err error
 	if missing {
-		_, err = cl.Create(ctx, active, metav1.CreateOptions{})
+		_, err = cl.Create(ctx, intake, metav1.CreateOptions{})
 	} else {
-		_, err = cl.Update(ctx, active, metav1.UpdateOptions{})
+		_, err = cl.Update(ctx, intake, metav1.UpdateOptions{})
 	}
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), active.Name, err)
+		return apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), intake.Name, err)
 	}
 	writeErrors.WithLabelValues(string(plan.Webhooks)).Inc()
 	return fmt.Errorf("sending the pods to the server while a SidecarSet is written: %w", err)

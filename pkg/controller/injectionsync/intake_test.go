@@ -8,15 +8,17 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
 	"github.com/sidecarset/apiserver/pkg/apis/apps"
 )
 
-// TestIntakeOpen: the first write of a namespace adds intake webhooks for that namespace alone and
-// waits the load delay; the writes of a held namespace within half the hold neither write nor wait,
+// TestIntakeOpen: the first write of a namespace writes intake webhooks for that namespace alone,
+// in their own configuration (the active one is never written), and waits the load delay; the writes of a held namespace within half the hold neither write nor wait,
 // in this replica or another; another namespace is added and waits; a cluster SidecarSet's write
 // opens every namespace and waits, after which no namespace writes; a write past half the hold
 // extends it without waiting again; without a template nothing is written.
@@ -42,13 +44,16 @@ func TestIntakeOpen(t *testing.T) {
 	}
 	// scope is what the intake webhooks in place select: every namespace, or the namespaces listed.
 	scope := func() string {
-		got, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "injector-active", metav1.GetOptions{})
+		got, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "injector-intake", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got.Labels[apps.ManagedByLabel] != apps.ManagedByValue {
+			t.Errorf("the intake configuration is not labelled %s=%s: %v", apps.ManagedByLabel, apps.ManagedByValue, got.Labels)
+		}
 		selective, intake := webhookconfig.SplitIntake(got.Webhooks)
-		if len(selective) != 1 || len(intake) != 1 {
-			t.Fatalf("webhooks: selective %v, intake %v; want the selective one kept and one intake webhook", selective, intake)
+		if len(selective) != 0 || len(intake) != 1 {
+			t.Fatalf("webhooks: selective %v, intake %v; want one intake webhook alone", selective, intake)
 		}
 		for _, r := range intake[0].NamespaceSelector.MatchExpressions {
 			if r.Key == corev1.LabelMetadataName && r.Operator == metav1.LabelSelectorOpIn {
@@ -90,6 +95,17 @@ func TestIntakeOpen(t *testing.T) {
 		if got := scope(); got != step.wantScope {
 			t.Errorf("%s: intake webhooks select %s, want %s", step.name, got, step.wantScope)
 		}
+	}
+
+	for _, a := range kube.Actions() {
+		if w, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if m, err := meta.Accessor(w.GetObject()); err == nil && m.GetName() == "injector-active" {
+				t.Errorf("%s of the active configuration, want it left to the leader", a.GetVerb())
+			}
+		}
+	}
+	if got, _ := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "injector-active", metav1.GetOptions{}); len(got.Webhooks) != 1 {
+		t.Errorf("the active configuration has %d webhooks, want its selective one alone", len(got.Webhooks))
 	}
 
 	none := fake.NewClientset()

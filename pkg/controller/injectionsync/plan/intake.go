@@ -18,8 +18,8 @@ import (
 
 // The intake (see injectionsync.Intake) has kube-apiserver send pods to the server while
 // SidecarSet writes are under way, before the selective webhooks route their pods. Its state lives
-// in the active webhook configuration, so that every replica and the leader agree and a restart
-// loses nothing: holds, each until a time, for every pod (a write of a cluster SidecarSet whose
+// in the intake webhook configuration (IntakeWebhooks; the active one, before this version), so
+// that every replica and the leader agree and a restart loses nothing: holds, each until a time, for every pod (a write of a cluster SidecarSet whose
 // selector requires no label: apps.IntakeOpenedAnnotation, apps.IntakeUntilAnnotation) or for
 // scopes (apps.IntakeNamespacesAnnotation, apps.IntakeScopes): a namespace (a
 // NamespacedSidecarSet's write) or a label key every version written of a cluster SidecarSet
@@ -56,7 +56,7 @@ type IntakeHold struct {
 	Until time.Time `json:"until"`
 }
 
-// IntakeState is the intake's holds as the active configuration records them.
+// IntakeState is the intake's holds as the intake configuration records them.
 type IntakeState struct {
 	// Cluster, when set, holds every namespace.
 	Cluster *IntakeHold
@@ -67,24 +67,24 @@ type IntakeState struct {
 	Stale bool
 }
 
-// ReadIntake returns the intake state of the active configuration (nil: none), whose intake
-// webhooks are rendered from template with excluded (IntakeState.Webhooks). Holds without intake
-// webhooks in place are none.
-func ReadIntake(active *admissionregistrationv1.MutatingWebhookConfiguration, template []admissionregistrationv1.MutatingWebhook, excluded []string) IntakeState {
-	if active == nil {
+// ReadIntake returns the intake state of a configuration (nil: none), whose intake webhooks are
+// rendered from template with excluded (IntakeState.Webhooks). Holds without intake webhooks in
+// place are none.
+func ReadIntake(cfg *admissionregistrationv1.MutatingWebhookConfiguration, template []admissionregistrationv1.MutatingWebhook, excluded []string) IntakeState {
+	if cfg == nil {
 		return IntakeState{}
 	}
-	_, open := webhookconfig.SplitIntake(active.Webhooks)
+	_, open := webhookconfig.SplitIntake(cfg.Webhooks)
 	if len(open) == 0 {
 		return IntakeState{}
 	}
 	var s IntakeState
-	opened, err1 := time.Parse(time.RFC3339Nano, active.Annotations[apps.IntakeOpenedAnnotation])
-	until, err2 := time.Parse(time.RFC3339Nano, active.Annotations[apps.IntakeUntilAnnotation])
+	opened, err1 := time.Parse(time.RFC3339Nano, cfg.Annotations[apps.IntakeOpenedAnnotation])
+	until, err2 := time.Parse(time.RFC3339Nano, cfg.Annotations[apps.IntakeUntilAnnotation])
 	if err1 == nil && err2 == nil {
 		s.Cluster = &IntakeHold{Opened: opened, Until: until}
 	}
-	if raw, ok := active.Annotations[apps.IntakeNamespacesAnnotation]; ok {
+	if raw, ok := cfg.Annotations[apps.IntakeNamespacesAnnotation]; ok {
 		if err := json.Unmarshal([]byte(raw), &s.Namespaces); err != nil {
 			s.Namespaces = nil
 		}

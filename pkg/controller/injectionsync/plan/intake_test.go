@@ -216,12 +216,14 @@ func TestIntakeOpen(t *testing.T) {
 	}
 }
 
-// TestIntake: the intake webhooks a SidecarSet write added to the active configuration stay while
+// TestIntake: the intake webhooks a SidecarSet write added to their configuration stay while
 // their hold, plus the load delay, lasts, while the selective webhooks change, until those have
 // been in place for the load delay, and while a policy that stops injecting a SidecarSet waits
 // for the webhooks that take it over (kube-apiserver runs it meanwhile, injecting the version
 // before into pods that version alone selects, which must reach the webhook) and in the pass
-// that withdraws it; then one update removes them and their annotations.
+// that withdraws it; then one update of the intake configuration removes them and their
+// annotations. The active configuration is written only for its selective webhooks; intake
+// webhooks an earlier version added to it go the same way, with an update of it.
 func TestIntake(t *testing.T) {
 	const load = time.Second
 	a, b := sidecarSet("a", "app", "v1"), sidecarSet("b", "app", "v1")
@@ -235,24 +237,30 @@ func TestIntake(t *testing.T) {
 		// b, since activeSince (zero: now) as far as the withdrawal's wait goes.
 		moved       bool
 		activeSince time.Time
-		wantKept    bool // the intake webhooks stay
-		wantWrite   bool // the active configuration is written
-		wantRecheck time.Duration
+		// legacy: the intake webhooks are in the active configuration, as an earlier version
+		// wrote them.
+		legacy          bool
+		wantKept        bool // the intake webhooks stay
+		wantActiveWrite bool // the active configuration is written
+		wantRecheck     time.Duration
 	}{
 		{name: "held", sets: []*v1alpha1.SidecarSet{a, b}, now: t0.Add(10 * time.Second), selectiveSince: t0,
 			wantKept: true, wantRecheck: 21 * time.Second},
 		{name: "hold passed, the load delay not yet", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load / 2), selectiveSince: t0,
 			wantKept: true, wantRecheck: load / 2},
-		{name: "hold passed, selective webhooks loaded", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load), selectiveSince: t0,
-			wantWrite: true},
+		{name: "hold passed, selective webhooks loaded", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load), selectiveSince: t0},
 		{name: "selective webhooks just written", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(time.Minute), selectiveSince: until.Add(time.Minute - load/4),
 			wantKept: true, wantRecheck: 3 * load / 4},
 		{name: "a SidecarSet of a new key", sets: []*v1alpha1.SidecarSet{a, b, sidecarSet("c", "team", "v1")}, now: until.Add(time.Minute), selectiveSince: t0,
-			wantKept: true, wantWrite: true, wantRecheck: load + time.Millisecond},
+			wantKept: true, wantActiveWrite: true, wantRecheck: load + time.Millisecond},
 		{name: "a policy still injects a SidecarSet moved to the webhook", sets: []*v1alpha1.SidecarSet{toWebhook(a), b}, now: until.Add(time.Minute),
 			selectiveSince: t0, moved: true, wantKept: true, wantRecheck: grace},
 		{name: "that policy's withdrawal is written now, the intake goes in a pass after it", sets: []*v1alpha1.SidecarSet{toWebhook(a), b},
 			now: until.Add(time.Minute), selectiveSince: t0, moved: true, activeSince: t0, wantKept: true, wantRecheck: grace},
+		{name: "an earlier version's intake, held", sets: []*v1alpha1.SidecarSet{a, b}, now: t0.Add(10 * time.Second), selectiveSince: t0,
+			legacy: true, wantKept: true, wantRecheck: 21 * time.Second},
+		{name: "an earlier version's intake, hold passed", sets: []*v1alpha1.SidecarSet{a, b}, now: until.Add(load), selectiveSince: t0,
+			legacy: true, wantActiveWrite: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := settled(t, a, b)
@@ -267,8 +275,14 @@ func TestIntake(t *testing.T) {
 					}
 				}
 			}
-			key := Key(Webhooks, "sidecarset-injector-active")
-			c.objects[key] = withIntake(c.input(nil, t0, nil).Active, IntakeState{Cluster: &IntakeHold{Opened: t0, Until: until}})
+			key, intakeKey := Key(Webhooks, "sidecarset-injector-active"), Key(Webhooks, IntakeWebhooks("sidecarset-injector"))
+			holder := intakeKey
+			if tc.legacy {
+				holder = key
+				c.objects[key] = withIntake(c.input(nil, t0, nil).Active, IntakeState{Cluster: &IntakeHold{Opened: t0, Until: until}})
+			} else {
+				c.objects[intakeKey] = withIntake(intakeConfiguration(), IntakeState{Cluster: &IntakeHold{Opened: t0, Until: until}})
+			}
 			since := c.longAgo(tc.now)
 			since[key] = tc.now // the intake's own writes do not delay its removal
 			if !tc.activeSince.IsZero() {
@@ -284,24 +298,46 @@ func TestIntake(t *testing.T) {
 			if withdrawn := slices.ContainsFunc(r.Writes, func(w Write) bool { return w.Kind == Policy }); tc.moved && withdrawn != !tc.activeSince.IsZero() {
 				t.Errorf("the policy withdrawn: %v, want %v (%v)", withdrawn, !tc.activeSince.IsZero(), summarize(r).Writes)
 			}
-			written := activeWrite(r)
-			if (written != nil) != tc.wantWrite {
-				t.Fatalf("active configuration written: %v, want %v (%v)", written != nil, tc.wantWrite, summarize(r).Writes)
+			if written := activeWrite(r); (written != nil) != tc.wantActiveWrite {
+				t.Fatalf("active configuration written: %v, want %v (%v)", written != nil, tc.wantActiveWrite, summarize(r).Writes)
 			}
-			if written != nil {
-				_, intake := webhookconfig.SplitIntake(written.Webhooks)
-				if kept := len(intake) > 0; kept != tc.wantKept {
-					t.Errorf("intake webhooks kept: %v, want %v", kept, tc.wantKept)
-				}
-				if _, ok := written.Annotations[apps.IntakeUntilAnnotation]; ok != tc.wantKept {
-					t.Errorf("hold annotation kept: %v, want %v", ok, tc.wantKept)
-				}
+			if written, want := configWrite(r, IntakeWebhooks("sidecarset-injector")) != nil, !tc.legacy && !tc.wantKept; written != want {
+				t.Errorf("intake configuration written: %v, want %v (%v)", written, want, summarize(r).Writes)
+			}
+			after := c.objects[holder].(*admissionregistrationv1.MutatingWebhookConfiguration)
+			if written := configWrite(r, after.Name); written != nil {
+				after = written
+			} else if !tc.wantKept {
+				t.Fatalf("%s not written, want its intake webhooks removed (%v)", after.Name, summarize(r).Writes)
+			}
+			_, intake := webhookconfig.SplitIntake(after.Webhooks)
+			if kept := len(intake) > 0; kept != tc.wantKept {
+				t.Errorf("intake webhooks kept: %v, want %v", kept, tc.wantKept)
+			}
+			if _, ok := after.Annotations[apps.IntakeUntilAnnotation]; ok != tc.wantKept {
+				t.Errorf("hold annotation kept: %v, want %v", ok, tc.wantKept)
 			}
 			if diff := cmp.Diff(tc.wantRecheck, r.RecheckAfter); diff != "" {
 				t.Errorf("recheck after (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// intakeConfiguration is an intake configuration without webhooks, as the leader keeps it.
+func intakeConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: IntakeWebhooks("sidecarset-injector"),
+		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue}}}
+}
+
+// configWrite returns the webhook configuration name a pass writes, nil when none.
+func configWrite(r Result, name string) *admissionregistrationv1.MutatingWebhookConfiguration {
+	for i := range r.Writes {
+		if r.Writes[i].Key() == Key(Webhooks, name) {
+			return r.Writes[i].Object.(*admissionregistrationv1.MutatingWebhookConfiguration)
+		}
+	}
+	return nil
 }
 
 // activeWrite returns the active configuration a pass writes, nil when none.
@@ -316,7 +352,7 @@ func activeWrite(r Result) *admissionregistrationv1.MutatingWebhookConfiguration
 
 // TestIntakeDropsHoldsApart: the leader drops each hold once its time, plus the load delay, has
 // passed, the cluster hold and each namespace's apart, and rewrites the intake webhooks for those
-// left: every namespace while the cluster hold lasts, then the namespaces still held, then none.
+// left, in their own configuration (the active one is not written): every namespace while the cluster hold lasts, then the namespaces still held, then none.
 // Nothing is dropped while the selective webhooks are not loaded.
 func TestIntakeDropsHoldsApart(t *testing.T) {
 	a := sidecarSet("a", "app", "v1")
@@ -344,10 +380,9 @@ func TestIntakeDropsHoldsApart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := settled(t, a)
-			key := Key(Webhooks, "sidecarset-injector-active")
-			c.objects[key] = withIntake(c.input(nil, t0, nil).Active, held)
+			key := Key(Webhooks, IntakeWebhooks("sidecarset-injector"))
+			c.objects[key] = withIntake(intakeConfiguration(), held)
 			since := c.longAgo(t0)
-			since[key] = t0.Add(tc.now)
 			since[SelectiveWebhooksKey("sidecarset-injector-active")] = t0.Add(tc.selectiveSince)
 			in := c.input([]*v1alpha1.SidecarSet{a}, t0.Add(tc.now), since)
 			in.LoadDelay = intakeLoad
@@ -355,19 +390,22 @@ func TestIntakeDropsHoldsApart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			active := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
-			if written := activeWrite(r); written != nil {
-				active = written
-			} else if tc.wantWrite {
-				t.Fatalf("active configuration not written (%v)", summarize(r).Writes)
-			}
-			if activeWrite(r) != nil && !tc.wantWrite {
+			if activeWrite(r) != nil {
 				t.Errorf("active configuration written: %v", summarize(r).Writes)
 			}
-			if got := intakeScope(t, active.Webhooks); got != tc.wantScope {
+			cfg := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
+			if written := configWrite(r, cfg.Name); written != nil {
+				cfg = written
+			} else if tc.wantWrite {
+				t.Fatalf("intake configuration not written (%v)", summarize(r).Writes)
+			}
+			if configWrite(r, cfg.Name) != nil && !tc.wantWrite {
+				t.Errorf("intake configuration written: %v", summarize(r).Writes)
+			}
+			if got := intakeScope(t, cfg.Webhooks); got != tc.wantScope {
 				t.Errorf("intake webhooks select %s, want %s", got, tc.wantScope)
 			}
-			if diff := cmp.Diff(tc.want, ReadIntake(active, template().Webhooks, nil)); diff != "" {
+			if diff := cmp.Diff(tc.want, ReadIntake(cfg, template().Webhooks, nil)); diff != "" {
 				t.Errorf("holds (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantRecheck, r.RecheckAfter); diff != "" {
@@ -391,7 +429,8 @@ func TestIntakeSimulation(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 1))
 			c := settled(t, a)
-			key := Key(Webhooks, "sidecarset-injector-active")
+			key := Key(Webhooks, IntakeWebhooks("sidecarset-injector"))
+			c.objects[key] = intakeConfiguration()
 			type written struct {
 				at  time.Time
 				cfg *admissionregistrationv1.MutatingWebhookConfiguration
@@ -431,7 +470,10 @@ func TestIntakeSimulation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if w := activeWrite(r); w != nil {
+				if activeWrite(r) != nil {
+					t.Fatalf("%v: the active configuration written: %v", now.Sub(t0), summarize(r).Writes)
+				}
+				if w := configWrite(r, IntakeWebhooks("sidecarset-injector")); w != nil {
 					write(now, w)
 				}
 			}
@@ -443,14 +485,14 @@ func TestIntakeSimulation(t *testing.T) {
 					continue
 				}
 				ns := scopes[rnd.IntN(len(scopes))]
-				active := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
-				next, wrote := ReadIntake(active, template().Webhooks, nil).Open(ns, now, intakeHold)
+				cfg := c.objects[key].(*admissionregistrationv1.MutatingWebhookConfiguration)
+				next, wrote := ReadIntake(cfg, template().Webhooks, nil).Open(ns, now, intakeHold)
 				if wrote {
 					if last, ok := lastWrite[ns]; ok && now.Sub(last) <= intakeHold/2 {
 						t.Fatalf("%v: the opens of %q wrote the configuration %v apart", now.Sub(t0), ns, now.Sub(last))
 					}
 					lastWrite[ns] = now
-					write(now, withIntake(active, next))
+					write(now, withIntake(cfg, next))
 				}
 				since, ok := next.CoveredSince(ns)
 				if !ok {

@@ -47,6 +47,9 @@ type Input struct {
 	Template *admissionregistrationv1.MutatingWebhookConfiguration
 	// Active is the active webhook configuration (ActiveWebhooks(Template.Name)); nil when missing.
 	Active *admissionregistrationv1.MutatingWebhookConfiguration
+	// Intake is the configuration of the intake webhooks (IntakeWebhooks(Template.Name)); nil when
+	// missing.
+	Intake *admissionregistrationv1.MutatingWebhookConfiguration
 	// Since is, by key (PolicyKey, BindingKey, WebhooksKey), since when each object has been as it
 	// is now (Tracker.Observe); a missing key reads as Now.
 	Since map[string]time.Time
@@ -457,11 +460,71 @@ func copyWith[T metav1.Object](o T, rv string) T {
 
 // webhookWrites returns the writes of the webhook configurations: the template's, when it holds
 // webhooks an earlier version expanded into it (webhookconfig.TemplateWebhooks), then the active one's,
-// when it is missing or differs from matches (and the intake, see planIntake; withdrawing says a
-// policy kube-apiserver runs injects versions the plan withdraws). Either failing holds every
-// SidecarSet (all); the active one is written only if the template's write succeeds. The
-// duration, when positive, is when to plan again to remove the intake webhooks.
+// when it is missing or differs from matches, then the intake's, when holds are dropped (see
+// planIntake; withdrawing says a policy kube-apiserver runs injects versions the plan withdraws).
+// Either of the first two failing holds every SidecarSet (all); the active one is written only if
+// the template's write succeeds. The duration, when positive, is when to plan again to remove
+// intake webhooks.
 func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
+	out, recheck := activeWrites(in, matches, all, withdrawing)
+	if in.Template == nil {
+		return out, recheck
+	}
+	if in.Intake == nil {
+		// Created without webhooks, so that it is there to annotate after an install
+		// (docs/managed-clusters.md) and owned from the start; a replica creates it too when
+		// it opens the intake first.
+		return append(out, Write{Op: Create, Kind: Webhooks, Name: IntakeWebhooks(in.Template.Name), Object: owned(in, &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: IntakeWebhooks(in.Template.Name)}}), Reason: "missing"}), recheck
+	}
+	selective := webhookconfig.ExpandWebhooks(in.Template.Webhooks, matches, in.ExcludedNamespaces)
+	w, intakeRecheck := intakeWrite(in, selective, withdrawing)
+	if intakeRecheck > 0 && (recheck <= 0 || intakeRecheck < recheck) {
+		recheck = intakeRecheck
+	}
+	if w != nil {
+		out = append(out, *w)
+	}
+	return out, recheck
+}
+
+// intakeWrite returns the write of the intake configuration that drops the holds past (planIntake)
+// and keeps it owned like the active one, nil when it is as it should be, and when to plan again.
+// Its failure holds no SidecarSet: the holds are dropped on a later pass.
+func intakeWrite(in Input, selective []admissionregistrationv1.MutatingWebhook, withdrawing bool) (*Write, time.Duration) {
+	intake := planIntake(in, in.Intake, selective, withdrawing)
+	update := owned(in, in.Intake.DeepCopy())
+	if intake.state != nil {
+		update.Webhooks = intake.webhooks
+		intake.state.Annotate(&update.ObjectMeta)
+	}
+	if equality.Semantic.DeepEqual(in.Intake.Webhooks, update.Webhooks) && equality.Semantic.DeepEqual(in.Intake.Annotations, update.Annotations) &&
+		sameObject(in.Intake, update, nil, nil) {
+		return nil, intake.recheck
+	}
+	reason := "differs from the plan"
+	if intake.reason != "" {
+		reason = intake.reason
+	}
+	return &Write{Op: Update, Kind: Webhooks, Name: update.Name, Object: update, Reason: reason}, intake.recheck
+}
+
+// owned returns cfg labelled as the server's and owned by in.Owner, when set.
+func owned(in Input, cfg *admissionregistrationv1.MutatingWebhookConfiguration) *admissionregistrationv1.MutatingWebhookConfiguration {
+	if in.Owner != nil {
+		cfg.OwnerReferences = []metav1.OwnerReference{*in.Owner}
+	}
+	if cfg.Labels == nil {
+		cfg.Labels = map[string]string{}
+	}
+	cfg.Labels[apps.ManagedByLabel] = apps.ManagedByValue
+	return cfg
+}
+
+// activeWrites returns the writes of the template and the active configuration (webhookWrites);
+// intake webhooks an earlier version added to the active configuration are dropped with their
+// holds (planIntake).
+func activeWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
 	tmpl := in.Template
 	if tmpl == nil {
 		return nil, 0
@@ -489,7 +552,7 @@ func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string,
 	if have == nil {
 		return append(out, Write{Op: Create, Kind: Webhooks, Name: want.Name, Object: want, If: cond, Holds: all, Reason: "missing"}), 0
 	}
-	intake := planIntake(in, want.Webhooks, withdrawing)
+	intake := planIntake(in, have, want.Webhooks, withdrawing)
 	update := have.DeepCopy()
 	update.Webhooks, update.OwnerReferences = append(want.Webhooks, intake.webhooks...), want.OwnerReferences
 	if update.Labels == nil {
@@ -513,7 +576,7 @@ func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string,
 	return append(out, Write{Op: Update, Kind: Webhooks, Name: want.Name, Object: update, If: cond, Holds: all, Reason: reason}), intake.recheck
 }
 
-// intakePlan is what the active configuration keeps of the intake.
+// intakePlan is what a configuration keeps of the intake.
 type intakePlan struct {
 	// webhooks are the intake webhooks kept.
 	webhooks []admissionregistrationv1.MutatingWebhook
@@ -525,9 +588,10 @@ type intakePlan struct {
 	reason string
 }
 
-// planIntake decides what the active configuration keeps of the intake webhooks a replica added
-// before a SidecarSet write (see IntakeState): nothing is dropped while the selective webhooks
-// differ from selective (they are written now, and not loaded before LoadDelay) nor until they
+// planIntake decides what holder, the intake configuration (or the active one, where an earlier
+// version added them), keeps of the intake webhooks a replica added before a SidecarSet write (see
+// IntakeState): nothing is dropped while the selective webhooks of the active configuration differ
+// from selective (they are written now, and not loaded before LoadDelay) nor until they
 // have been as they are for LoadDelay, nor while withdrawing: a policy that stops injecting a
 // SidecarSet (deleted, or moved to another policy or the webhook) waits for the webhooks that
 // take it over, and kube-apiserver runs it meanwhile, injecting the version before into pods that
@@ -535,13 +599,17 @@ type intakePlan struct {
 // of. Then each hold whose time, plus LoadDelay, has passed (a write admitted before it may still
 // be reaching the informer) is dropped, the cluster hold and each namespace's apart, and the
 // intake webhooks are rewritten for the holds left (none: removed with their annotations).
-func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook, withdrawing bool) intakePlan {
-	have, open := webhookconfig.SplitIntake(in.Active.Webhooks)
+func planIntake(in Input, holder *admissionregistrationv1.MutatingWebhookConfiguration, selective []admissionregistrationv1.MutatingWebhook, withdrawing bool) intakePlan {
+	_, open := webhookconfig.SplitIntake(holder.Webhooks)
 	if len(open) == 0 {
 		return intakePlan{}
 	}
 	kept := intakePlan{webhooks: open}
-	if !equality.Semantic.DeepEqual(have, selective) {
+	if in.Active == nil {
+		kept.recheck = in.LoadDelay + time.Millisecond
+		return kept
+	}
+	if have, _ := webhookconfig.SplitIntake(in.Active.Webhooks); !equality.Semantic.DeepEqual(have, selective) {
 		kept.recheck = in.LoadDelay + time.Millisecond
 		return kept
 	}
@@ -552,7 +620,7 @@ func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook, w
 	if withdrawing {
 		return kept // planned again when the withdrawal is written
 	}
-	state := ReadIntake(in.Active, in.Template.Webhooks, in.ExcludedNamespaces)
+	state := ReadIntake(holder, in.Template.Webhooks, in.ExcludedNamespaces)
 	left, next := state.Expire(in.Now, in.LoadDelay)
 	if !state.Empty() && left.holds() == state.holds() {
 		kept.recheck = next
@@ -571,6 +639,11 @@ func planIntake(in Input, selective []admissionregistrationv1.MutatingWebhook, w
 // ActiveWebhooks names the configuration of the injection webhooks the sync writes, from the
 // shipped one, template.
 func ActiveWebhooks(template string) string { return template + "-active" }
+
+// IntakeWebhooks names the configuration of the intake webhooks (see IntakeState), from the
+// shipped one, template: apart from the active one, so that a hold, written every few seconds
+// while SidecarSets are, writes a few webhooks and not every selective one.
+func IntakeWebhooks(template string) string { return template + "-intake" }
 
 // sortedKeys returns m's keys in order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

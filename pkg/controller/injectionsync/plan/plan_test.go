@@ -97,9 +97,12 @@ func (c *cluster) input(sets []*v1alpha1.SidecarSet, now time.Time, since map[st
 		case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
 			in.Bindings = append(in.Bindings, o)
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
-			if o.Name == "sidecarset-injector" {
+			switch o.Name {
+			case "sidecarset-injector":
 				in.Template = o
-			} else {
+			case IntakeWebhooks("sidecarset-injector"):
+				in.Intake = o
+			default:
 				in.Active = o
 			}
 		}
@@ -164,6 +167,7 @@ func summarize(r Result) summary {
 const (
 	app      = "sidecarsets-app-v0"
 	active   = "MutatingWebhookConfiguration/sidecarset-injector-active"
+	intake   = "MutatingWebhookConfiguration/sidecarset-injector-intake"
 	appP     = "MutatingAdmissionPolicy/" + app
 	appB     = "MutatingAdmissionPolicyBinding/" + app
 	teamName = "sidecarsets-team-v0"
@@ -204,7 +208,7 @@ func TestSync(t *testing.T) {
 	}{{
 		name: "first pass: the webhooks, then the policy, then its binding once the policy is written",
 		in:   func(*testing.T) Input { return newCluster().input([]*v1alpha1.SidecarSet{a}, t0, nil) },
-		want: summary{Writes: []string{"Create " + active, "Create " + appP, "Create " + appB + " if " + appP + " failed=false"}, RecheckAfter: grace},
+		want: summary{Writes: []string{"Create " + active, "Create " + intake, "Create " + appP, "Create " + appB + " if " + appP + " failed=false"}, RecheckAfter: grace},
 	}, {
 		name: "a SidecarSet without a recorded revision: the webhooks serve it, held until its policy does",
 		in: func(*testing.T) Input {
@@ -212,7 +216,7 @@ func TestSync(t *testing.T) {
 			fresh.Status.LatestRevision = ""
 			return newCluster().input([]*v1alpha1.SidecarSet{fresh}, t0, nil)
 		},
-		want: summary{Writes: []string{"Create " + active}, Held: []string{"a"}},
+		want: summary{Writes: []string{"Create " + active, "Create " + intake}, Held: []string{"a"}},
 	}, {
 		name: "settled: nothing to write",
 		in: func(t *testing.T) Input {
@@ -294,7 +298,7 @@ func TestSync(t *testing.T) {
 			return in
 		},
 		want: summary{Writes: []string{"Update MutatingWebhookConfiguration/sidecarset-injector",
-			"Create " + active + " if MutatingWebhookConfiguration/sidecarset-injector failed=false"}},
+			"Create " + active + " if MutatingWebhookConfiguration/sidecarset-injector failed=false", "Create " + intake}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Sync(tc.in(t))
