@@ -105,6 +105,20 @@ func TestServerGuard(t *testing.T) {
 	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, intakeCfg, dryRun); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Errorf("with the server's token, create its intake webhook configuration: %v", err)
 	}
+	// and left without webhooks once the leader drops the last hold (the leader creates it at its
+	// start).
+	if cur, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, intakeCfg.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the leader did not create its intake webhook configuration: %v", err)
+	} else {
+		cur.Webhooks = nil
+		if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cur, update); err != nil {
+			t.Errorf("with the server's token, remove every intake webhook: %v", err)
+		}
+		cur.Webhooks = webhookconfig.IntakeWebhooks(selective[:1], nil, nil)
+		cur.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
+		_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cur, update)
+		refused("send an intake webhook's pods elsewhere", err, "never where they send pods")
+	}
 	other := active.DeepCopy()
 	other.ObjectMeta = metav1.ObjectMeta{Name: "e2e-not-the-servers"}
 	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dryRun)
