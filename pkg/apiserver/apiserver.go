@@ -305,6 +305,9 @@ func (c completedConfig) install(reviewer sidecarinjection.Reviewer, viewer side
 	}
 	settle.hook(sets.SidecarSet.Store, false)
 	settle.hook(namespaced.SidecarSet.Store, true)
+	if c.ExtraConfig.informers != nil {
+		c.ExtraConfig.informers.direct.Store(&directStores{sets: sets.SidecarSet.Store, namespaced: namespaced.SidecarSet.Store, revisions: s.Revisions})
+	}
 
 	appsGroup := genericapiserver.NewDefaultAPIGroupInfo(apps.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	appsGroup.NegotiatedSerializer = withoutProtobuf{Codecs}

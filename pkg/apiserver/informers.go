@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +46,9 @@ type informerSet struct {
 	resizes *resize.Support
 	// preDownloads pulls new sidecar images ahead of upgrades; nil without a main cluster.
 	preDownloads *pull.PreDownloads
+	// direct are the stores the informers of own read in the process (directClient), once
+	// install has set them.
+	direct atomic.Pointer[directStores]
 }
 
 // informerSet returns the server's informers, creating the factory of its own API on the
@@ -57,11 +61,14 @@ func (c *ExtraConfig) informerSet(loopback *rest.Config) (*informerSet, error) {
 			return nil, err
 		}
 		sharer := &sharedspec.Sharer{}
-		own := informers.NewSharedInformerFactoryWithOptions(listing{client}, 0, informers.WithTransform(func(obj any) (any, error) {
+		set := &informerSet{}
+		direct := directClient{Interface: client, stores: &set.direct, scheme: Scheme}
+		set.own = informers.NewSharedInformerFactoryWithOptions(listing{direct}, 0, informers.WithTransform(func(obj any) (any, error) {
 			obj, err := stripManagedFields(obj)
 			return sharer.Share(obj), err
 		}))
-		c.informers = &informerSet{own: own}
+		own := set.own
+		c.informers = set
 		// Registered first: the factory's SidecarSet informer is then the one of both kinds.
 		sets := own.InformerFor(&v1alpha1.SidecarSet{}, allsidecarsets.NewInformer)
 		sharer.Watch(sets.GetStore(), own.Apps().V1alpha1().SidecarSetRevisions().Informer().GetStore())
