@@ -466,10 +466,11 @@ func copyWith[T metav1.Object](o T, rv string) T {
 // the template's write succeeds. The duration, when positive, is when to plan again to remove
 // intake webhooks.
 func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
-	out, recheck := activeWrites(in, matches, all, withdrawing)
 	if in.Template == nil {
-		return out, recheck
+		return nil, 0
 	}
+	selective := webhookconfig.ExpandWebhooks(in.Template.Webhooks, matches, in.ExcludedNamespaces)
+	out, recheck := activeWrites(in, slices.Clip(selective), all, withdrawing)
 	if in.Intake == nil {
 		// Created without webhooks, so that it is there to annotate after an install
 		// (docs/managed-clusters.md) and owned from the start; a replica creates it too when
@@ -477,7 +478,6 @@ func webhookWrites(in Input, matches []webhookconfig.WebhookMatch, all []string,
 		return append(out, Write{Op: Create, Kind: Webhooks, Name: IntakeWebhooks(in.Template.Name), Object: owned(in, &admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: IntakeWebhooks(in.Template.Name)}}), Reason: "missing"}), recheck
 	}
-	selective := webhookconfig.ExpandWebhooks(in.Template.Webhooks, matches, in.ExcludedNamespaces)
 	w, intakeRecheck := intakeWrite(in, selective, withdrawing)
 	if intakeRecheck > 0 && (recheck <= 0 || intakeRecheck < recheck) {
 		recheck = intakeRecheck
@@ -521,14 +521,11 @@ func owned(in Input, cfg *admissionregistrationv1.MutatingWebhookConfiguration) 
 	return cfg
 }
 
-// activeWrites returns the writes of the template and the active configuration (webhookWrites);
-// intake webhooks an earlier version added to the active configuration are dropped with their
-// holds (planIntake).
-func activeWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, withdrawing bool) ([]Write, time.Duration) {
+// activeWrites returns the writes of the template and the active configuration, whose selective
+// webhooks are selective (webhookWrites); intake webhooks an earlier version added to the active
+// configuration are dropped with their holds (planIntake).
+func activeWrites(in Input, selective []admissionregistrationv1.MutatingWebhook, all []string, withdrawing bool) ([]Write, time.Duration) {
 	tmpl := in.Template
-	if tmpl == nil {
-		return nil, 0
-	}
 	var out []Write
 	var cond *Condition
 	if kept := webhookconfig.TemplateWebhooks(tmpl.Webhooks); len(kept) != len(tmpl.Webhooks) {
@@ -541,7 +538,7 @@ func activeWrites(in Input, matches []webhookconfig.WebhookMatch, all []string, 
 	want := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
 		Name:   ActiveWebhooks(tmpl.Name),
 		Labels: map[string]string{apps.ManagedByLabel: apps.ManagedByValue},
-	}, Webhooks: webhookconfig.ExpandWebhooks(tmpl.Webhooks, matches, in.ExcludedNamespaces)}
+	}, Webhooks: selective}
 	if in.Version != "" {
 		want.Annotations = map[string]string{apps.ServerVersionAnnotation: in.Version}
 	}
