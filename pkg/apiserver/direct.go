@@ -72,19 +72,11 @@ type directSidecarSets struct {
 }
 
 func (d directSidecarSets) List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.SidecarSetList, error) {
-	s := d.c.stores.Load()
-	if s == nil {
-		return d.SidecarSetInterface.List(ctx, opts)
-	}
-	return listInto(ctx, d.c.scheme, s.sets, "", opts, &v1alpha1.SidecarSetList{})
+	return directList(ctx, d.c, sidecarSetsOf, "", opts, &v1alpha1.SidecarSetList{}, d.SidecarSetInterface.List)
 }
 
 func (d directSidecarSets) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	s := d.c.stores.Load()
-	if s == nil {
-		return d.SidecarSetInterface.Watch(ctx, opts)
-	}
-	return watchConverted(ctx, d.c.scheme, s.sets, "", opts, func() runtime.Object { return &v1alpha1.SidecarSet{} })
+	return directWatch(ctx, d.c, sidecarSetsOf, "", opts, func() runtime.Object { return &v1alpha1.SidecarSet{} }, d.SidecarSetInterface.Watch)
 }
 
 type directNamespaced struct {
@@ -94,19 +86,12 @@ type directNamespaced struct {
 }
 
 func (d directNamespaced) List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.NamespacedSidecarSetList, error) {
-	s := d.c.stores.Load()
-	if s == nil {
-		return d.NamespacedSidecarSetInterface.List(ctx, opts)
-	}
-	return listInto(ctx, d.c.scheme, s.namespaced, d.namespace, opts, &v1alpha1.NamespacedSidecarSetList{})
+	return directList(ctx, d.c, namespacedOf, d.namespace, opts, &v1alpha1.NamespacedSidecarSetList{}, d.NamespacedSidecarSetInterface.List)
 }
 
 func (d directNamespaced) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	s := d.c.stores.Load()
-	if s == nil {
-		return d.NamespacedSidecarSetInterface.Watch(ctx, opts)
-	}
-	return watchConverted(ctx, d.c.scheme, s.namespaced, d.namespace, opts, func() runtime.Object { return &v1alpha1.NamespacedSidecarSet{} })
+	return directWatch(ctx, d.c, namespacedOf, d.namespace, opts, func() runtime.Object { return &v1alpha1.NamespacedSidecarSet{} },
+		d.NamespacedSidecarSetInterface.Watch)
 }
 
 type directRevisions struct {
@@ -115,19 +100,40 @@ type directRevisions struct {
 }
 
 func (d directRevisions) List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.SidecarSetRevisionList, error) {
-	s := d.c.stores.Load()
-	if s == nil {
-		return d.SidecarSetRevisionInterface.List(ctx, opts)
-	}
-	return listInto(ctx, d.c.scheme, s.revisions, "", opts, &v1alpha1.SidecarSetRevisionList{})
+	return directList(ctx, d.c, revisionsOf, "", opts, &v1alpha1.SidecarSetRevisionList{}, d.SidecarSetRevisionInterface.List)
 }
 
 func (d directRevisions) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	s := d.c.stores.Load()
+	return directWatch(ctx, d.c, revisionsOf, "", opts, func() runtime.Object { return &v1alpha1.SidecarSetRevision{} }, d.SidecarSetRevisionInterface.Watch)
+}
+
+// The stores of each resource.
+func sidecarSetsOf(s *directStores) storeReader { return s.sets }
+func namespacedOf(s *directStores) storeReader  { return s.namespaced }
+func revisionsOf(s *directStores) storeReader   { return s.revisions }
+
+// directList lists the store of the resource (of) into out once the stores are set, and through
+// loopback until then.
+func directList[L runtime.Object](ctx context.Context, c directClient, of func(*directStores) storeReader, namespace string, opts metav1.ListOptions, out L,
+	loopback func(context.Context, metav1.ListOptions) (L, error),
+) (L, error) {
+	s := c.stores.Load()
 	if s == nil {
-		return d.SidecarSetRevisionInterface.Watch(ctx, opts)
+		return loopback(ctx, opts)
 	}
-	return watchConverted(ctx, d.c.scheme, s.revisions, "", opts, func() runtime.Object { return &v1alpha1.SidecarSetRevision{} })
+	return listInto(ctx, c.scheme, of(s), namespace, opts, out)
+}
+
+// directWatch watches the store of the resource (of) once the stores are set, and through
+// loopback until then.
+func directWatch(ctx context.Context, c directClient, of func(*directStores) storeReader, namespace string, opts metav1.ListOptions, newObject func() runtime.Object,
+	loopback func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) (watch.Interface, error) {
+	s := c.stores.Load()
+	if s == nil {
+		return loopback(ctx, opts)
+	}
+	return watchConverted(ctx, c.scheme, of(s), namespace, opts, newObject)
 }
 
 // listInto lists store in namespace ("": every namespace) with opts, as the API would, into out,
