@@ -10,8 +10,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/admission/policy/webhookconfig"
@@ -65,38 +67,53 @@ func TestServerGuard(t *testing.T) {
 		t.Errorf("an administrator's policy is refused: the guard must hold the server only: %v", err)
 	}
 
-	// Webhook configurations: its own three, and in them the selectors only.
-	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, injectionsync.ActiveWebhooks("sidecarset-injector"), metav1.GetOptions{})
+	// Webhook configurations: its own three, and in them the selectors only. The leader and the
+	// tests running alongside write both configurations all the time: each dry-run update reads the
+	// configuration afresh and is tried again on a conflict.
+	activeName := injectionsync.ActiveWebhooks("sidecarset-injector")
+	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, activeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	update := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
-	selectors := active.DeepCopy()
-	selectors.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-guard": "x"}}
-	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, selectors, update); err != nil {
+	dryUpdate := func(name string, mutate func(*admissionregistrationv1.MutatingWebhookConfiguration)) error {
+		return retry.OnError(guardRetry, apierrors.IsConflict, func() error {
+			cur, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			mutate(cur)
+			_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cur, update)
+			return err
+		})
+	}
+	if err := dryUpdate(activeName, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		c.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"e2e-guard": "x"}}
+	}); err != nil {
 		t.Errorf("with the server's token, change a webhook's objectSelector: %v", err)
 	}
-	elsewhere := active.DeepCopy()
-	elsewhere.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
 	// kube-apiserver takes a moment to load a policy (re)applied at registration, and its parameter.
 	// refused reports what the last try returned.
 	_, _ = poll(time.Minute, func(ctx context.Context) (bool, string) {
-		_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, elsewhere, update)
+		err = dryUpdate(activeName, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
+		})
 		return err != nil, ""
 	})
 	refused("send a webhook's pods elsewhere", err, "never where they send pods")
-	wider := active.DeepCopy()
-	wider.Webhooks[0].Rules[0].Operations = append(wider.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Update)
-	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, wider, update)
+	err = dryUpdate(activeName, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		c.Webhooks[0].Rules[0].Operations = append(c.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Update)
+	})
 	refused("widen what a webhook receives", err, "never where they send pods")
-	failOpen := active.DeepCopy()
-	failOpen.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
-	_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, failOpen, update)
+	err = dryUpdate(activeName, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		c.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	})
 	refused("have a webhook fail open", err, "never where they send pods")
-	intake := active.DeepCopy()
-	selective, _ := webhookconfig.SplitIntake(intake.Webhooks)
-	intake.Webhooks = append(selective, webhookconfig.IntakeWebhooks(selective[:1], nil, nil)...)
-	if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, intake, update); err != nil {
+	selective, _ := webhookconfig.SplitIntake(active.Webhooks)
+	if err := dryUpdate(activeName, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		sel, _ := webhookconfig.SplitIntake(c.Webhooks)
+		c.Webhooks = append(sel, webhookconfig.IntakeWebhooks(sel[:1], nil, nil)...)
+	}); err != nil {
 		t.Errorf("with the server's token, add an intake webhook that fails open: %v", err)
 	}
 	// Its intake configuration: created (here, or already, by a write) with intake webhooks.
@@ -107,16 +124,16 @@ func TestServerGuard(t *testing.T) {
 	}
 	// and left without webhooks once the leader drops the last hold (the leader creates it at its
 	// start).
-	if cur, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, intakeCfg.Name, metav1.GetOptions{}); err != nil {
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, intakeCfg.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("the leader did not create its intake webhook configuration: %v", err)
 	} else {
-		cur.Webhooks = nil
-		if _, err := server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cur, update); err != nil {
+		if err := dryUpdate(intakeCfg.Name, func(c *admissionregistrationv1.MutatingWebhookConfiguration) { c.Webhooks = nil }); err != nil {
 			t.Errorf("with the server's token, remove every intake webhook: %v", err)
 		}
-		cur.Webhooks = webhookconfig.IntakeWebhooks(selective[:1], nil, nil)
-		cur.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
-		_, err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cur, update)
+		err = dryUpdate(intakeCfg.Name, func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks = webhookconfig.IntakeWebhooks(selective[:1], nil, nil)
+			c.Webhooks[0].ClientConfig.Service.Path = ptr.To("/elsewhere")
+		})
 		refused("send an intake webhook's pods elsewhere", err, "never where they send pods")
 	}
 	other := active.DeepCopy()
@@ -129,6 +146,9 @@ func TestServerGuard(t *testing.T) {
 	err = server.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, active.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	refused("delete its webhook configuration", err, "forbidden") // RBAC refuses it before the guard would
 }
+
+// guardRetry spaces the tries of a dry-run update that met a concurrent write.
+var guardRetry = wait.Backoff{Steps: 20, Duration: 50 * time.Millisecond, Factor: 1.5, Cap: time.Second}
 
 // guardTestPolicy is a minimal MutatingAdmissionPolicy of the shape the server writes: it labels
 // pods at their creation.
