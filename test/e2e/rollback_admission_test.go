@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
 )
@@ -33,9 +34,16 @@ func TestRollbackIsAdmittedAsAnUpdate(t *testing.T) {
 		t.Fatalf("patchPodMetadata the whitelist allows: %v", err)
 	}
 	first := waitSettled(t, "rb-a")
-	without := first.DeepCopy()
-	without.Spec.PatchPodMetadata = nil
-	if _, err := client.Update(ctx, without, metav1.UpdateOptions{}); err != nil {
+	// The controller may write the status meanwhile (a plan that changed its path or neighbours).
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		without, err := client.Get(ctx, "rb-a", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		without.Spec.PatchPodMetadata = nil
+		_, err = client.Update(ctx, without, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	current := waitSettled(t, "rb-a")

@@ -11,7 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarset/apiserver/pkg/apis/apps/v1alpha1"
@@ -130,8 +132,15 @@ func TestV1beta1API(t *testing.T) {
 		beta.Labels[v1alpha1.SidecarSetCustomVersionLabel] != "" || beta.Labels["app"] != "x" {
 		t.Errorf("v1beta1 read: customVersion %q labels %v namespaceSelector (-want +got):\n%s", beta.Spec.CustomVersion, beta.Labels, diff)
 	}
-	// Written back in v1beta1 unchanged, the v1alpha1 object is unchanged too.
-	if _, err := betaClient.Update(ctx, beta, metav1.UpdateOptions{}); err != nil {
+	// Written back in v1beta1 unchanged, the v1alpha1 object is unchanged too. The controller may
+	// write the status meanwhile: the write is tried again on the object as stored.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := betaClient.Update(ctx, beta, metav1.UpdateOptions{})
+		if cur, getErr := betaClient.Get(ctx, alpha.Name, metav1.GetOptions{}); apierrors.IsConflict(err) && getErr == nil {
+			beta = cur
+		}
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	back, err := alphaClient.Get(ctx, alpha.Name, metav1.GetOptions{})
