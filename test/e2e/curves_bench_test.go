@@ -111,6 +111,9 @@ type curveRecord struct {
 	// FloorSeconds is the same rollout driven by rolloutFloor: the writes it needs, issued as soon
 	// as the budget allows, by test code that plans nothing.
 	FloorSeconds float64 `json:"floorSeconds,omitempty"`
+	// StealShare is the share of the machine's CPU time its hypervisor took while the point was
+	// measured (stealSince).
+	StealShare float64 `json:"stealShare,omitempty"`
 }
 
 func curveOutput(t *testing.T) string {
@@ -181,6 +184,7 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	restartServer(t, mode)
 	waitOwnedPolicies(t, 0)
 	rec := curveRecord{Series: "sets", Size: size, Shape: shape, Kind: kind, Mode: mode}
+	steal := stealSince(t)
 	list := policytest.BenchSidecarSets(shape, size)
 	clients := envInt("E2E_CURVE_APPLY_CLIENTS", 1)
 	namespaces, files := curveManifests(t, list, kind, clients)
@@ -218,6 +222,7 @@ func curveSets(t *testing.T, size int, shape, kind, mode string) curveRecord {
 	if os.Getenv("E2E_CURVE_DELETE") != "0" {
 		rec.DeleteSeconds = deleteAllOfKind(t, kind, size).Seconds()
 	}
+	rec.StealShare = steal()
 	return rec
 }
 
@@ -489,6 +494,7 @@ func curvePods(t *testing.T, n int) curveRecord {
 	waitStatusFor(t, "curve", n, 30*time.Minute)
 	waitScaleStates(t, ss.Name, n, 30*time.Minute) // a steady state: the controller's writes are done
 	rec := curveRecord{Series: "pods", Size: n}
+	steal := stealSince(t)
 	steadyRSS(t) // the collector has run before the measure, as TestServerMemoryPerPod
 	loaded := serverMemory(t, "curve-loaded")
 	rec.RSSMiB = float64(loaded.settledRSS) / (1 << 20)
@@ -506,6 +512,7 @@ func curvePods(t *testing.T, n int) curveRecord {
 		t.Errorf("rollout of %d pods: %d unavailable at once, more than maxUnavailable 10%% (%d)", n, rec.MaxUnavailable, budget)
 	}
 	rec.IdealSeconds = (time.Duration((n+n/10-1)/(n/10)) * delay).Seconds()
+	rec.StealShare = steal()
 	deleteAllSidecarSets(t)
 	cleanNamespace(t, scaleNamespace)
 	return rec

@@ -61,6 +61,10 @@ func TestInjectionModes(t *testing.T) {
 
 // benchShape measures one shape in one mode, from no SidecarSet stored.
 func benchShape(t *testing.T, shape, mode string, sets, n int) {
+	steal := stealSince(t)
+	defer func() {
+		fmt.Printf("%s, %s mode: the hypervisor took %.0f%% of the machine's CPU time meanwhile (steal)\n", shape, mode, 100*steal())
+	}()
 	deleteAllSidecarSets(t)
 	restartServer(t, mode)
 	waitOwnedPolicies(t, 0)

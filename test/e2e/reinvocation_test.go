@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -14,7 +17,9 @@ import (
 // TestAnotherMutationKeepsItsEdits adds a second mutating admission step, a cluster
 // MutatingAdmissionPolicy that adds an env var to the manual's sidecar1 whenever it is in the pod
 // (reinvoked as needed), and creates a pod in both injection modes: the pod gets exactly one
-// sidecar1, carrying the other step's env var, whatever order kube-apiserver runs them in.
+// sidecar1, carrying the other step's env var, whatever order kube-apiserver runs them in. In
+// policy mode the policy that injects sidecar1 runs once per pod create, although the other
+// step's mutation makes kube-apiserver pass over the admission chain a second time.
 func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 	ctx := context.Background()
 	deleteAllSidecarSets(t)
@@ -60,6 +65,9 @@ func TestAnotherMutationKeepsItsEdits(t *testing.T) {
 			if !found {
 				t.Fatalf("the other admission step's env var is gone: %+v", sidecars[0].Env)
 			}
+			if mode == "policy" {
+				checkPolicyRunsOnce(t, "test-sidecarset", nginxPod("default", "edited"))
+			}
 		})
 	}
 }
@@ -88,4 +96,65 @@ func editingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 			ReinvocationPolicy: ifNeeded,
 		},
 	}
+}
+
+// checkPolicyRunsOnce creates pod (dry run) a few times and checks that kube-apiserver ran the
+// mutations of the admission policy serving the SidecarSet named name once per create
+// (apiserver_mutating_admission_policy_check_total counts each run of each mutation): not again
+// in its second pass over the admission chain, where they would only add nothing at the cost of
+// converting, patching and decoding the pod once more.
+func checkPolicyRunsOnce(t *testing.T, name string, pod *corev1.Pod) {
+	t.Helper()
+	policy := servingPolicy(t, name)
+	before := policyChecks(t, policy.Name)
+	const creates = 5
+	for range creates {
+		if _, err := createPodDryRun(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := policyChecks(t, policy.Name)-before, creates*len(policy.Spec.Mutations); got != want {
+		t.Errorf("%d pod creates ran the %d mutations of policy %s %d times, want %d (once per create)",
+			creates, len(policy.Spec.Mutations), policy.Name, got, want)
+	}
+}
+
+// servingPolicy returns the admission policy whose members include the SidecarSet named name.
+func servingPolicy(t *testing.T, name string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	t.Helper()
+	list, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(context.Background(),
+		metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range list.Items {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(p.Annotations[apps.SidecarSetsAnnotation]), &members); err == nil && members[name] != nil {
+			return &list.Items[i]
+		}
+	}
+	t.Fatalf("no admission policy serves SidecarSet %s", name)
+	return nil
+}
+
+// policyChecks sums kube-apiserver's apiserver_mutating_admission_policy_check_total of policy.
+func policyChecks(t *testing.T, policy string) int {
+	t.Helper()
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_mutating_admission_policy_check_total{") || !strings.Contains(line, `policy="`+policy+`"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		sum += v
+	}
+	return int(sum)
 }

@@ -280,4 +280,46 @@ func serverRSS(t *testing.T) int64 {
 	return 0
 }
 
+// stealSince returns a function that reports which share of this machine's CPU time the
+// hypervisor took (steal, /proc/stat) since stealSince was called: on a virtual machine the
+// figures of a benchmark measured while the host took half of it are not those of a quiet one.
+func stealSince(t *testing.T) func() float64 {
+	t.Helper()
+	steal0, total0 := hostCPU(t)
+	return func() float64 {
+		steal, total := hostCPU(t)
+		if total <= total0 {
+			return 0
+		}
+		return (steal - steal0) / (total - total0)
+	}
+}
+
+// hostCPU reads the steal time and the total CPU time of /proc/stat's first line, in ticks.
+func hostCPU(t *testing.T) (steal, total float64) {
+	t.Helper()
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice; guest time is counted
+	// in user and nice already.
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		t.Fatalf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatalf("/proc/stat: %q: %v", line, err)
+		}
+		total += v
+		if i == 7 {
+			steal = v
+		}
+	}
+	return steal, total
+}
+
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -166,8 +166,8 @@ func outsideControlPlaneCEL() string {
 // applies to: it is eligible, and some member selects it and has not injected it. Match
 // conditions see no variables: l and injected are bound by iterating over a one-element list.
 // They are left out when the objectSelector says it all (Objects with exact): kube-apiserver
-// converts the pod for CEL once more for them, and again when it reinvokes the policies; the
-// mutation alone is idempotent (variables.m).
+// converts the pod for CEL once more for them, and again in its second pass over the admission
+// chain; the mutation alone is idempotent (variables.m).
 func groupMatchConditions(members []*Member, excluded []string) []admissionregistrationv1.MatchCondition {
 	terms := make([]string, len(members))
 	for k, m := range members {
@@ -652,6 +652,10 @@ func (g *Group) Objects(members string, values []string, exact bool, excluded []
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: ch.expression()}})
 	}
 	fail := admissionregistrationv1.Fail
+	// Never reinvoked: kube-apiserver reinvokes an IfNeeded policy that mutated the pod even when
+	// nothing after it changed the pod, and the second run converts, patches and decodes the pod
+	// again to add nothing (the mutation is idempotent). Admission policies run before every
+	// webhook, and a webhook or policy that runs later sees the sidecars already in the pod.
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: *meta.DeepCopy(),
@@ -661,7 +665,7 @@ func (g *Group) Objects(members string, values []string, exact bool, excluded []
 			Variables:          vars,
 			Mutations:          mutations,
 			FailurePolicy:      &fail,
-			ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},
 	}
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
