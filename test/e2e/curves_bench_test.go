@@ -113,7 +113,7 @@ type curveRecord struct {
 	FloorSeconds float64 `json:"floorSeconds,omitempty"`
 	// StealShare is the share of the machine's CPU time its hypervisor took while the point was
 	// measured (stealSince).
-	StealShare float64 `json:"stealShare,omitempty"`
+	StealShare float64 `json:"stealShare"`
 }
 
 func curveOutput(t *testing.T) string {

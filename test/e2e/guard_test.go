@@ -67,8 +67,8 @@ func TestServerGuard(t *testing.T) {
 		t.Errorf("an administrator's policy is refused: the guard must hold the server only: %v", err)
 	}
 
-	// Webhook configurations: its own three, and in them the selectors only. The leader and the
-	// tests running alongside write both configurations all the time: each dry-run update reads the
+	// Webhook configurations: its own three, and in them the selectors only. The leader writes both
+	// configurations at any time (selectors, holds dropped): each dry-run update reads the
 	// configuration afresh and is tried again on a conflict.
 	activeName := injectionsync.ActiveWebhooks("sidecarset-injector")
 	active, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, activeName, metav1.GetOptions{})

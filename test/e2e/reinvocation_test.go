@@ -106,6 +106,11 @@ func editingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 func checkPolicyRunsOnce(t *testing.T, name string, pod *corev1.Pod) {
 	t.Helper()
 	policy := servingPolicy(t, name)
+	if len(policy.Spec.MatchConditions) > 0 {
+		// A second run would stop at its match conditions (the SidecarSet injected already) and
+		// count nothing: the count could not tell.
+		t.Fatalf("policy %s has match conditions: the check needs a policy its objectSelector alone applies", policy.Name)
+	}
 	before := policyChecks(t, policy.Name)
 	const creates = 5
 	for range creates {
@@ -113,7 +118,9 @@ func checkPolicyRunsOnce(t *testing.T, name string, pod *corev1.Pod) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := policyChecks(t, policy.Name)-before, creates*len(policy.Spec.Mutations); got != want {
+	// A create retried inside createPodDryRun, or another pod of the label created meanwhile, may
+	// add a run; a second run of every create doubles the count.
+	if got, want := policyChecks(t, policy.Name)-before, creates*len(policy.Spec.Mutations); got < want || got >= 2*want {
 		t.Errorf("%d pod creates ran the %d mutations of policy %s %d times, want %d (once per create)",
 			creates, len(policy.Spec.Mutations), policy.Name, got, want)
 	}
