@@ -135,9 +135,9 @@ func staleRetired(pod *corev1.Pod, retired []*v1alpha1.SidecarSet, decisions []D
 
 // sharingNames splits present into the SidecarSets that have a container or an init container
 // named like one of stale's, and the others. In the pod, a stale version's containers cannot be
-// told from theirs (a canary names its base's sidecars so, and a stale version's policy written
-// before policies were never reinvoked may have run again after them): withdrawing the stale
-// version takes both out, and those are injected again.
+// told from theirs (a canary names its base's sidecars so, and a stale version's policy, if an
+// earlier version wrote it with reinvocationPolicy IfNeeded, may have run again after them):
+// withdrawing the stale version takes both out, and those are injected again.
 func sharingNames(stale, present []*v1alpha1.SidecarSet) (sharing, rest []*v1alpha1.SidecarSet) {
 	if len(stale) == 0 {
 		return nil, present

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,22 +125,23 @@ func checkPolicyRunsOnce(t *testing.T, name string, pod *corev1.Pod) {
 	}
 }
 
-// servingPolicy returns the admission policy whose members include the SidecarSet named name.
+// servingPolicy returns the admission policy the /rollout view of the SidecarSet named name says
+// serves it (checkInjectionPath has waited for the policy path).
 func servingPolicy(t *testing.T, name string) *admissionregistrationv1.MutatingAdmissionPolicy {
 	t.Helper()
-	list, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().List(context.Background(),
-		metav1.ListOptions{LabelSelector: apps.ManagedByLabel + "=" + apps.ManagedByValue})
+	ctx := context.Background()
+	view, err := sidecars.AppsV1alpha1().SidecarSets().GetRollout(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range list.Items {
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(p.Annotations[apps.SidecarSetsAnnotation]), &members); err == nil && members[name] != nil {
-			return &list.Items[i]
-		}
+	if view.Status.Injection == nil || view.Status.Injection.Policy == "" {
+		t.Fatalf("the /rollout view of %s names no policy: %+v", name, view.Status.Injection)
 	}
-	t.Fatalf("no admission policy serves SidecarSet %s", name)
-	return nil
+	p, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, view.Status.Injection.Policy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // policyChecks sums kube-apiserver's apiserver_mutating_admission_policy_check_total of policy.

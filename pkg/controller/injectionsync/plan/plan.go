@@ -521,9 +521,9 @@ func owned(in Input, cfg *admissionregistrationv1.MutatingWebhookConfiguration) 
 	return cfg
 }
 
-// activeWrites returns the writes of the template and the active configuration, whose selective
-// webhooks are selective (webhookWrites); intake webhooks an earlier version added to the active
-// configuration are dropped with their holds (planIntake).
+// activeWrites returns the writes of the template and the active configuration, whose webhooks
+// are selective (expanded once per pass by webhookWrites); intake webhooks an earlier version
+// added to the active configuration are dropped with their holds (planIntake).
 func activeWrites(in Input, selective []admissionregistrationv1.MutatingWebhook, all []string, withdrawing bool) ([]Write, time.Duration) {
 	tmpl := in.Template
 	var out []Write
