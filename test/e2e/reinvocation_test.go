@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -110,6 +111,15 @@ func checkPolicyRunsOnce(t *testing.T, name string, pod *corev1.Pod) {
 		// count nothing: the count could not tell.
 		t.Fatalf("policy %s has match conditions: the check needs a policy its objectSelector alone applies", policy.Name)
 	}
+	// kube-apiserver loads a policy some time after it is written; until then the webhook (the
+	// intake) injects the pod.
+	eventually(t, "kube-apiserver running policy "+policy.Name, time.Minute, func(context.Context) (bool, string) {
+		before := policyChecks(t, policy.Name)
+		if _, err := createPodDryRun(pod); err != nil {
+			return false, err.Error()
+		}
+		return policyChecks(t, policy.Name) > before, "the policy did not run for a pod create"
+	})
 	before := policyChecks(t, policy.Name)
 	const creates = 5
 	for range creates {
